@@ -1,0 +1,89 @@
+"""Comparisons for the hidden suites. A failure raises `Mismatch`, which carries a structured
+`Detail` (a message-catalogue key, its parameters and small expected/actual tables) instead of text."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from grader.records import Detail
+
+TABLE_ROWS = 8
+TABLE_COLS = 8
+
+
+class Mismatch(AssertionError):
+    def __init__(self, detail: Detail):
+        super().__init__(detail.key)
+        self.detail = detail
+
+
+def fail(key: str, **params: Any) -> None:
+    raise Mismatch(Detail(key, params))
+
+
+def expect(condition: bool, key: str, **params: Any) -> None:
+    """A property check: fails with catalogue message `key` when `condition` is false."""
+    if not condition:
+        fail(key, **params)
+
+
+def _table(t: torch.Tensor) -> list:
+    """A small 2-D (or 1-D) slice of a tensor for display, rounded to 4 decimals."""
+    while t.dim() > 2:
+        t = t[0]
+    if t.dim() == 0:
+        return [[round(float(t), 4)]]
+    if t.dim() == 1:
+        t = t.unsqueeze(0)
+    t = t[:TABLE_ROWS, :TABLE_COLS].double()
+    return [[round(float(v), 4) for v in row] for row in t]
+
+
+def _shape(value: Any) -> list[int]:
+    return list(value.shape)
+
+
+def expect_tensor(actual: Any, *, what: str) -> torch.Tensor:
+    if type(actual) is not torch.Tensor:
+        fail("mismatch.not-tensor", what=what, got=type(actual).__name__)
+    return actual
+
+
+def expect_shape(actual: Any, shape: tuple[int, ...] | list[int], *, what: str, on: str = "") -> None:
+    actual = expect_tensor(actual, what=what)
+    if list(actual.shape) != list(shape):
+        fail("mismatch.shape", what=what, on=on, expected=list(shape), got=_shape(actual))
+
+
+def expect_close(actual: Any, expected: torch.Tensor, *, what: str, on: str = "",
+                 atol: float = 1e-5, rtol: float = 1e-4, check_dtype: bool = False) -> None:
+    """`actual` equals `expected` within tolerances, with the same shape (dtype only if asked)."""
+    actual = expect_tensor(actual, what=what)
+    if list(actual.shape) != list(expected.shape):
+        fail("mismatch.shape", what=what, on=on, expected=_shape(expected), got=_shape(actual))
+    if check_dtype and actual.dtype != expected.dtype:
+        fail("mismatch.dtype", what=what, on=on, expected=str(expected.dtype), got=str(actual.dtype))
+    if not torch.is_floating_point(actual) and torch.is_floating_point(expected):
+        actual = actual.to(expected.dtype)
+    try:
+        torch.testing.assert_close(actual.to(expected.dtype), expected, atol=atol, rtol=rtol, equal_nan=False)
+        return
+    except AssertionError:
+        pass
+    a, e = actual.to(torch.float64), expected.to(torch.float64)
+    differs = ~torch.isclose(a, e, atol=atol, rtol=rtol)
+    finite = torch.isfinite(a)
+    max_diff = float((a - e).abs()[finite].max()) if bool(finite.any()) else math.inf
+    raise Mismatch(Detail(
+        "mismatch.nonfinite" if not bool(finite.all()) else "mismatch.values",
+        {"what": what, "on": on, "count": int(differs.sum()), "total": differs.numel(),
+         "max_diff": round(max_diff, 6), "shape": _shape(expected)},
+        expected=_table(e), actual=_table(a), differs=_table(differs.double())))
+
+
+def expect_equal(actual: Any, expected: Any, *, what: str, on: str = "") -> None:
+    """Plain values (ints, strings, lists of them)."""
+    if actual != expected:
+        fail("mismatch.value", what=what, on=on, expected=expected, got=actual)

@@ -1,0 +1,54 @@
+"""Finding submissions on disk and reading them into `Submission` records."""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from grader.notebooks import NotebookError, modules_from_notebook
+from grader.records import MODULES, IntegrityNote, Submission
+
+MAX_SOURCE_BYTES = 512 * 1024
+
+
+class DiscoveryError(Exception):
+    """PATH holds no submission at all: the grader cannot run."""
+
+
+def holds_submission(path: Path) -> bool:
+    return any((path / f"{module}.py").is_file() or (path / f"{module}.ipynb").is_file() for module in MODULES) \
+        or any(path.glob("*.ipynb"))
+
+
+def find_submissions(path: Path) -> tuple[list[Path], bool]:
+    """(submission directories, is_class). One submission when PATH holds modules itself."""
+    if not path.exists():
+        raise DiscoveryError(f"{path} does not exist")
+    if not path.is_dir():
+        raise DiscoveryError(f"{path} is not a directory")
+    if holds_submission(path):
+        return [path], False
+    students = sorted(child for child in path.iterdir() if child.is_dir() and not child.name.startswith("."))
+    if not students:
+        raise DiscoveryError(f"{path} holds neither the exercise modules nor student folders")
+    return students, True
+
+
+def read_submission(path: Path, name: str | None = None) -> Submission:
+    """Sources of the seven modules, from .py files or, where there is none, notebooks."""
+    sources: dict[str, str] = {}
+    problems: list[IntegrityNote] = []
+    for notebook in sorted(path.glob("*.ipynb")):
+        try:
+            for module, source in modules_from_notebook(notebook).items():
+                sources.setdefault(module, source)
+        except NotebookError as exc:
+            problems.append(IntegrityNote("submission.bad-notebook", f"{notebook.name}: {exc}"))
+    for module in MODULES:
+        file = path / f"{module}.py"
+        if file.is_file():
+            data = file.read_bytes()[:MAX_SOURCE_BYTES]
+            sources[module] = data.decode("utf-8", errors="replace")
+    digest = hashlib.sha256()
+    for module in sorted(sources):
+        digest.update(module.encode() + b"\0" + sources[module].encode() + b"\0")
+    return Submission(name or path.name, path, sources, digest.hexdigest(), tuple(problems))

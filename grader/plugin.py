@@ -1,0 +1,140 @@
+"""The pytest plugin that runs the hidden suites once per submission inside one pytest session.
+
+Collection happens once; then `pytest_runtestloop` takes submissions one by one from `source`,
+binds the `student` fixture to that submission's seam and runs every collected item with
+pytest's own `runtestprotocol`. Each item becomes a `TestOutcome` with points from its
+`@pytest.mark.points(n)` marker; `sink` receives one submission's outcomes at a time.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import pytest
+from _pytest.runner import runtestprotocol
+
+from grader.compare import Mismatch
+from grader.records import MODULE_SECTIONS, Detail, ProbeError, TestOutcome
+from grader.seam import Seam, StudentError
+
+SUITES_DIR = Path(__file__).resolve().parent / "suites"
+ERROR_STATUS = {"timeout": "timeout", "resource": "resource"}
+
+
+@dataclass(frozen=True)
+class SuiteItem:
+    """What the grader knows about one hidden test, independent of any submission."""
+
+    id: str
+    module: str
+    name: str
+    section: str
+    max_points: float
+    heatmap: tuple[str, str] | None  # (probe, output key) of attention weights on the book sentence
+
+
+def item_info(item: pytest.Item) -> SuiteItem:
+    module = Path(str(item.fspath)).stem.removeprefix("test_")
+    if module not in MODULE_SECTIONS:
+        raise pytest.UsageError(f"hidden suite file {item.fspath} is not named after a student module")
+    marker = item.get_closest_marker("points")
+    if marker is None or not marker.args:
+        raise pytest.UsageError(f"hidden test {item.nodeid} declares no points")
+    heatmap = item.get_closest_marker("heatmap")
+    return SuiteItem(f"{module}::{item.name}", module, item.name, MODULE_SECTIONS[module],
+                     float(marker.args[0]), tuple(heatmap.args) if heatmap else None)
+
+
+class GradingPlugin:
+    def __init__(self, reference: Seam, source: Iterable[tuple[object, Seam]],
+                 sink: Callable[[object, Seam, list[TestOutcome]], None]):
+        self._reference = reference
+        self.source = source
+        self.sink = sink
+        self.current: Seam | None = None
+        self.items: list[pytest.Item] = []
+        self.infos: list[SuiteItem] = []
+
+    # -- configuration ----------------------------------------------------------------------------
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.addinivalue_line("markers", "points(n): points the test is worth")
+        config.addinivalue_line("markers", "heatmap(probe, key): attention weights to draw for this test")
+
+    @pytest.fixture
+    def student(self) -> Seam:
+        return self.current
+
+    @pytest.fixture
+    def reference(self) -> Seam:
+        return self._reference
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        order = list(MODULE_SECTIONS)
+        items.sort(key=lambda item: order.index(Path(str(item.fspath)).stem.removeprefix("test_"))
+                   if Path(str(item.fspath)).stem.removeprefix("test_") in order else len(order))
+        self.items = list(items)
+        self.infos = [item_info(item) for item in items]
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        outcome = yield
+        if call.excinfo is not None and call.when in ("setup", "call"):
+            item.stash[_EXCINFO] = call.excinfo
+
+    # -- the loop ---------------------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        if session.testsfailed or session.config.option.collectonly:
+            return True
+        for submission, seam in self.source:
+            self.current = seam
+            outcomes = [self._run(item, info, seam) for item, info in zip(self.items, self.infos)]
+            self.current = None
+            self.sink(submission, seam, outcomes)
+        return True
+
+    def _run(self, item: pytest.Item, info: SuiteItem, seam: Seam) -> TestOutcome:
+        seam.accessed = []
+        item.stash[_EXCINFO] = None
+        reports = runtestprotocol(item, log=False, nextitem=None)
+        outcome = TestOutcome(id=info.id, module=info.module, name=info.name, section=info.section,
+                              status="passed", points=info.max_points, max_points=info.max_points,
+                              probes=tuple(seam.accessed))
+        if all(report.passed for report in reports):
+            return outcome
+        outcome.points = 0.0
+        if any(report.skipped for report in reports):
+            outcome.status = "skipped"
+            return outcome
+        excinfo = item.stash.get(_EXCINFO, None)
+        error = excinfo.value if excinfo is not None else None
+        if isinstance(error, StudentError):
+            outcome.error = error.error
+            outcome.status = ERROR_STATUS.get(error.error.kind, "error")
+            if error.error.module and error.error.module != info.module:
+                outcome.blocked_by = error.error.module
+        elif isinstance(error, Mismatch):
+            outcome.status = "failed"
+            outcome.detail = error.detail
+        elif isinstance(error, AssertionError):
+            outcome.status = "failed"
+            outcome.detail = Detail("mismatch.assertion", {"text": str(error)[:500]})
+        else:
+            # A defect of the hidden suite itself: never blame the student, never show its source.
+            outcome.status = "error"
+            outcome.error = ProbeError(kind="internal", key="internal.suite-error",
+                                       params={"type": type(error).__name__, "text": str(error)[:300]})
+        return outcome
+
+
+_EXCINFO = pytest.StashKey()
+
+
+def pytest_args() -> list[str]:
+    """Arguments for a pytest session that reads no configuration or plugins from the outside."""
+    return [str(SUITES_DIR), "-c", str(SUITES_DIR / "pytest.ini"), "--rootdir", str(SUITES_DIR),
+            "--noconftest", "--import-mode=importlib", "-q", "-s", "--no-header",
+            "-p", "no:cacheprovider", "-p", "no:warnings", "-p", "no:logging", "-p", "no:faulthandler",
+            "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:stepwise",
+            "-p", "no:doctest", "-p", "no:junitxml", "-p", "no:pastebin", "-p", "no:nose"]

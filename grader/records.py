@@ -1,0 +1,130 @@
+"""Typed records that flow one way through the grader: submission -> probe results -> outcomes -> report."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# The seven student modules, in book order, and the section each belongs to.
+MODULE_SECTIONS: dict[str, str] = {
+    "sec3_3_simple_attention": "3.3",
+    "sec3_4_self_attention": "3.4",
+    "sec3_5_causal_attention": "3.5",
+    "sec3_6_multi_head_attention": "3.6",
+    "exercise3_1_weight_transfer": "ex3.1",
+    "exercise3_2_two_dim_output": "ex3.2",
+    "exercise3_3_gpt2_attention": "ex3.3",
+}
+MODULES: tuple[str, ...] = tuple(MODULE_SECTIONS)
+SECTIONS: tuple[str, ...] = tuple(MODULE_SECTIONS.values())
+
+STATUSES = ("passed", "failed", "error", "timeout", "resource", "skipped")
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One student's work: module name -> Python source (notebooks already converted)."""
+
+    name: str
+    path: Path
+    sources: dict[str, str]
+    content_hash: str
+    problems: tuple["IntegrityNote", ...] = ()  # e.g. an unreadable notebook
+
+
+@dataclass(frozen=True)
+class StudentFrame:
+    """One frame of a traceback inside the student's own files."""
+
+    file: str
+    line: int
+    function: str
+    code: str
+
+
+@dataclass(frozen=True)
+class ProbeError:
+    """Why a probe produced no outputs, in terms of the student's code.
+
+    kind: import | exception | contract | timeout | crash | resource | exit | integrity
+    """
+
+    kind: str
+    exc_type: str = ""
+    message: str = ""
+    module: str = ""  # the student module the error happened in (may differ from the probed one)
+    frames: tuple[StudentFrame, ...] = ()
+    key: str = ""  # message-catalogue key for contract errors raised by the kit itself
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def location(self) -> StudentFrame | None:
+        return self.frames[-1] if self.frames else None
+
+
+@dataclass(frozen=True)
+class IntegrityNote:
+    """Something the grader noticed about isolation or tampering; shown in reports and the gradebook."""
+
+    kind: str
+    detail: str
+
+
+@dataclass
+class Detail:
+    """A structured explanation of a failed comparison, rendered by templates."""
+
+    key: str  # message-catalogue key, e.g. "mismatch.values"
+    params: dict[str, Any] = field(default_factory=dict)
+    expected: Any = None  # small nested lists (for tables), or None
+    actual: Any = None
+    differs: Any = None  # nested lists of bools marking differing entries
+
+
+@dataclass
+class TestOutcome:
+    id: str  # "<module>::<test>"
+    module: str
+    name: str
+    section: str
+    status: str
+    points: float
+    max_points: float
+    message: str = ""
+    detail: Detail | None = None
+    error: ProbeError | None = None
+    misconception: str | None = None
+    blocked_by: str | None = None  # a broken module this test depends on, e.g. "sec3_5_causal_attention"
+    probes: tuple[str, ...] = ()
+
+
+@dataclass
+class SectionScore:
+    id: str
+    title: str
+    score: float
+    max_score: float
+
+
+@dataclass
+class Heatmap:
+    """Attention weights of the student and the reference on the book's six-token sentence."""
+
+    test_id: str
+    title_key: str
+    tokens: list[str]
+    expected: list[list[float]]
+    actual: list[list[float]] | None
+
+
+@dataclass
+class GradeResult:
+    submission: str
+    content_hash: str
+    score: float
+    max_score: float
+    sections: list[SectionScore]
+    tests: list[TestOutcome]
+    integrity: list[IntegrityNote]
+    heatmaps: list[Heatmap] = field(default_factory=list)
+    seconds: float = 0.0

@@ -1,0 +1,185 @@
+"""Run probes against a namespace and describe what happened in plain, serialisable data.
+
+Runs inside the sandbox (against student code) and in the trusted grader (against the reference
+and the buggy variants). Imports only the standard library, torch and `grader.probes`.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import io
+import os
+import sys
+import traceback
+from typing import Any, Callable, Iterable
+
+import torch
+
+from grader.probes import ContractError, Namespace, Probe
+
+MAX_TEXT = 2000
+
+
+class ModuleMissing(Exception):
+    def __init__(self, module: str):
+        super().__init__(module)
+        self.module = module
+
+
+class ImportFailed(Exception):
+    """A student module raised while being imported; carries the original exception."""
+
+    def __init__(self, module: str, cause: BaseException):
+        super().__init__(module)
+        self.module = module
+        self.cause = cause
+
+
+class ModulePoisoned(Exception):
+    """Importing this module timed out or crashed the process before; it is not tried again."""
+
+    def __init__(self, module: str, kind: str):
+        super().__init__(module)
+        self.module = module
+        self.kind = kind
+
+
+class _PoisonFinder(importlib.abc.MetaPathFinder):
+    def __init__(self, poisoned: dict[str, str]):
+        self.poisoned = poisoned
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname in self.poisoned:
+            raise ModulePoisoned(fullname, self.poisoned[fullname])
+        return None
+
+
+class StudentNamespace:
+    """The student's modules, imported from one directory that is first on sys.path."""
+
+    def __init__(self, directory: str, poisoned: dict[str, str] | None = None,
+                 on_import: Callable[[str], None] | None = None):
+        self.directory = os.path.realpath(directory)
+        self.poisoned = dict(poisoned or {})
+        self.on_import = on_import or (lambda module: None)
+        self._failures: dict[str, BaseException] = {}
+        if self.directory not in sys.path:
+            sys.path.insert(0, self.directory)
+        sys.meta_path.insert(0, _PoisonFinder(self.poisoned))
+
+    def module(self, name: str) -> Any:
+        if name in self._failures:
+            raise self._failures[name]
+        if name in sys.modules and getattr(sys.modules[name], "__file__", None):
+            return sys.modules[name]
+        if name in self.poisoned:
+            raise ModulePoisoned(name, self.poisoned[name])
+        if not os.path.exists(os.path.join(self.directory, name + ".py")):
+            failure: BaseException = ModuleMissing(name)
+        else:
+            self.on_import(name)
+            try:
+                return importlib.import_module(name)
+            except BaseException as exc:  # SystemExit and KeyboardInterrupt included
+                failure = exc if isinstance(exc, ModulePoisoned) else ImportFailed(name, exc)
+        self._failures[name] = failure
+        raise failure
+
+
+def plain(value: Any, depth: int = 0) -> Any:
+    """Outputs as plain data: torch.Tensor (not a subclass), numbers, strings, lists, dicts."""
+    if depth > 8:
+        raise ContractError("contract.output-too-deep")
+    if isinstance(value, torch.Tensor):
+        copy = value.detach().clone()
+        return copy if type(copy) is torch.Tensor else copy.as_subclass(torch.Tensor)
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [plain(item, depth + 1) for item in value]
+    if isinstance(value, dict):
+        return {str(key): plain(item, depth + 1) for key, item in value.items()}
+    raise ContractError("contract.unsupported-output", got=type(value).__name__)
+
+
+def _text(value: Any) -> str:
+    try:
+        text = str(value)
+    except BaseException:  # a hostile __str__
+        text = "<unprintable>"
+    return text[:MAX_TEXT]
+
+
+def _student_frames(exc: BaseException, directory: str) -> list[dict]:
+    frames = []
+    for frame in traceback.extract_tb(exc.__traceback__):
+        filename = os.path.realpath(frame.filename)
+        if filename.startswith(directory + os.sep):
+            frames.append({"file": os.path.relpath(filename, directory), "line": frame.lineno or 0,
+                           "function": frame.name, "code": (frame.line or "")[:300]})
+    if isinstance(exc, SyntaxError) and exc.filename:
+        filename = os.path.realpath(exc.filename)
+        if filename.startswith(directory + os.sep):
+            frames.append({"file": os.path.relpath(filename, directory), "line": exc.lineno or 0,
+                           "function": "<module>", "code": (exc.text or "").rstrip()[:300]})
+    return frames
+
+
+def _is_out_of_memory(exc: BaseException) -> bool:
+    return isinstance(exc, MemoryError) or (
+        isinstance(exc, RuntimeError) and "allocate" in _text(exc) and "memory" in _text(exc))
+
+
+def describe_error(exc: BaseException, directory: str) -> dict:
+    """A serialisable description of why a probe failed, naming only the student's own frames."""
+    kind = "exception"
+    cause = exc
+    module = ""
+    if isinstance(exc, ModuleMissing):
+        return {"kind": "import", "key": "import.missing", "module": exc.module, "params": {"module": exc.module}}
+    if isinstance(exc, ModulePoisoned):
+        return {"kind": exc.kind, "key": "import.poisoned", "module": exc.module, "params": {"module": exc.module}}
+    if isinstance(exc, ContractError):
+        return {"kind": "contract", "key": exc.key, "params": {k: plain_param(v) for k, v in exc.params.items()}}
+    if isinstance(exc, ImportFailed):
+        kind, cause, module = "import", exc.cause, exc.module
+    if isinstance(cause, SystemExit):
+        kind = "exit"
+    elif _is_out_of_memory(cause):
+        kind = "resource"
+    frames = _student_frames(cause, directory)
+    if frames:
+        module = os.path.splitext(frames[-1]["file"])[0]
+    return {"kind": kind, "exc_type": _text(type(cause).__name__), "message": _text(cause),
+            "module": module, "frames": frames}
+
+
+def plain_param(value: Any) -> Any:
+    return value if type(value) in (bool, int, float, str) else _text(value)
+
+
+def reset_global_state() -> None:
+    """Undo global changes a previous probe (or a student module) may have made."""
+    torch.set_default_dtype(torch.float32)
+    torch.set_grad_enabled(True)
+    torch.manual_seed(0)
+
+
+def run_probe(probe: Probe, ns: Namespace, directory: str) -> dict:
+    """Run one probe; returns {"ok": outputs} or {"error": description}."""
+    reset_global_state()
+    try:
+        return {"ok": plain(probe.fn(ns))}
+    except BaseException as exc:  # noqa: BLE001 - student code may raise anything, even SystemExit
+        return {"error": describe_error(exc, directory)}
+
+
+def serialise(result: dict) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(result, buffer)
+    return buffer.getvalue()
+
+
+def run_probes(probes: Iterable[Probe], ns: Namespace, directory: str) -> dict[str, dict]:
+    """In-process execution of probes (the reference, the variants, and the baseline seam)."""
+    return {probe.name: run_probe(probe, ns, directory) for probe in probes}

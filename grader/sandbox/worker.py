@@ -1,0 +1,261 @@
+"""The warm worker: imports torch once, then forks one restricted child per submission.
+
+Started by a fresh exec (never a fork of the grader, which holds the solutions), inside bubblewrap
+where available. Protocol with the trusted pool:
+  stdin  <- one JSON line per job: {"id", "files": {name: base64}, "probes": [...], limits...}
+  result fd -> frames: 4-byte big-endian header length, JSON header, then header["size"] payload bytes.
+Headers: {"id", "probe", "status": "ok"} + the child's serialised result, or {"id", "probe",
+"status": "timeout"|"crash"|"resource"|"exit", ...} with no payload, and {"id", "status": "done"}.
+The worker never deserialises what a child sends: it forwards the bytes for the trusted side to
+load with torch.load(weights_only=True).
+"""
+from __future__ import annotations
+
+import base64
+import ctypes
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import struct
+import sys
+import tempfile
+import time
+
+import torch
+
+torch.set_num_threads(1)  # a forked child of a multi-threaded parent can hang in OpenMP
+
+from grader.probes import load_all  # noqa: E402
+from grader.sandbox import driver  # noqa: E402
+
+PROBES = load_all()
+RESULT_FD = 3
+MAX_PAYLOAD = 32 * 1024 * 1024
+PR_SET_NO_NEW_PRIVS = 38
+CLONE_NEWNET = 0x40000000
+
+
+def _warm_up() -> None:
+    """Exercise the code paths every submission uses, so that forked children start hot."""
+    layer = torch.nn.Linear(4, 4)
+    x = torch.randn(2, 3, 4)
+    (torch.softmax(layer(x) @ x.transpose(1, 2), dim=-1).sum()).backward()
+    driver.serialise({"ok": {"x": x}})
+
+
+def send(header: dict, payload: bytes = b"") -> None:
+    header = dict(header, size=len(payload))
+    data = json.dumps(header).encode()
+    os.write(RESULT_FD, struct.pack(">I", len(data)) + data)
+    view = memoryview(payload)
+    while view:
+        written = os.write(RESULT_FD, view)
+        view = view[written:]
+
+
+def _read_exact(fd: int, count: int, deadline: float) -> bytes | None:
+    chunks, remaining = [], count
+    while remaining:
+        timeout = deadline - time.monotonic()
+        if timeout <= 0 or not select.select([fd], [], [], timeout)[0]:
+            raise TimeoutError
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def _restrict(uid: int, limits: dict) -> list[str]:
+    """Called in the child before any student code runs. Returns protections that were unavailable."""
+    missing = []
+    os.setsid()
+    limits_set = {
+        resource.RLIMIT_CPU: limits["cpu_seconds"],
+        resource.RLIMIT_FSIZE: limits["file_bytes"],
+        resource.RLIMIT_NOFILE: 256,
+        resource.RLIMIT_CORE: 0,
+    }
+    vm_size = _vm_size()
+    limits_set[resource.RLIMIT_AS] = vm_size + limits["memory_bytes"]
+    if os.getuid() == 0:
+        limits_set[resource.RLIMIT_NPROC] = limits["processes"]
+    for which, value in limits_set.items():
+        resource.setrlimit(which, (value, value))
+    libc = ctypes.CDLL(None, use_errno=True)
+    if os.getuid() == 0 and not limits.get("network_isolated"):
+        if libc.unshare(CLONE_NEWNET) != 0:
+            missing.append("network")
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        missing.append("no_new_privs")
+    if os.getuid() == 0:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    else:
+        missing.append("uid")
+    return missing
+
+
+def _vm_size() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _child(job: dict, remaining: list[str], poisoned: dict[str, str], scratch: str, write_fd: int, uid: int) -> None:
+    """The restricted child: runs the student's code and writes one frame per probe."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(RESULT_FD)
+    _restrict(uid, job["limits"])
+    os.chdir(scratch)
+    ns = driver.StudentNamespace(scratch, poisoned, on_import=lambda module: _emit(write_fd, "import", module))
+    for name in remaining:
+        _emit(write_fd, "start", name)
+        payload = driver.serialise(driver.run_probe(PROBES[name], ns, scratch))
+        _emit(write_fd, "result", name, payload)
+    os._exit(0)
+
+
+def _emit(fd: int, kind: str, name: str, payload: bytes = b"") -> None:
+    head = json.dumps({"kind": kind, "name": name, "size": len(payload)}).encode()
+    data = struct.pack(">I", len(head)) + head + payload
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _kill_all(uid: int, pid: int) -> None:
+    """Kill the child and everything it spawned: every process of the slot's uid."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if os.getuid() == 0:
+        killer = os.fork()
+        if killer == 0:
+            try:
+                os.setuid(uid)
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(killer, 0)
+
+
+def _outcome_of_exit(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        signum = os.WTERMSIG(status)
+        if signum == signal.SIGXCPU:
+            return "timeout"
+        if signum in (signal.SIGXFSZ, signal.SIGKILL, signal.SIGSEGV, signal.SIGBUS):
+            return "resource"
+        return "crash"
+    return "exit"
+
+
+def run_job(job: dict, uid: int) -> None:
+    scratch = tempfile.mkdtemp(prefix="submission-", dir=job.get("scratch_root"))
+    for name, data in job["files"].items():
+        with open(os.path.join(scratch, os.path.basename(name)), "wb") as handle:
+            handle.write(base64.b64decode(data))
+    if os.getuid() == 0:
+        os.chown(scratch, uid, uid)
+        for name in os.listdir(scratch):
+            os.chown(os.path.join(scratch, name), uid, uid)
+    remaining = [name for name in job["probes"] if name in PROBES]
+    poisoned: dict[str, str] = {}
+    submission_deadline = time.monotonic() + job["limits"]["submission_seconds"]
+    try:
+        while remaining:
+            if time.monotonic() > submission_deadline:
+                for name in remaining:
+                    send({"id": job["id"], "probe": name, "status": "timeout"})
+                break
+            remaining = _run_child(job, remaining, poisoned, scratch, uid, submission_deadline)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    send({"id": job["id"], "status": "done"})
+
+
+def _run_child(job, remaining, poisoned, scratch, uid, submission_deadline) -> list[str]:
+    """Fork one child for the remaining probes; returns the probes still to run afterwards."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read_fd)
+            _child(job, remaining, poisoned, scratch, write_fd, uid)
+        finally:
+            os._exit(70)
+    os.close(write_fd)
+    remaining = list(remaining)
+    current, importing = None, None
+    failure = None
+    probe_seconds = job["limits"]["probe_seconds"]
+    deadline = min(time.monotonic() + probe_seconds, submission_deadline)
+    try:
+        while remaining:
+            try:
+                head = _read_exact(read_fd, 4, deadline)
+                if head is None:
+                    break
+                header = json.loads(_read_exact(read_fd, struct.unpack(">I", head)[0], deadline) or b"{}")
+                size = int(header.get("size", 0))
+                if size > MAX_PAYLOAD:
+                    failure = "resource"
+                    break
+                payload = _read_exact(read_fd, size, deadline) if size else b""
+            except TimeoutError:
+                failure = "timeout"
+                break
+            except (ValueError, TypeError):
+                failure = "crash"  # garbage written to the result pipe
+                break
+            kind, name = header.get("kind"), header.get("name")
+            if kind == "start" and name in remaining:
+                current, importing = name, None
+                deadline = min(time.monotonic() + probe_seconds, submission_deadline)
+            elif kind == "import":
+                importing = name
+            elif kind == "result" and name in remaining and payload is not None:
+                send({"id": job["id"], "probe": name, "status": "ok"}, payload)
+                remaining.remove(name)
+                current, importing = None, None
+    finally:
+        os.close(read_fd)
+        _kill_all(uid, pid)
+        _, status = os.waitpid(pid, 0)
+    if not remaining:
+        return []
+    if failure is None:
+        failure = _outcome_of_exit(status)
+    culprit = current if current in remaining else remaining[0]
+    send({"id": job["id"], "probe": culprit, "status": failure, "module": importing or ""})
+    remaining.remove(culprit)
+    if importing:
+        poisoned[importing] = failure
+    return remaining
+
+
+def main() -> None:
+    global RESULT_FD
+    uid = int(sys.argv[sys.argv.index("--uid") + 1]) if "--uid" in sys.argv else 65534
+    RESULT_FD = int(sys.argv[sys.argv.index("--result-fd") + 1])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _warm_up()
+    send({"status": "ready", "probes": sorted(PROBES)})
+    for line in sys.stdin:
+        if line.strip():
+            run_job(json.loads(line), uid)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""The one seam through which hidden suites reach code under test.
+
+A hidden test asks `student.run(probe_name)` and `reference.run(probe_name)` for the outputs of a
+probe and compares them. Where the student's outputs come from is the seam's business: a sandboxed
+worker (the default), or this very process (`InProcessStudent`, for the baseline benchmark and for
+debugging only: student code then shares a process with the answer key).
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from pathlib import Path
+from typing import Any, Mapping
+
+from grader.probes import PROBES, load_all
+from grader.records import ProbeError
+from grader.sandbox import driver
+from grader.sandbox.pool import error_from_dict
+
+Outputs = Mapping[str, Any]
+ProbeResults = dict[str, "dict[str, Any] | ProbeError"]
+
+
+class StudentError(Exception):
+    """The student's code produced no outputs for a probe (exception, timeout, missing module...)."""
+
+    def __init__(self, probe: str, error: ProbeError):
+        super().__init__(f"{probe}: {error.kind} {error.exc_type} {error.message}".strip())
+        self.probe = probe
+        self.error = error
+
+
+class Seam:
+    """Probe outputs of one body of code, looked up by probe name."""
+
+    def __init__(self, results: ProbeResults):
+        self.results = results
+        self.accessed: list[str] = []
+
+    def run(self, probe: str) -> Outputs:
+        if probe not in PROBES:
+            raise KeyError(f"unknown probe {probe!r}")  # a bug in a hidden suite, not the student's
+        if probe not in self.accessed:
+            self.accessed.append(probe)
+        result = self.results.get(probe)
+        if result is None:
+            result = ProbeError(kind="crash", key="sandbox.no-result")
+        if isinstance(result, ProbeError):
+            raise StudentError(probe, result)
+        return result
+
+    def outputs(self, probe: str) -> Outputs | None:
+        """Outputs without raising or recording access (for diagnosis and pictures)."""
+        result = self.results.get(probe)
+        return None if result is None or isinstance(result, ProbeError) else result
+
+
+class ModuleNamespace:
+    """Modules imported from a package (the reference solutions), with optional overrides (variants)."""
+
+    def __init__(self, package: str = "solutions", overrides: Mapping[str, Mapping[str, Any]] | None = None):
+        self.package = package
+        self.overrides = overrides or {}
+        self._modules: dict[str, Any] = {}
+
+    def module(self, name: str) -> Any:
+        if name not in self._modules:
+            base = importlib.import_module(f"{self.package}.{name}")
+            if name in self.overrides:
+                patched = types.ModuleType(name)
+                patched.__dict__.update(base.__dict__)
+                patched.__dict__.update(self.overrides[name])
+                base = patched
+            self._modules[name] = base
+        return self._modules[name]
+
+
+def run_in_process(ns: Any, directory: str = "", probes: list[str] | None = None) -> ProbeResults:
+    """Run probes in this process and convert their results to trusted-side records."""
+    load_all()
+    names = probes if probes is not None else sorted(PROBES)
+    results: ProbeResults = {}
+    for name, result in driver.run_probes([PROBES[n] for n in names], ns, directory).items():
+        results[name] = result["ok"] if "ok" in result else error_from_dict(result["error"])
+    return results
+
+
+def reference_results() -> ProbeResults:
+    """The reference solutions' outputs for every probe; any failure is a bug in the kit."""
+    results = run_in_process(ModuleNamespace("solutions"))
+    broken = {name: r for name, r in results.items() if isinstance(r, ProbeError)}
+    if broken:
+        raise RuntimeError(f"the reference solutions fail probes: {broken}")
+    return results
+
+
+def in_process_student(directory: Path) -> Seam:
+    """Baseline only: imports the student's modules into this process."""
+    ns = driver.StudentNamespace(str(directory))
+    try:
+        return Seam(run_in_process(ns, ns.directory))
+    finally:
+        sys.path.remove(ns.directory) if ns.directory in sys.path else None
