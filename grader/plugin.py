@@ -134,7 +134,8 @@ _EXCINFO = pytest.StashKey()
 def pytest_args() -> list[str]:
     """Arguments for a pytest session that reads no configuration or plugins from the outside."""
     return [str(SUITES_DIR), "-c", str(SUITES_DIR / "pytest.ini"), "--rootdir", str(SUITES_DIR),
-            "--noconftest", "--import-mode=importlib", "-q", "-s", "--no-header",
+            "--noconftest", "--import-mode=importlib", "-s",
             "-p", "no:cacheprovider", "-p", "no:warnings", "-p", "no:logging", "-p", "no:faulthandler",
             "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:stepwise",
-            "-p", "no:doctest", "-p", "no:junitxml", "-p", "no:pastebin", "-p", "no:nose"]
+            "-p", "no:doctest", "-p", "no:junitxml", "-p", "no:pastebin", "-p", "no:nose",
+            "-p", "no:terminal"]
