@@ -1,0 +1,31 @@
+"""Hidden suite for exercise3_3_gpt2_attention (Exercise 3.3): GPT-2 small's attention module."""
+import pytest
+import torch
+
+from grader.compare import expect, expect_close, expect_equal, expect_shape
+
+P = "exercise3_3_gpt2_attention:"
+
+
+@pytest.mark.points(1)
+def test_parameter_count(student, reference):
+    got, want = student.run(P + "configuration"), reference.run(P + "configuration")
+    expect_equal(got["num_parameters"], want["num_parameters"], what="what.ex3_3_num_parameters",
+                 on="on.ex3_3_build")
+
+
+@pytest.mark.points(2)
+def test_configuration(student, reference):
+    got, want = student.run(P + "configuration"), reference.run(P + "configuration")
+    for name in ("d_out", "num_heads", "head_dim", "mask_size", "qkv_bias"):
+        expect_equal(got[name], want[name], what=f"what.ex3_3_{name}", on="on.ex3_3_build")
+
+
+@pytest.mark.points(1)
+def test_forward_is_causal(student, reference):
+    got, want = student.run(P + "forward"), reference.run(P + "forward")
+    expect_close(got["out"], want["out"], what="what.ex3_3_output", on="on.ex3_3_forward", atol=1e-4)
+    keep = want["keep"]
+    expect_shape(got["changed"], want["changed"].shape, what="what.ex3_3_output", on="on.ex3_3_forward")
+    expect(torch.allclose(got["out"][:, :keep], got["changed"][:, :keep], atol=1e-5, rtol=1e-4),
+           "check.ex3_3-causal", keep=keep)

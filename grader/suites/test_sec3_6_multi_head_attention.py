@@ -1,0 +1,126 @@
+"""Hidden suite for sec3_6_multi_head_attention (book 3.6.1-3.6.2): the stacked-heads wrapper and
+multi-head attention with weight splits."""
+import pytest
+import torch
+
+from grader.compare import expect, expect_close, expect_equal, expect_shape
+
+P = "sec3_6_multi_head_attention:"
+
+
+def _causal(got, want, key):
+    """Outputs before position `keep` must not change when later tokens change."""
+    keep = want["keep"]
+    expect_shape(got["out"], want["out"].shape, what="what.mha_output", on="on.mha_causal")
+    expect_shape(got["changed"], want["changed"].shape, what="what.mha_output", on="on.mha_causal")
+    earlier_same = torch.allclose(got["out"][:, :keep], got["changed"][:, :keep], atol=1e-5, rtol=1e-4)
+    differs = (got["out"][:, :keep] - got["changed"][:, :keep]).abs().amax(dim=(0, 2))
+    expect(earlier_same, key, keep=keep,
+           positions=[i for i, d in enumerate(differs.tolist()) if not d <= 1e-5])
+
+
+# -- 3.6.1 MultiHeadAttentionWrapper -----------------------------------------------------------
+
+@pytest.mark.points(1)
+def test_wrapper_registers_heads(student, reference):
+    got, want = student.run(P + "wrapper_parameters"), reference.run(P + "wrapper_parameters")
+    expect_equal(got["num_heads"], want["num_heads"], what="what.mha_num_heads", on="on.mha_wrapper_params")
+    expect(got["head_parameters"] > 0 and got["wrapper_parameters"] == got["head_parameters"],
+           "check.mha-heads-registered", wrapper=got["wrapper_parameters"], heads=got["head_parameters"])
+
+
+@pytest.mark.points(1)
+def test_wrapper_concatenates_heads(student, reference):
+    got = student.run(P + "wrapper_heads")
+    reference.run(P + "wrapper_heads")
+    side_by_side = torch.cat(got["heads"], dim=-1)  # the wrapper's own heads, next to each other
+    expect_close(got["out"], side_by_side, what="what.mha_wrapper_vs_heads", on="on.mha_wrapper_main")
+
+
+@pytest.mark.points(2)
+def test_wrapper_matches_reference(student, reference):
+    got, want = student.run(P + "wrapper_forward"), reference.run(P + "wrapper_forward")
+    expect_close(got["main"], want["main"], what="what.mha_wrapper_output", on="on.mha_wrapper_main")
+    expect_close(got["square"], want["square"], what="what.mha_wrapper_output", on="on.mha_wrapper_square")
+
+
+@pytest.mark.points(1)
+def test_wrapper_causal(student, reference):
+    _causal(student.run(P + "wrapper_causal"), reference.run(P + "wrapper_causal"), "check.mha-wrapper-causal")
+
+
+# -- 3.6.2 MultiHeadAttention ------------------------------------------------------------------
+
+@pytest.mark.points(1)
+def test_mha_configuration(student, reference):
+    got, want = student.run(P + "mha_configuration"), reference.run(P + "mha_configuration")
+    for name in ("d_out", "num_heads", "head_dim"):
+        expect_equal(got[name], want[name], what=f"what.mha_attr_{name}", on="on.mha_config")
+    expect(got["raised"], "check.mha-rejects-indivisible")
+
+
+@pytest.mark.points(2)
+@pytest.mark.heatmap(P + "mha_attention_weights", "weights")
+def test_mha_matches_reference(student, reference):
+    got, want = student.run(P + "mha_forward"), reference.run(P + "mha_forward")
+    expect_close(got["main"], want["main"], what="what.mha_output", on="on.mha_main")
+    expect_close(got["square"], want["square"], what="what.mha_output", on="on.mha_square")
+
+
+@pytest.mark.points(1)
+def test_mha_causal(student, reference):
+    _causal(student.run(P + "mha_causal"), reference.run(P + "mha_causal"), "check.mha-causal")
+
+
+@pytest.mark.points(1)
+def test_mha_batch_independent(student, reference):
+    got, want = student.run(P + "mha_batch"), reference.run(P + "mha_batch")
+    expect_shape(got["batched"], want["batched"].shape, what="what.mha_output", on="on.mha_batch")
+    expect(torch.allclose(got["batched"], got["single"], atol=1e-5, rtol=1e-4), "check.mha-batch-independent")
+
+
+@pytest.mark.points(1)
+def test_mha_dropout(student, reference):
+    got, want = student.run(P + "mha_dropout"), reference.run(P + "mha_dropout")
+    expect_close(got["eval_a"], want["eval_a"], what="what.mha_output", on="on.mha_eval_dropout")
+    expect(torch.equal(got["eval_a"], got["eval_b"]), "check.mha-eval-deterministic")
+    train, evaluated = got["train"], got["eval_a"]
+    expect_shape(train, evaluated.shape, what="what.mha_output", on="on.mha_train_dropout")
+    expect(not torch.allclose(train, evaluated), "check.mha-train-no-dropout")
+    # The first token attends only to itself (weight 1): with dropout on the attention weights
+    # each head's part of its context vector is either dropped (0) or kept and scaled by 2.
+    heads = want["num_heads"]
+    first, first_eval = train[:, 0].reshape(train.shape[0], heads, -1), evaluated[:, 0].reshape(train.shape[0], heads, -1)
+    dropped = (first.abs() <= 1e-6).all(dim=-1)
+    kept = torch.isclose(first, 2 * first_eval, atol=1e-5, rtol=1e-4).all(dim=-1)
+    expect(bool(torch.isfinite(train).all()) and bool((dropped | kept).all())
+           and bool(dropped.any()) and bool(kept.any()), "check.mha-dropout-placement")
+
+
+@pytest.mark.points(1)
+def test_mha_float64_and_mask_buffer(student, reference):
+    got, want = student.run(P + "mha_float64"), reference.run(P + "mha_float64")
+    expect("mask" in got["buffers"], "check.mha-mask-buffer", buffers=got["buffers"] or "-")
+    expect_close(got["out"], want["out"], what="what.mha_output", on="on.mha_float64", check_dtype=True)
+
+
+@pytest.mark.points(1)
+def test_mha_qkv_bias(student, reference):
+    got, want = student.run(P + "mha_qkv_bias"), reference.run(P + "mha_qkv_bias")
+    expect(not any(got["default_bias"]), "check.mha-qkv-bias-default")
+    expect(all(got["with_bias"]), "check.mha-qkv-bias-missing")
+    expect_close(got["out"], want["out"], what="what.mha_output", on="on.mha_qkv_bias")
+
+
+@pytest.mark.points(1)
+def test_mha_gradients(student, reference):
+    got = student.run(P + "mha_gradients")
+    reference.run(P + "mha_gradients")
+    expect(not got["without_gradient"], "check.mha-gradients", names=got["without_gradient"])
+
+
+@pytest.mark.points(1)
+def test_mha_book_seeded_output(student, reference):
+    got, want = student.run(P + "mha_book_seeded"), reference.run(P + "mha_book_seeded")
+    # the book prints [0.3190, 0.4858] as the first row
+    expect_close(got["out"], want["out"], what="what.mha_output", on="on.mha_book_seed", atol=1e-4)
