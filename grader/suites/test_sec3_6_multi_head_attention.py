@@ -8,11 +8,11 @@ from grader.compare import expect, expect_close, expect_equal, expect_shape
 P = "sec3_6_multi_head_attention:"
 
 
-def _causal(got, want, key):
+def _causal(got, want, key, what):
     """Outputs before position `keep` must not change when later tokens change."""
     keep = want["keep"]
-    expect_shape(got["out"], want["out"].shape, what="what.mha_output", on="on.mha_causal")
-    expect_shape(got["changed"], want["changed"].shape, what="what.mha_output", on="on.mha_causal")
+    expect_shape(got["out"], want["out"].shape, what=what, on="on.mha_causal")
+    expect_shape(got["changed"], want["changed"].shape, what=what, on="on.mha_causal")
     earlier_same = torch.allclose(got["out"][:, :keep], got["changed"][:, :keep], atol=1e-5, rtol=1e-4)
     differs = (got["out"][:, :keep] - got["changed"][:, :keep]).abs().amax(dim=(0, 2))
     expect(earlier_same, key, keep=keep,
@@ -46,7 +46,8 @@ def test_wrapper_matches_reference(student, reference):
 
 @pytest.mark.points(1)
 def test_wrapper_causal(student, reference):
-    _causal(student.run(P + "wrapper_causal"), reference.run(P + "wrapper_causal"), "check.mha-wrapper-causal")
+    _causal(student.run(P + "wrapper_causal"), reference.run(P + "wrapper_causal"), "check.mha-wrapper-causal",
+            "what.mha_wrapper_output")
 
 
 # -- 3.6.2 MultiHeadAttention ------------------------------------------------------------------
@@ -69,7 +70,7 @@ def test_mha_matches_reference(student, reference):
 
 @pytest.mark.points(1)
 def test_mha_causal(student, reference):
-    _causal(student.run(P + "mha_causal"), reference.run(P + "mha_causal"), "check.mha-causal")
+    _causal(student.run(P + "mha_causal"), reference.run(P + "mha_causal"), "check.mha-causal", "what.mha_output")
 
 
 @pytest.mark.points(1)
