@@ -1,6 +1,57 @@
-"""Probes of exercise3_1_weight_transfer."""
+"""Probes of exercise3_1_weight_transfer: copy SelfAttention_v2's nn.Linear weights into SelfAttention_v1.
+
+The probe builds both objects itself, as plain nn.Module shells carrying the contract's attributes
+(three nn.Linear vs three (d_in, d_out) nn.Parameter), so that a broken 3.4 module costs nothing here.
+d_in == d_out makes a missing transpose a wrong value rather than a shape error; d_in != d_out
+is the book's situation.
+"""
 from __future__ import annotations
 
-from grader.probes import probe
+import torch
+from torch import nn
+
+from grader.probes import attr, function, probe, randn, tensor
 
 MODULE = "exercise3_1_weight_transfer"
+NAMES = ("W_query", "W_key", "W_value")
+
+
+class LinearShell(nn.Module):
+    """What transfer_weights reads: SelfAttention_v2's three nn.Linear(d_in, d_out) layers."""
+
+    def __init__(self, d_in: int, d_out: int, seed: int):
+        super().__init__()
+        for i, name in enumerate(NAMES):
+            layer = nn.Linear(d_in, d_out, bias=False)
+            with torch.no_grad():
+                layer.weight.copy_(randn(d_out, d_in, seed=seed + i))
+            setattr(self, name, layer)
+
+
+class MatrixShell(nn.Module):
+    """What transfer_weights writes: SelfAttention_v1's three (d_in, d_out) parameters."""
+
+    def __init__(self, d_in: int, d_out: int, seed: int):
+        super().__init__()
+        generator = torch.Generator().manual_seed(seed)
+        for name in NAMES:
+            setattr(self, name, nn.Parameter(torch.rand(d_in, d_out, generator=generator)))
+
+
+def transfer(ns, d_in: int, d_out: int, seed: int) -> dict:
+    fn = function(ns, MODULE, "transfer_weights")
+    sa_v2, sa_v1 = LinearShell(d_in, d_out, seed), MatrixShell(d_in, d_out, seed + 7)
+    fn(sa_v2, sa_v1)
+    out = {name: tensor(attr(sa_v1, name), f"sa_v1.{name}") for name in NAMES}
+    out["parameters"] = sorted([name, list(p.shape), bool(p.requires_grad)] for name, p in sa_v1.named_parameters())
+    return out
+
+
+@probe(MODULE)
+def square(ns):
+    return transfer(ns, 4, 4, seed=301)  # d_in == d_out
+
+
+@probe(MODULE)
+def rectangular(ns):
+    return transfer(ns, 3, 2, seed=311)  # the book's d_in = 3, d_out = 2

@@ -1,0 +1,175 @@
+"""Buggy variants of sec3_5_causal_attention (book 3.5).
+
+Each variant makes one mistake consistently in every function and class it applies to; the
+diagnosis compares per test, so a student who makes it in one place only is still recognised there.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from grader.diagnosis.variants import Variant
+from solutions.sec3_5_causal_attention import CausalAttention
+
+MODULE = "sec3_5_causal_attention"
+
+
+# -- masks: which (query, key) pairs are hidden -------------------------------------------------------
+def _future(t):  # correct: strictly above the diagonal
+    return torch.triu(torch.ones(t, t), diagonal=1).bool()
+
+
+def _future_and_self(t):  # mask-includes-diagonal
+    return torch.triu(torch.ones(t, t), diagonal=0).bool()
+
+
+def _past(t):  # mask-inverted: strictly below the diagonal
+    return torch.tril(torch.ones(t, t), diagonal=-1).bool()
+
+
+def _past_and_self(t):  # mask-inverted: the simple tril mask used as the -inf mask
+    return torch.tril(torch.ones(t, t)).bool()
+
+
+def _nothing(t):  # mask-not-applied
+    return torch.zeros(t, t).bool()
+
+
+def _scaled(scores, d_k):
+    return scores / d_k**0.5
+
+
+def _unscaled(scores, d_k):
+    return scores
+
+
+def _by_d_k(scores, d_k):
+    return scores / d_k
+
+
+def _family(hidden=_future, scale=_scaled, dim=-1, after_softmax=False) -> dict:
+    """The three functions and a CausalAttention, sharing one mistake in masking or normalising."""
+
+    def simple_causal_mask(num_tokens):
+        return (~hidden(num_tokens)).float()
+
+    def mask_and_renormalize(attn_weights):
+        masked = attn_weights * simple_causal_mask(attn_weights.shape[-1])
+        if after_softmax:
+            return masked  # mask-after-softmax-unnormalized: rows no longer sum to 1
+        return masked / masked.sum(dim=-1, keepdim=True)
+
+    def weights(scores, d_k):
+        t = scores.shape[-1]
+        if after_softmax:
+            return torch.softmax(scale(scores, d_k), dim=dim) * (~hidden(t)).float()
+        return torch.softmax(scale(scores.masked_fill(hidden(t), -torch.inf), d_k), dim=dim)
+
+    def masked_attention_weights(attn_scores, d_k):
+        return weights(attn_scores, d_k)
+
+    class Causal(CausalAttention):
+        def forward(self, x):
+            keys, queries, values = self.W_key(x), self.W_query(x), self.W_value(x)
+            attn_weights = weights(queries @ keys.transpose(1, 2), keys.shape[-1])
+            return self.dropout(attn_weights) @ values
+
+    return {"simple_causal_mask": simple_causal_mask, "mask_and_renormalize": mask_and_renormalize,
+            "masked_attention_weights": masked_attention_weights, "CausalAttention": Causal}
+
+
+# -- CausalAttention only: mask slicing, dropout placement, initialisation, bias -----------------------
+class _Causal(CausalAttention):
+    """The book's forward, in steps that the variants below change one at a time."""
+
+    def project(self, x):
+        return self.W_query(x), self.W_key(x), self.W_value(x)
+
+    def cut_mask(self, num_tokens):
+        return self.mask.bool()[:num_tokens, :num_tokens]
+
+    def drop_scores(self, scores):
+        return scores
+
+    def drop_weights(self, weights):
+        return self.dropout(weights)
+
+    def drop_output(self, context):
+        return context
+
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        queries, keys, values = self.project(x)
+        attn_scores = queries @ keys.transpose(1, 2)
+        attn_scores.masked_fill_(self.cut_mask(num_tokens), -torch.inf)
+        attn_scores = self.drop_scores(attn_scores)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        attn_weights = self.drop_weights(attn_weights)
+        return self.drop_output(attn_weights @ values)
+
+
+class _NotSliced(_Causal):
+    def cut_mask(self, num_tokens):
+        return self.mask.bool()  # (context_length, context_length) whatever the length
+
+
+class _SlicedToBook(_Causal):
+    def cut_mask(self, num_tokens):
+        return self.mask.bool()[:6, :6]  # the book's six tokens
+
+
+class _DropoutOnScores(_Causal):
+    def drop_scores(self, scores):
+        return self.dropout(scores)
+
+    def drop_weights(self, weights):
+        return weights
+
+
+class _DropoutOnOutput(_Causal):
+    def drop_weights(self, weights):
+        return weights
+
+    def drop_output(self, context):
+        return self.dropout(context)
+
+
+class _DropoutAlwaysOn(_Causal):
+    def drop_weights(self, weights):
+        return F.dropout(weights, self.dropout.p)  # training=True by default, even in eval mode
+
+
+class _KeyFirst(CausalAttention):
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        nn.Module.__init__(self)
+        self.d_out = d_out
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+
+class _NeverBias(CausalAttention):
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__(d_in, d_out, context_length, dropout, qkv_bias=False)
+
+
+VARIANTS: list[Variant] = [
+    Variant("mask-not-applied", {MODULE: _family(hidden=_nothing)}),
+    Variant("mask-includes-diagonal", {MODULE: _family(hidden=_future_and_self)}),
+    Variant("mask-inverted", {MODULE: _family(hidden=_past)}),
+    Variant("mask-inverted", {MODULE: _family(hidden=_past_and_self)}),
+    Variant("mask-after-softmax-unnormalized", {MODULE: _family(after_softmax=True)}),
+    Variant("softmax-wrong-dim", {MODULE: _family(dim=-2)}),
+    Variant("missing-scaling", {MODULE: _family(scale=_unscaled)}),
+    Variant("wrong-scaling", {MODULE: _family(scale=_by_d_k)}),
+    Variant("mask-not-sliced", {MODULE: {"CausalAttention": _NotSliced}}),
+    Variant("hardcoded-shape", {MODULE: {"CausalAttention": _SlicedToBook}}),
+    Variant("dropout-misplaced", {MODULE: {"CausalAttention": _DropoutOnScores}}),
+    Variant("dropout-misplaced", {MODULE: {"CausalAttention": _DropoutOnOutput}}),
+    Variant("dropout-misplaced", {MODULE: {"CausalAttention": _DropoutAlwaysOn}}),
+    Variant("wrong-init", {MODULE: {"CausalAttention": _KeyFirst}}),
+    Variant("qkv-bias-ignored", {MODULE: {"CausalAttention": _NeverBias}}),
+]
