@@ -15,8 +15,18 @@ class DiscoveryError(Exception):
 
 
 def holds_submission(path: Path) -> bool:
-    return any((path / f"{module}.py").is_file() or (path / f"{module}.ipynb").is_file() for module in MODULES) \
-        or any(path.glob("*.ipynb"))
+    """Modules (.py or module-named notebooks) directly in PATH; or, failing that, a notebook in
+    PATH (one for the whole chapter) and no student folders beside it."""
+    if any((path / f"{module}.py").is_file() or (path / f"{module}.ipynb").is_file() for module in MODULES):
+        return True
+    if not any(path.glob("*.ipynb")):
+        return False
+    return not any(child.is_dir() and not child.name.startswith(".") and _holds_files(child)
+                   for child in path.iterdir())
+
+
+def _holds_files(path: Path) -> bool:
+    return any(path.glob("*.py")) or any(path.glob("*.ipynb"))
 
 
 def find_submissions(path: Path) -> tuple[list[Path], bool]:
@@ -37,7 +47,10 @@ def read_submission(path: Path, name: str | None = None) -> Submission:
     """Sources of the seven modules, from .py files or, where there is none, notebooks."""
     sources: dict[str, str] = {}
     problems: list[IntegrityNote] = []
-    for notebook in sorted(path.glob("*.ipynb")):
+    # Module-named notebooks first: they win over a chapter notebook defining the same module.
+    for notebook in sorted(path.glob("*.ipynb"), key=lambda p: (p.stem not in MODULES, p.name)):
+        if notebook.name.startswith(".") or not notebook.is_file():
+            continue
         try:
             for module, source in modules_from_notebook(notebook).items():
                 sources.setdefault(module, source)
