@@ -16,7 +16,12 @@ def _build(ns):
 
 @probe(MODULE)
 def configuration(ns):
-    module = _build(ns)
+    # Sizes only: built on the meta device (no memory, no initialisation) when the code allows it.
+    try:
+        with torch.device("meta"):
+            module = _build(ns)
+    except Exception:  # noqa: BLE001 - code that cannot run on meta is built for real (errors show there)
+        module = _build(ns)
     values = {name: attr(module, name) for name in ("d_out", "num_heads", "head_dim")}
     values = {name: v if type(v) is int else repr(v)[:40] for name, v in values.items()}
     buffers = dict(module.named_buffers())
