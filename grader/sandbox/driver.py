@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.abc
-import io
+import errno
 import os
 import sys
 import traceback
@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable
 import torch
 
 from grader.probes import ContractError, Namespace, Probe
+from grader.sandbox import codec
 
 MAX_TEXT = 2000
 
@@ -58,10 +59,12 @@ class StudentNamespace:
     """The student's modules, imported from one directory that is first on sys.path."""
 
     def __init__(self, directory: str, poisoned: dict[str, str] | None = None,
-                 on_import: Callable[[str], None] | None = None):
+                 on_import: Callable[[str], None] | None = None,
+                 on_imported: Callable[[str], None] | None = None):
         self.directory = os.path.realpath(directory)
         self.poisoned = dict(poisoned or {})
         self.on_import = on_import or (lambda module: None)
+        self.on_imported = on_imported or (lambda module: None)
         self._failures: dict[str, BaseException] = {}
         if self.directory not in sys.path:
             sys.path.insert(0, self.directory)
@@ -82,6 +85,8 @@ class StudentNamespace:
                 return importlib.import_module(name)
             except BaseException as exc:  # SystemExit and KeyboardInterrupt included
                 failure = exc if isinstance(exc, ModulePoisoned) else ImportFailed(name, exc)
+            finally:
+                self.on_imported(name)  # a later hang is no longer this import's fault
         self._failures[name] = failure
         raise failure
 
@@ -126,7 +131,8 @@ def _student_frames(exc: BaseException, directory: str) -> list[dict]:
 
 
 def _is_out_of_memory(exc: BaseException) -> bool:
-    return isinstance(exc, MemoryError) or (
+    """Memory or file-size limits hit (Python ignores SIGXFSZ, so a too-large file is an OSError)."""
+    return isinstance(exc, MemoryError) or (isinstance(exc, OSError) and exc.errno == errno.EFBIG) or (
         isinstance(exc, RuntimeError) and "allocate" in _text(exc) and "memory" in _text(exc))
 
 
@@ -162,7 +168,9 @@ def reset_global_state() -> None:
     """Undo global changes a previous probe (or a student module) may have made."""
     torch.set_default_dtype(torch.float32)
     torch.set_grad_enabled(True)
-    torch.manual_seed(0)
+    # the CPU generator only: torch.manual_seed also queues a lazy CUDA seeding call with a captured
+    # traceback each time (about 1 ms, and a queue that grows with every probe)
+    torch.default_generator.manual_seed(0)
 
 
 def run_probe(probe: Probe, ns: Namespace, directory: str) -> dict:
@@ -175,9 +183,12 @@ def run_probe(probe: Probe, ns: Namespace, directory: str) -> dict:
 
 
 def serialise(result: dict) -> bytes:
-    buffer = io.BytesIO()
-    torch.save(result, buffer)
-    return buffer.getvalue()
+    """A probe's record in the sandbox's wire format (data only: see `codec`)."""
+    try:
+        return codec.encode(result)
+    except codec.CodecError as exc:
+        return codec.encode({"error": {"kind": "contract", "key": "contract.unsupported-output",
+                                       "params": {"got": _text(exc)}}})
 
 
 def run_probes(probes: Iterable[Probe], ns: Namespace, directory: str) -> dict[str, dict]:

@@ -2,16 +2,19 @@
 from __future__ import annotations
 
 import base64
-import io
 import json
 import os
 import queue
+import select
 import shutil
+import site
 import struct
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -19,13 +22,18 @@ from typing import Any, Callable, Iterator
 import torch
 
 import grader
+from grader.sandbox import codec
 from grader.records import IntegrityNote, ProbeError, StudentFrame, Submission
 
 KIT_ROOT = Path(grader.__file__).resolve().parent
-SANDBOX_FILES = ["__init__.py", "probes", "sandbox/__init__.py", "sandbox/driver.py", "sandbox/worker.py"]
+SANDBOX_FILES = ["__init__.py", "probes", "sandbox/__init__.py", "sandbox/codec.py", "sandbox/driver.py",
+                 "sandbox/worker.py"]
 BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from grader.sandbox.worker import main; main()"
 SLOT_UID_BASE = 61000
 TMPFS_BYTES = 512 * 1024**2  # the sandbox's /tmp, where each submission's scratch folder lives
+MAX_PAYLOAD = 32 * 1024**2 + 1024
+# Top-level directories of the host that the sandbox sees (read-only); symlinks stay symlinks.
+SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
 
 
 @dataclass(frozen=True)
@@ -33,9 +41,9 @@ class Limits:
     probe_seconds: float = 10.0
     submission_seconds: float = 60.0
     cpu_seconds: int = 60
-    memory_bytes: int = 2 * 1024**3
+    memory_bytes: int = 1024**3  # address space on top of torch's own, per process
     file_bytes: int = 16 * 1024**2
-    processes: int = 64
+    processes: int = 8  # tasks of the child's uid: processes x memory stays well inside the machine
 
 
 @dataclass
@@ -48,15 +56,15 @@ class SandboxRun:
 
 
 def decode(payload: bytes) -> dict[str, Any] | ProbeError:
-    """Load a child's result with weights_only=True and accept plain tensors and data only."""
+    """Decode a child's result (data only, no pickle) and accept plain tensors and data only."""
     try:
-        result = torch.load(io.BytesIO(payload), weights_only=True)
+        result = codec.decode(payload)
         _check_plain(result)
     except Exception as exc:  # noqa: BLE001 - anything unexpected is an integrity problem
         return ProbeError(kind="integrity", key="integrity.bad-result", params={"reason": str(exc)[:300]})
-    if "ok" in result and isinstance(result["ok"], dict):
+    if isinstance(result, dict) and "ok" in result and isinstance(result["ok"], dict):
         return result["ok"]
-    if "error" in result and isinstance(result["error"], dict):
+    if isinstance(result, dict) and "error" in result and isinstance(result["error"], dict):
         return error_from_dict(result["error"])
     return ProbeError(kind="integrity", key="integrity.bad-result", params={"reason": "shape of record"})
 
@@ -95,7 +103,21 @@ def _bwrap_available() -> bool:
         return False
     probe = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net",
              "--unshare-pid", "--die-with-parent", "true"]
-    return subprocess.run(probe, capture_output=True).returncode == 0
+    try:
+        return subprocess.run(probe, capture_output=True, stdin=subprocess.DEVNULL, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def _python_roots() -> list[Path]:
+    """What the interpreter needs to run: its prefixes and site-packages (never the kit's checkout)."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
+             os.path.dirname(os.path.dirname(torch.__file__))}
+    paths |= set(site.getsitepackages())
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        paths.add(sysconfig.get_paths()[key])
+    roots = sorted({Path(p).resolve() for p in paths if p and os.path.isdir(p)})
+    return [r for r in roots if not any(other != r and other in r.parents for other in roots)]
 
 
 def _hide_targets(paths: list[Path], keep: list[Path]) -> list[Path]:
@@ -112,6 +134,11 @@ def _hide_targets(paths: list[Path], keep: list[Path]) -> list[Path]:
     return sorted(set(targets))
 
 
+def _uid_base() -> int:
+    """Per-run uids for the slots, so that two grading runs on one machine never share a uid."""
+    return SLOT_UID_BASE + (os.getpid() % 2000) * 16
+
+
 class SandboxPool:
     """`jobs` warm workers; each grades one submission at a time in a restricted forked child."""
 
@@ -123,14 +150,21 @@ class SandboxPool:
         self._stage_code()
         self.use_bwrap = _bwrap_available()
         self.is_root = os.getuid() == 0
-        keep = [Path(p).resolve() for p in (sys.prefix, sys.base_prefix, Path(sys.executable).parent,
-                                            Path(torch.__file__).parent)]
+        self.uid_base = _uid_base()
+        self.roots = _python_roots()
         import solutions  # only to find (and hide) where the answer key lives
 
         hidden = [KIT_ROOT, KIT_ROOT.parent / ".git", Path(solutions.__file__).resolve().parent, *hide]
         if (KIT_ROOT.parent / "pyproject.toml").exists():
             hidden.append(KIT_ROOT.parent)
-        self.hidden = _hide_targets(hidden, keep)
+        # Only the system's and the interpreter's directories are mounted in the sandbox; of the
+        # hidden paths, only those inside them (e.g. the kit installed into site-packages) need covering.
+        mounted = self.roots + [Path("/") / name for name in SYSTEM_DIRS]
+        self.hidden = [p for p in _hide_targets(hidden, self.roots)
+                       if any(root == p or root in p.parents for root in mounted)]
+        self._closed = False
+        self._kill_now = False
+        self._workers: dict[int, _Worker] = {}
         self._jobs: queue.Queue = queue.Queue()
         self._results: queue.Queue = queue.Queue()
         self._threads = [threading.Thread(target=self._slot, args=(slot,), daemon=True) for slot in range(self.jobs)]
@@ -146,6 +180,8 @@ class SandboxPool:
             notes.append(IntegrityNote("sandbox.no-bubblewrap", "bwrap"))
         if not self.is_root:
             notes.append(IntegrityNote("sandbox.no-uid-separation", str(os.getuid())))
+        if not self.use_bwrap and not self.is_root:
+            notes.append(IntegrityNote("sandbox.no-network-isolation", "unshare"))
         return notes
 
     def submit(self, submission: Submission) -> None:
@@ -158,7 +194,15 @@ class SandboxPool:
             self._pending -= 1
             yield run
 
-    def close(self) -> None:
+    def close(self, kill: bool = False) -> None:
+        """Stop the workers; `kill` does not wait for the jobs in flight (an interrupted run)."""
+        if self._closed:
+            return
+        self._closed = True
+        if kill:
+            self._kill_now = True
+            for worker in list(self._workers.values()):
+                worker.kill()
         for _ in self._threads:
             self._jobs.put(None)
         for thread in self._threads:
@@ -168,8 +212,8 @@ class SandboxPool:
     def __enter__(self) -> "SandboxPool":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        self.close(kill=exc_type is not None)
 
     # -- workers ----------------------------------------------------------------------------------
     def _stage_code(self) -> None:
@@ -185,19 +229,31 @@ class SandboxPool:
         os.chmod(self.staging, 0o755)
 
     def _command(self, slot: int, result_fd: int) -> list[str]:
-        uid, fd = str(SLOT_UID_BASE + slot), str(result_fd)
-        python = [sys.executable, "-E", "-s", "-c", BOOT]
+        uid, fd = str(self.uid_base + slot), str(result_fd)
+        python = [sys.executable, "-E", "-s", "-B", "-c", BOOT]
         if not self.use_bwrap:
             return python + [str(self.staging / "kit"), "--uid", uid, "--result-fd", fd]
-        command = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp",
-                   "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent"]
+        # An allowlist: the system's directories and the interpreter's, read-only; an empty /tmp
+        # (where the scratch copies live); the staged probe code. Nothing else of the host exists.
+        command = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+                   "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
+        for name in SYSTEM_DIRS:
+            path = Path("/") / name
+            if path.is_symlink():
+                command += ["--symlink", os.readlink(path), str(path)]
+            elif path.is_dir():
+                command += ["--ro-bind", str(path), str(path)]
+        for root in self.roots:
+            command += ["--ro-bind", str(root), str(root)]
         for path in self.hidden:
             command += ["--tmpfs", str(path)]
-        command += ["--ro-bind", str(self.staging / "kit"), "/tmp/kit", "--chdir", "/tmp"]
-        return command + python + ["/tmp/kit", "--uid", uid, "--result-fd", fd]
+        command += ["--dev", "/dev", "--proc", "/proc", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp",
+                    "--ro-bind", str(self.staging / "kit"), "/tmp/kit", "--chdir", "/tmp"]
+        return command + python + ["/tmp/kit", "--uid", uid, "--result-fd", fd, "--pid-namespace"]
 
     def _spawn(self, slot: int) -> "_Worker":
-        return _Worker(lambda fd: self._command(slot, fd), network_isolated=self.use_bwrap)
+        return _Worker(lambda fd: self._command(slot, fd), network_isolated=self.use_bwrap,
+                       timeout=self.limits.submission_seconds + 60)
 
     def _slot(self, slot: int) -> None:
         worker = None
@@ -206,52 +262,104 @@ class SandboxPool:
             if submission is None:
                 break
             run = SandboxRun(submission)
-            remaining = list(self.probes)
-            for attempt in range(3):
-                if worker is None or not worker.alive():
-                    worker = self._spawn(slot)
-                done = worker.run(submission, remaining, self.limits, run.results)
-                remaining = [name for name in remaining if name not in run.results]
-                if done or not remaining:
-                    break
-                worker.kill()
+            try:
+                remaining = list(self.probes)
+                for attempt in range(3):
+                    if self._kill_now:
+                        break
+                    if worker is None or not worker.alive():
+                        worker = None
+                        worker = self._spawn(slot)
+                        self._workers[slot] = worker
+                    done = worker.run(submission, remaining, self.limits, run.results)
+                    remaining = [name for name in remaining if name not in run.results]
+                    if done or not remaining:
+                        break
+                    worker.kill()  # died, hung or spoke garbage: a fresh worker retries the rest
+                    worker = None
+                for name in remaining:
+                    run.results[name] = ProbeError(kind="crash", key="sandbox.worker-died")
+            except Exception as exc:  # noqa: BLE001 - a slot must always answer, or the run hangs
+                for name in self.probes:
+                    run.results.setdefault(name, ProbeError(kind="crash", key="sandbox.worker-died",
+                                                            params={"reason": str(exc)[:200]}))
+                if worker is not None:
+                    worker.kill()
                 worker = None
-            for name in remaining:
-                run.results[name] = ProbeError(kind="crash", key="sandbox.worker-died")
             self._results.put(run)
         if worker is not None:
             worker.stop()
+        self._workers.pop(slot, None)
 
 
 class _Worker:
-    def __init__(self, command: Callable[[int], list[str]], network_isolated: bool):
+    def __init__(self, command: Callable[[int], list[str]], network_isolated: bool, timeout: float):
         read_fd, write_fd = os.pipe()
         self.network_isolated = network_isolated
-        self.process = subprocess.Popen(
-            command(write_fd), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            pass_fds=(write_fd,),
-        )
-        os.close(write_fd)
-        self.reader = os.fdopen(read_fd, "rb")
-        header = self._read_header()
+        self.timeout = timeout
+        self.fd = read_fd
+        try:
+            self.process = subprocess.Popen(
+                command(write_fd), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                pass_fds=(write_fd,), env=_worker_environment(), start_new_session=True,
+            )
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
+        try:
+            header = self._read_header(time.monotonic() + 120)
+        except (OSError, ValueError, TimeoutError, struct.error):
+            header = None
         if not header or header.get("status") != "ready":
+            self.kill()
             raise RuntimeError("the sandbox worker failed to start")
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
 
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def _read_header(self) -> dict | None:
-        head = self.reader.read(4)
-        if len(head) < 4:
+    def _read_exact(self, count: int, deadline: float) -> bytes | None:
+        chunks, remaining = [], count
+        while remaining:
+            timeout = deadline - time.monotonic()
+            if timeout <= 0 or not select.select([self.fd], [], [], timeout)[0]:
+                raise TimeoutError
+            chunk = os.read(self.fd, min(remaining, 1 << 20))
+            if not chunk:
+                return None
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+
+    def _read_header(self, deadline: float) -> dict | None:
+        """One frame from the worker; None when it closed the channel. Garbage raises ValueError."""
+        head = self._read_exact(4, deadline)
+        if head is None:
             return None
-        header = json.loads(self.reader.read(struct.unpack(">I", head)[0]))
-        payload = self.reader.read(header["size"]) if header.get("size") else b""
+        length = struct.unpack(">I", head)[0]
+        if length > 1 << 16:
+            raise ValueError("header too long")
+        raw = self._read_exact(length, deadline)
+        if raw is None:
+            return None
+        header = json.loads(raw)
+        if type(header) is not dict or type(header.get("size", 0)) is not int \
+                or not 0 <= header.get("size", 0) <= MAX_PAYLOAD:
+            raise ValueError("not a frame header")
+        payload = self._read_exact(header["size"], deadline) if header.get("size") else b""
+        if payload is None:
+            return None
         header["payload"] = payload
         return header
 
     def run(self, submission: Submission, probes: list[str], limits: Limits,
             results: dict[str, dict | ProbeError]) -> bool:
-        """Grade one submission; fills `results`; False when the worker died mid-job."""
+        """Grade one submission; fills `results`; False when the worker died, hung or misbehaved."""
         job = {
             "id": submission.name,
             "files": {f"{module}.py": base64.b64encode(source.encode()).decode()
@@ -262,34 +370,57 @@ class _Worker:
                        "file_bytes": limits.file_bytes, "processes": limits.processes,
                        "network_isolated": self.network_isolated},
         }
+        deadline = time.monotonic() + self.timeout
         try:
             self.process.stdin.write(json.dumps(job).encode() + b"\n")
             self.process.stdin.flush()
             while True:
-                header = self._read_header()
-                if header is None:
+                header = self._read_header(deadline)
+                if header is None or header.get("id") != submission.name:
                     return False
                 if header.get("status") == "done":
                     return True
                 name = header.get("probe")
-                if name not in probes:
+                if name not in probes or name in results:
                     continue
-                if header["status"] == "ok":
+                status = str(header.get("status"))
+                if status == "ok":
                     results[name] = decode(header["payload"])
-                else:
+                elif status in ("timeout", "crash", "resource", "exit"):
                     module = str(header.get("module", ""))
-                    results[name] = ProbeError(kind=str(header["status"]), module=module,
-                                               key=f"sandbox.{header['status']}", params={"module": module})
-        except (BrokenPipeError, OSError, ValueError):
+                    results[name] = ProbeError(kind=status, module=module, key=f"sandbox.{status}",
+                                               params={"module": module})
+                else:
+                    return False
+        except (OSError, ValueError, TimeoutError, struct.error):
             return False
 
     def kill(self) -> None:
-        self.process.kill()
-        self.process.wait()
+        try:
+            self.process.kill()
+            self.process.wait(timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            pass
+        self._close_fd()
+
+    def _close_fd(self) -> None:
+        if self.fd >= 0:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = -1
 
     def stop(self) -> None:
         try:
             self.process.stdin.close()
             self.process.wait(timeout=5)
+            self._close_fd()
         except Exception:  # noqa: BLE001
             self.kill()
+
+
+def _worker_environment() -> dict[str, str]:
+    """A minimal environment: nothing of the grader's (tokens, paths) reaches student code."""
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
+            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}

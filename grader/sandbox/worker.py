@@ -7,7 +7,7 @@ where available. Protocol with the trusted pool:
 Headers: {"id", "probe", "status": "ok"} + the child's serialised result, or {"id", "probe",
 "status": "timeout"|"crash"|"resource"|"exit", ...} with no payload, and {"id", "status": "done"}.
 The worker never deserialises what a child sends: it forwards the bytes for the trusted side to
-load with torch.load(weights_only=True).
+decode with `codec` (JSON plus raw tensor bytes: no pickle).
 """
 from __future__ import annotations
 
@@ -34,7 +34,10 @@ from grader.sandbox import driver  # noqa: E402
 PROBES = load_all()
 RESULT_FD = 3
 MAX_PAYLOAD = 32 * 1024 * 1024
+MAX_HEADER = 64 * 1024
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_CHILD_SUBREAPER = 36
+PID_NAMESPACE = False  # set from --pid-namespace: the worker runs in its own pid namespace
 CLONE_NEWNET = 0x40000000
 
 
@@ -79,23 +82,29 @@ def _restrict(uid: int, limits: dict) -> list[str]:
         resource.RLIMIT_FSIZE: limits["file_bytes"],
         resource.RLIMIT_NOFILE: 256,
         resource.RLIMIT_CORE: 0,
+        # torch's libraries already take a few hundred MB of address space: the budget comes on top
+        resource.RLIMIT_AS: _vm_size() + limits["memory_bytes"],
+        # tasks (processes and threads) of the real uid: a slot's own uid when running as root,
+        # otherwise the grading user's, whose existing tasks count too
+        resource.RLIMIT_NPROC: limits["processes"] + (0 if os.getuid() == 0 else _tasks_of(os.getuid())),
     }
-    vm_size = _vm_size()
-    limits_set[resource.RLIMIT_AS] = vm_size + limits["memory_bytes"]
-    if os.getuid() == 0:
-        limits_set[resource.RLIMIT_NPROC] = limits["processes"]
     for which, value in limits_set.items():
-        resource.setrlimit(which, (value, value))
+        try:
+            resource.setrlimit(which, (value, value))
+        except (ValueError, OSError):
+            missing.append(f"rlimit-{which}")
     libc = ctypes.CDLL(None, use_errno=True)
-    if os.getuid() == 0 and not limits.get("network_isolated"):
-        if libc.unshare(CLONE_NEWNET) != 0:
+    if not limits.get("network_isolated"):
+        if os.getuid() != 0 or libc.unshare(CLONE_NEWNET) != 0:
             missing.append("network")
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         missing.append("no_new_privs")
     if os.getuid() == 0:
         os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+        if os.getuid() != uid or os.geteuid() != uid:
+            os._exit(71)  # never run student code as root
     else:
         missing.append("uid")
     return missing
@@ -109,15 +118,30 @@ def _vm_size() -> int:
     return 0
 
 
+def _tasks_of(uid: int) -> int:
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    count += len(os.listdir(f"/proc/{entry}/task"))
+            except OSError:
+                pass
+    return count
+
+
 def _child(job: dict, remaining: list[str], poisoned: dict[str, str], scratch: str, write_fd: int, uid: int) -> None:
     """The restricted child: runs the student's code and writes one frame per probe."""
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
-    os.close(RESULT_FD)
+    # nothing but the result pipe: not the pool's channel, not the job channel, nothing inherited
+    os.closerange(3, write_fd)
+    os.closerange(write_fd + 1, 1 << 16)
     _restrict(uid, job["limits"])
     os.chdir(scratch)
-    ns = driver.StudentNamespace(scratch, poisoned, on_import=lambda module: _emit(write_fd, "import", module))
+    ns = driver.StudentNamespace(scratch, poisoned, on_import=lambda module: _emit(write_fd, "import", module),
+                                 on_imported=lambda module: _emit(write_fd, "imported", module))
     for name in remaining:
         _emit(write_fd, "start", name)
         payload = driver.serialise(driver.run_probe(PROBES[name], ns, scratch))
@@ -134,20 +158,48 @@ def _emit(fd: int, kind: str, name: str, payload: bytes = b"") -> None:
 
 
 def _kill_all(uid: int, pid: int) -> None:
-    """Kill the child and everything it spawned: every process of the slot's uid."""
+    """Kill the child and everything it spawned, without forking (a fork of a torch process is slow).
+
+    In bubblewrap's pid namespace, kill(-1) reaches every process of the namespace except this
+    worker and bubblewrap's init: exactly the child and its descendants, whatever session or
+    process group they moved to. Without a pid namespace, as root, every process of the slot's uid
+    is killed, pass after pass, until none is left (a fork bomb is bounded by RLIMIT_NPROC).
+    Without either, only the child's session is reachable (reported as a missing protection).
+    """
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    if os.getuid() == 0:
-        killer = os.fork()
-        if killer == 0:
-            try:
-                os.setuid(uid)
-                os.kill(-1, signal.SIGKILL)
-            finally:
-                os._exit(0)
-        os.waitpid(killer, 0)
+    if PID_NAMESPACE:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    elif os.getuid() == 0:
+        for _ in range(100):
+            found = False
+            for entry in os.listdir("/proc"):
+                if not entry.isdigit() or int(entry) == os.getpid():
+                    continue
+                try:
+                    if os.stat(f"/proc/{entry}").st_uid == uid:
+                        found = True
+                        os.kill(int(entry), signal.SIGKILL)
+                except (OSError, ValueError):
+                    pass
+            if not found:
+                break
+
+
+def _reap_orphans() -> None:
+    """Collect zombies of the child's descendants (this worker is their subreaper)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 
 def _outcome_of_exit(status: int) -> str:
@@ -185,6 +237,29 @@ def run_job(job: dict, uid: int) -> None:
     send({"id": job["id"], "status": "done"})
 
 
+def _read_frame(fd: int, deadline: float) -> tuple[dict, bytes] | None:
+    """One frame from the child, None at end of file; ValueError for garbage, TimeoutError."""
+    head = _read_exact(fd, 4, deadline)
+    if head is None:
+        return None
+    length = struct.unpack(">I", head)[0]
+    if length > MAX_HEADER:
+        raise ValueError("header too long")
+    raw = _read_exact(fd, length, deadline)
+    if raw is None:
+        return None
+    header = json.loads(raw)
+    if type(header) is not dict or type(header.get("size", 0)) is not int or header.get("size", 0) < 0:
+        raise ValueError("not a frame header")
+    size = header.get("size", 0)
+    if size > MAX_PAYLOAD:
+        raise OverflowError
+    payload = _read_exact(fd, size, deadline) if size else b""
+    if payload is None:
+        return None
+    return header, payload
+
+
 def _run_child(job, remaining, poisoned, scratch, uid, submission_deadline) -> list[str]:
     """Fork one child for the remaining probes; returns the probes still to run afterwards."""
     read_fd, write_fd = os.pipe()
@@ -204,28 +279,28 @@ def _run_child(job, remaining, poisoned, scratch, uid, submission_deadline) -> l
     try:
         while remaining:
             try:
-                head = _read_exact(read_fd, 4, deadline)
-                if head is None:
-                    break
-                header = json.loads(_read_exact(read_fd, struct.unpack(">I", head)[0], deadline) or b"{}")
-                size = int(header.get("size", 0))
-                if size > MAX_PAYLOAD:
-                    failure = "resource"
-                    break
-                payload = _read_exact(read_fd, size, deadline) if size else b""
+                frame = _read_frame(read_fd, deadline)
             except TimeoutError:
                 failure = "timeout"
+                break
+            except OverflowError:
+                failure = "resource"  # an output larger than MAX_PAYLOAD
                 break
             except (ValueError, TypeError):
                 failure = "crash"  # garbage written to the result pipe
                 break
+            if frame is None:
+                break
+            header, payload = frame
             kind, name = header.get("kind"), header.get("name")
             if kind == "start" and name in remaining:
                 current, importing = name, None
                 deadline = min(time.monotonic() + probe_seconds, submission_deadline)
-            elif kind == "import":
+            elif kind == "import" and type(name) is str:
                 importing = name
-            elif kind == "result" and name in remaining and payload is not None:
+            elif kind == "imported":
+                importing = None
+            elif kind == "result" and name in remaining and name == current:
                 send({"id": job["id"], "probe": name, "status": "ok"}, payload)
                 remaining.remove(name)
                 current, importing = None, None
@@ -233,6 +308,7 @@ def _run_child(job, remaining, poisoned, scratch, uid, submission_deadline) -> l
         os.close(read_fd)
         _kill_all(uid, pid)
         _, status = os.waitpid(pid, 0)
+        _reap_orphans()
     if not remaining:
         return []
     if failure is None:
@@ -246,10 +322,14 @@ def _run_child(job, remaining, poisoned, scratch, uid, submission_deadline) -> l
 
 
 def main() -> None:
-    global RESULT_FD
+    global RESULT_FD, PID_NAMESPACE
     uid = int(sys.argv[sys.argv.index("--uid") + 1]) if "--uid" in sys.argv else 65534
     RESULT_FD = int(sys.argv[sys.argv.index("--result-fd") + 1])
+    # bubblewrap's init is pid 1 of the new namespace and this worker pid 2; outside a pid
+    # namespace pid 2 is never a Python process, so kill(-1) can never reach the host
+    PID_NAMESPACE = "--pid-namespace" in sys.argv and os.getpid() <= 2
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     _warm_up()
     send({"status": "ready", "probes": sorted(PROBES)})
     for line in sys.stdin:

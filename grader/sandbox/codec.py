@@ -1,0 +1,130 @@
+"""The wire format of probe results: JSON for structure, raw bytes for tensors. No pickle anywhere.
+
+Encoded by the sandboxed child, decoded by the trusted grader. Decoding builds only plain
+`torch.Tensor`s (from a whitelist of dtypes, with the byte count checked against the shape), dicts
+with string keys, lists, strings, numbers, booleans and None. It is both safer than any pickle
+(nothing in the payload can name a class or a function) and about ten times faster than
+`torch.save`/`torch.load(weights_only=True)` for the small tensors probes return.
+
+Layout: 4-byte big-endian length of the JSON document, the JSON document, then the tensors' bytes
+in order. A tensor is {"$t": [dtype, shape, offset, nbytes]} in the JSON; a dict that would
+collide with that marker is rejected when encoding.
+"""
+from __future__ import annotations
+
+import json
+import math
+import struct
+from typing import Any
+
+import torch
+
+DTYPES: dict[str, torch.dtype] = {
+    "float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": torch.float64,
+    "complex64": torch.complex64, "complex128": torch.complex128,
+    "uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64": torch.int64,
+    "bool": torch.bool,
+}
+NAMES = {dtype: name for name, dtype in DTYPES.items()}
+MARK = "$t"
+MAX_DEPTH = 10
+MAX_DIMS = 8
+MAX_JSON = 4 * 1024 * 1024
+
+
+class CodecError(ValueError):
+    """The payload is not a well-formed probe result."""
+
+
+def encode(value: Any) -> bytes:
+    chunks: list[bytes] = []
+    offset = 0
+
+    def walk(item: Any, depth: int) -> Any:
+        nonlocal offset
+        if depth > MAX_DEPTH:
+            raise CodecError("nested too deeply")
+        if isinstance(item, torch.Tensor):
+            tensor = item.detach()
+            if type(tensor) is not torch.Tensor:
+                tensor = tensor.as_subclass(torch.Tensor)
+            if tensor.dtype not in NAMES or tensor.layout != torch.strided or tensor.dim() > MAX_DIMS:
+                raise CodecError(f"unsupported tensor {tensor.dtype} {tensor.layout}")
+            tensor = tensor.cpu().contiguous()
+            data = tensor.view(torch.uint8).numpy().tobytes() if tensor.numel() and tensor.dim() else \
+                _scalar_bytes(tensor)
+            chunks.append(data)
+            record = {MARK: [NAMES[tensor.dtype], list(tensor.shape), offset, len(data)]}
+            offset += len(data)
+            return record
+        if item is None or type(item) in (bool, int, str):
+            return item
+        if type(item) is float:
+            return item if math.isfinite(item) else {"$f": repr(item)}
+        if isinstance(item, (list, tuple)):
+            return [walk(x, depth + 1) for x in item]
+        if isinstance(item, dict):
+            if MARK in item or "$f" in item:
+                raise CodecError("reserved key")
+            return {str(k): walk(v, depth + 1) for k, v in item.items()}
+        raise CodecError(f"unsupported {type(item).__name__}")
+
+    document = json.dumps(walk(value, 0), allow_nan=False).encode()
+    return struct.pack(">I", len(document)) + document + b"".join(chunks)
+
+
+def _scalar_bytes(tensor: torch.Tensor) -> bytes:
+    if tensor.numel() == 0:
+        return b""
+    return tensor.reshape(1).view(torch.uint8).numpy().tobytes()
+
+
+def decode(payload: bytes) -> Any:
+    """The value `encode` was given, rebuilt from data only; CodecError on anything malformed."""
+    if len(payload) < 4:
+        raise CodecError("truncated")
+    (size,) = struct.unpack(">I", payload[:4])
+    if size > MAX_JSON or 4 + size > len(payload):
+        raise CodecError("bad document length")
+    try:
+        document = json.loads(payload[4:4 + size].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CodecError("bad document") from exc
+    blob = memoryview(payload)[4 + size:]
+
+    def walk(item: Any, depth: int) -> Any:
+        if depth > MAX_DEPTH:
+            raise CodecError("nested too deeply")
+        if item is None or type(item) in (bool, int, float, str):
+            return item
+        if type(item) is list:
+            return [walk(x, depth + 1) for x in item]
+        if type(item) is not dict:
+            raise CodecError("unexpected JSON value")
+        if MARK in item:
+            return _tensor(item[MARK], blob)
+        if "$f" in item:
+            if len(item) != 1 or item["$f"] not in ("nan", "inf", "-inf"):
+                raise CodecError("bad float")
+            return float(item["$f"])
+        return {k: walk(v, depth + 1) for k, v in item.items()}
+
+    return walk(document, 0)
+
+
+def _tensor(spec: Any, blob: memoryview) -> torch.Tensor:
+    if type(spec) is not list or len(spec) != 4:
+        raise CodecError("bad tensor record")
+    name, shape, offset, nbytes = spec
+    if name not in DTYPES or type(shape) is not list or len(shape) > MAX_DIMS \
+            or any(type(n) is not int or n < 0 for n in shape) or type(offset) is not int \
+            or type(nbytes) is not int or offset < 0 or nbytes < 0 or offset + nbytes > len(blob):
+        raise CodecError("bad tensor record")
+    dtype = DTYPES[name]
+    numel = math.prod(shape)
+    if numel * torch.empty((), dtype=dtype).element_size() != nbytes:
+        raise CodecError("tensor size does not match its shape")
+    if numel == 0:
+        return torch.empty(shape, dtype=dtype)
+    raw = torch.frombuffer(bytearray(blob[offset:offset + nbytes]), dtype=torch.uint8)
+    return raw.view(dtype).reshape(shape)
