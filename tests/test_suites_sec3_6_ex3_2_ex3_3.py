@@ -36,6 +36,7 @@ EXPECTED = {
     "dropout-misplaced-mha-2": {MHA + "test_mha_dropout": "dropout-misplaced"},
     "missing-scaling-mha": {MHA + "test_mha_matches_reference": "missing-scaling"},
     "wrong-scaling-mha": {MHA + "test_mha_matches_reference": "wrong-scaling"},
+    "wrong-init-mha": {MHA + "test_mha_book_seeded_output": "wrong-init"},
     "qkv-bias-ignored-mha": {MHA + "test_mha_qkv_bias": "qkv-bias-ignored"},
     "wrong-config-ex3_2": {EX2 + "test_two_heads_two_dimensional_output": "wrong-config",
                            EX2 + "test_seeded_output": "wrong-config"},

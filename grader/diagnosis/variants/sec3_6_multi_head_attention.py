@@ -50,6 +50,22 @@ def _mha(*, split="view-transpose", merge="transpose-view", out_proj=True, scale
     return BuggyMultiHeadAttention
 
 
+class _OutProjFirst(MultiHeadAttention):
+    """The layers created in another order (out_proj first): only the seeded example changes."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        nn.Module.__init__(self)
+        if d_out % num_heads != 0:
+            raise ValueError("d_out must be divisible by num_heads")
+        self.d_out, self.num_heads, self.head_dim = d_out, num_heads, d_out // num_heads
+        self.out_proj = nn.Linear(d_out, d_out)
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+
 class _PlainListWrapper(nn.Module):
     """Heads kept in a Python list: nn.Module does not see them."""
 
@@ -79,6 +95,7 @@ VARIANTS: list[Variant] = [
     Variant("dropout-misplaced", {MODULE: {"MultiHeadAttention": _mha(dropout="always")}}),
     Variant("dropout-misplaced", {MODULE: {"MultiHeadAttention": _mha(dropout="output")}}),
     Variant("qkv-bias-ignored", {MODULE: {"MultiHeadAttention": _mha(honour_bias=False)}}),
+    Variant("wrong-init", {MODULE: {"MultiHeadAttention": _OutProjFirst}}),
     Variant("heads-not-registered", {MODULE: {"MultiHeadAttentionWrapper": _PlainListWrapper}}),
     Variant("concat-wrong-dim", {MODULE: {"MultiHeadAttentionWrapper": _cat_wrapper(1)}}),
     Variant("concat-wrong-dim", {MODULE: {"MultiHeadAttentionWrapper": _cat_wrapper(0)}}),
