@@ -11,6 +11,7 @@ import json
 import math
 import os
 import tempfile
+import unicodedata
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -440,7 +441,7 @@ class StudentRow:
     max_score: float
     sections: list[tuple[float, float]]  # (score, max) per section id, in section order
     integrity: list[NoteView]
-    misconceptions: list[str]
+    misconceptions: list[str]  # titles
 
     @property
     def fraction(self) -> float:
@@ -509,7 +510,8 @@ def class_view(results: list[GradeResult], catalog: Catalog) -> ClassView:
         rows.append(StudentRow(result.submission, result.score, result.max_score,
                                [scores.get(s, (0.0, 0.0)) for s in section_ids],
                                [_note(n, catalog) for n in result.integrity],
-                               sorted({o.misconception for o in result.tests if o.misconception})))
+                               [misconception_card(mid, catalog).title for mid in
+                                sorted({o.misconception for o in result.tests if o.misconception})]))
     fractions = sorted(row.fraction for row in rows)
     mean = sum(fractions) / len(fractions) if fractions else 0.0
     median = (fractions[(len(fractions) - 1) // 2] + fractions[len(fractions) // 2]) / 2 if fractions else 0.0
@@ -525,6 +527,24 @@ def class_view(results: list[GradeResult], catalog: Catalog) -> ClassView:
 
 
 # -- rendering ---------------------------------------------------------------------------------
+
+
+def _fit(text: Any, width: float, font: float = 11.0) -> str:
+    """`text` cut (with an ellipsis) to about `width` pixels of SVG text: wide (CJK) characters count double."""
+    text = str(text)
+
+    def size(char: str) -> float:
+        return font * (1.0 if unicodedata.east_asian_width(char) in "WF" else 0.56)
+
+    if sum(size(c) for c in text) <= width:
+        return text
+    used, out = size("…"), []
+    for char in text:
+        used += size(char)
+        if used > width:
+            break
+        out.append(char)
+    return "".join(out).rstrip() + "…"
 
 
 def _num(value: float) -> str:
@@ -549,6 +569,7 @@ def environment(catalog: Catalog) -> jinja2.Environment:
     env.filters["num"] = _num
     env.filters["pct"] = _pct
     env.filters["md"] = _markdown_escape
+    env.filters["fit"] = _fit
     return env
 
 
