@@ -45,7 +45,7 @@ def run_grade(args: argparse.Namespace) -> int:
     from grader.runner import GraderError, grade
 
     catalog = Catalog(args.lang)
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)
     progress = Progress(TextColumn(catalog.t("cli.progress")), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, disable=args.quiet)
     task = progress.add_task("grading", total=None)
@@ -58,7 +58,7 @@ def run_grade(args: argparse.Namespace) -> int:
         return 2
     for note in summary.protections:
         console.print(catalog.t("cli.protection-missing", what=catalog.t(f"integrity.{note.kind}")))
-    out = Console()
+    out = Console(soft_wrap=True)
     if summary.is_class:
         out.print(catalog.t("cli.class-done", count=len(summary.results), graded=summary.graded,
                             reused=summary.reused, seconds=f"{summary.seconds:.1f}"))
