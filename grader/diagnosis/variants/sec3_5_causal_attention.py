@@ -119,6 +119,11 @@ class _SlicedToBook(_Causal):
         return self.mask.bool()[:6, :6]  # the book's six tokens
 
 
+class _ReshapedToBook(_Causal):
+    def drop_output(self, context):
+        return context.reshape(2, 6, -1)  # the book's batch of 2 x 6 tokens
+
+
 class _DropoutOnScores(_Causal):
     def drop_scores(self, scores):
         return self.dropout(scores)
@@ -167,6 +172,7 @@ VARIANTS: list[Variant] = [
     Variant("wrong-scaling", {MODULE: _family(scale=_by_d_k)}),
     Variant("mask-not-sliced", {MODULE: {"CausalAttention": _NotSliced}}),
     Variant("hardcoded-shape", {MODULE: {"CausalAttention": _SlicedToBook}}),
+    Variant("hardcoded-shape", {MODULE: {"CausalAttention": _ReshapedToBook}}),
     Variant("dropout-misplaced", {MODULE: {"CausalAttention": _DropoutOnScores}}),
     Variant("dropout-misplaced", {MODULE: {"CausalAttention": _DropoutOnOutput}}),
     Variant("dropout-misplaced", {MODULE: {"CausalAttention": _DropoutAlwaysOn}}),
