@@ -5,27 +5,29 @@ import hashlib
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 import torch
 
 import grader
-from grader.diagnosis import Diagnoser, variant_runs
+from grader.diagnosis import Diagnoser, VariantRun, variant_runs
+from grader.diagnosis.variants import all_variants
 from grader.discovery import find_submissions, read_submission
 from grader.i18n import TEMPLATES_DIR, Catalog, section_key
 from grader.plugin import GradingPlugin, SuiteItem, pytest_args
 from grader.probes import PROBES, load_all
 from grader.records import Detail, GradeResult, Heatmap, IntegrityNote, ProbeError, Submission, TestOutcome
 from grader.report import outcome_message, write_class_reports, write_submission_reports
-from grader.sandbox.pool import Limits, SandboxPool, SandboxRun
+from grader.sandbox import codec
+from grader.sandbox.pool import Limits, SandboxPool, SandboxRun, error_from_dict
 from grader.scoring import section_scores, total
 from grader.seam import Seam, reference_results
 from grader.probes import BOOK_TOKENS
 
-KIT_DIRS = ("probes", "suites", "sandbox", "diagnosis")
+CACHE_DIR = ".grader-cache"  # in the output folder: reference and variant outputs, per kit fingerprint
 
 
 class GraderError(Exception):
@@ -47,16 +49,17 @@ class RunSummary:
         return self.out_dir / ("summary.html" if self.is_class else "feedback.html")
 
 
-def kit_fingerprint(lang: str) -> str:
-    """Changes whenever anything that decides a grade or a report changes."""
-    digest = hashlib.sha256(lang.encode())
-    roots = [Path(grader.__file__).parent / d for d in KIT_DIRS] + [TEMPLATES_DIR]
+def kit_fingerprint(lang: str, limits: Limits = Limits()) -> str:
+    """Changes whenever anything that decides a grade or a report changes: all of the grader's code,
+    the templates and catalogues, the solutions, the language and the sandbox's limits."""
+    digest = hashlib.sha256(f"{lang}\0{limits!r}\0{torch.__version__}".encode())
+    roots = [Path(grader.__file__).parent, TEMPLATES_DIR]
     import solutions
 
     roots.append(Path(solutions.__file__).parent)
     for root in roots:
         for file in sorted(root.rglob("*")):
-            if file.is_file() and "__pycache__" not in file.parts:
+            if file.is_file() and "__pycache__" not in file.parts and file.suffix != ".pyc":
                 digest.update(str(file.relative_to(root)).encode() + file.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -79,6 +82,51 @@ def _cached(out_dir: Path, content_hash: str) -> GradeResult | None:
     return GradeResult(document["submission"], content_hash, document["score"], document["max_score"],
                        [SectionScore(**s) for s in document["sections"]], tests,
                        [IntegrityNote(**n) for n in document.get("integrity", [])])
+
+
+def _record(result: Any) -> dict:
+    if isinstance(result, ProbeError):
+        error = asdict(result)
+        error["frames"] = [asdict(frame) for frame in result.frames]
+        error["params"] = {k: v if type(v) in (bool, int, float, str) else str(v) for k, v in result.params.items()}
+        return {"error": error}
+    return {"ok": result}
+
+
+def _from_record(record: dict) -> Any:
+    return record["ok"] if "ok" in record else error_from_dict(record["error"])
+
+
+def _baselines(fingerprint: str, cache_dir: Path | None) -> tuple[Seam, list[VariantRun]]:
+    """The reference's and the variants' outputs: computed once per kit version, then read back
+    (with the sandbox's pickle-free codec) from the output folder's cache."""
+    cache = cache_dir / f"baselines-{fingerprint}.bin" if cache_dir is not None else None
+    variants = all_variants()
+    if cache is not None and cache.exists():
+        try:
+            document = codec.decode(cache.read_bytes())
+            reference = {name: _from_record(r) for name, r in document["reference"].items()}
+            runs = [VariantRun(variant, {name: _from_record(r) for name, r in results.items()})
+                    for variant, results in zip(variants, document["variants"], strict=True)]
+            return Seam(reference), runs
+        except (codec.CodecError, KeyError, TypeError, ValueError):
+            pass
+    reference = reference_results()
+    runs = variant_runs()
+    if cache is not None:
+        document = {"reference": {name: _record(r) for name, r in reference.items()},
+                    "variants": [{name: _record(r) for name, r in run.results.items()} for run in runs]}
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            temporary = cache.with_name(f".{cache.name}.{os.getpid()}")
+            temporary.write_bytes(codec.encode(document))
+            os.replace(temporary, cache)
+            for old in cache.parent.glob("baselines-*.bin"):
+                if old != cache:
+                    old.unlink(missing_ok=True)  # only the current kit's baselines are kept
+        except (OSError, codec.CodecError):
+            pass
+    return Seam(reference), runs
 
 
 def _heatmaps(infos: list[SuiteItem], reference: Seam, student: Seam) -> list[Heatmap]:
@@ -116,7 +164,7 @@ def grade(path: Path, out_dir: Path, *, jobs: int | None = None, lang: str = "en
     catalog = Catalog(lang)
     dirs, is_class = find_submissions(path)
     load_all()
-    fingerprint = kit_fingerprint(lang)
+    fingerprint = kit_fingerprint(lang, limits)
     submissions: list[Submission] = []
     reused: list[GradeResult] = []
     out_of: dict[str, Path] = {}
@@ -137,15 +185,19 @@ def grade(path: Path, out_dir: Path, *, jobs: int | None = None, lang: str = "en
 
     results: list[GradeResult] = list(reused)
     protections: list[IntegrityNote] = []
+    threads = torch.get_num_threads()
     if submissions:
-        reference = Seam(reference_results())
-        diagnoser = Diagnoser(reference, variant_runs())
         titles = {s: catalog.t(section_key(s)) for s in ("3.3", "3.4", "3.5", "3.6", "ex3.1", "ex3.2", "ex3.3")}
         with SandboxPool(jobs or os.cpu_count() or 1, limits, hide=[path.resolve(), out_dir.resolve()],
                          probes=sorted(PROBES)) as pool:
             protections = pool.protections()
             for submission in submissions:
                 pool.submit(submission)
+            # the workers are busy with the submissions while this process computes the baselines;
+            # one thread here, so that it does not fight the workers for the cores
+            torch.set_num_threads(1)
+            reference, runs = _baselines(fingerprint, out_dir / CACHE_DIR)
+            diagnoser = Diagnoser(reference, runs)
 
             def source():
                 for run in pool.results():
@@ -166,6 +218,9 @@ def grade(path: Path, out_dir: Path, *, jobs: int | None = None, lang: str = "en
             finally:
                 if previous_autoload is None:
                     os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+                torch.set_num_threads(threads)
+            if code == pytest.ExitCode.INTERRUPTED:
+                raise KeyboardInterrupt
             if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
                 raise GraderError(f"the hidden suites could not run (pytest exit code {int(code)})")
     if is_class:
