@@ -378,7 +378,13 @@ if _Base is not object:
             if not notebooks:
                 return {}
             try:
-                return grade_notebooks(notebooks, name, self.lang, self.jobs)
+                import time
+
+                started = time.perf_counter()
+                graded = grade_notebooks(notebooks, name, self.lang, self.jobs)
+                self.log.info("attention-kit graded %d copies of %s in %.1f s", len(graded), name,
+                              time.perf_counter() - started)
+                return graded
             except Exception as exc:  # noqa: BLE001 - fall back to grading one notebook at a time
                 self.log.warning("attention-kit: batch grading failed (%s); grading notebooks one by one", exc)
                 return {}

@@ -1,0 +1,66 @@
+"""The student bundle: stubs, a README and public self-checks (never the hidden suites or solutions).
+
+Layout of OUT/:
+    README.md              rendered from templates/release/README.md.j2 with the catalogue
+    exercises/*.py         the stubs, and exercises/README.md
+    check.py               the self-check: a tiny runner with a few public shape/sanity checks
+    check_report.txt.j2    the layout of its report (jinja2, which PyTorch installs anyway)
+    check_messages.json    its strings in every language, taken from the message catalogues
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from grader.i18n import LANGUAGES, TEMPLATES_DIR, Catalog, _load, section_key
+from grader.records import MODULE_SECTIONS
+
+ROOT = Path(__file__).resolve().parent.parent
+RELEASE_TEMPLATES = TEMPLATES_DIR / "release"
+STATIC_FILES = ("check.py", "check_report.txt.j2")
+
+
+class ReleaseError(Exception):
+    pass
+
+
+def check_messages(default: str) -> dict:
+    """The self-check's strings per language (flat keys), with the section titles."""
+    messages: dict = {"default": default}
+    for lang in LANGUAGES:
+        catalog = Catalog(lang)
+        tree = _load(lang).get("classroom", {}).get("check", {})
+        flat = {key: value for key, value in tree.items() if isinstance(value, str)}
+        flat |= {f"items.{key}": value for key, value in tree.get("items", {}).items()}
+        flat |= {f"section.{module}": catalog.t(section_key(section)) for module, section in MODULE_SECTIONS.items()}
+        messages[lang] = flat
+    return messages
+
+
+def write_release(out: Path, *, lang: str = "en", force: bool = False) -> list[Path]:
+    """Write the bundle; returns the files written."""
+    import jinja2
+
+    out = Path(out)
+    if out.exists() and any(out.iterdir()) and not force:
+        raise ReleaseError(f"{out} is not empty (use --force to write into it)")
+    catalog = Catalog(lang)
+    written: list[Path] = []
+    exercises = out / "exercises"
+    exercises.mkdir(parents=True, exist_ok=True)
+    for module in MODULE_SECTIONS:
+        written.append(Path(shutil.copyfile(ROOT / "exercises" / f"{module}.py", exercises / f"{module}.py")))
+    written.append(Path(shutil.copyfile(ROOT / "exercises" / "README.md", exercises / "README.md")))
+    for name in STATIC_FILES:
+        written.append(Path(shutil.copyfile(RELEASE_TEMPLATES / name, out / name)))
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True)
+    env.globals["t"] = catalog.t
+    readme = out / "README.md"
+    readme.write_text(env.get_template("release/README.md.j2").render(), encoding="utf-8")
+    written.append(readme)
+    messages = out / "check_messages.json"
+    messages.write_text(json.dumps(check_messages(lang), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    written.append(messages)
+    return written
