@@ -32,6 +32,7 @@ class SuiteItem:
     section: str
     max_points: float
     heatmap: tuple[str, str] | None  # (probe, output key) of attention weights on the book sentence
+    uses: tuple[str, ...] = ()  # ids of tests of earlier sections whose code this test runs too
 
 
 def item_info(item: pytest.Item) -> SuiteItem:
@@ -42,8 +43,10 @@ def item_info(item: pytest.Item) -> SuiteItem:
     if marker is None or not marker.args:
         raise pytest.UsageError(f"hidden test {item.nodeid} declares no points")
     heatmap = item.get_closest_marker("heatmap")
+    uses = item.get_closest_marker("uses")
     return SuiteItem(f"{module}::{item.name}", module, item.name, MODULE_SECTIONS[module],
-                     float(marker.args[0]), tuple(heatmap.args) if heatmap else None)
+                     float(marker.args[0]), tuple(heatmap.args) if heatmap else None,
+                     tuple(uses.args) if uses else ())
 
 
 class GradingPlugin:
@@ -60,6 +63,7 @@ class GradingPlugin:
     def pytest_configure(self, config: pytest.Config) -> None:
         config.addinivalue_line("markers", "points(n): points the test is worth")
         config.addinivalue_line("markers", "heatmap(probe, key): attention weights to draw for this test")
+        config.addinivalue_line("markers", "uses(*test_ids): tests of earlier sections whose code this test also runs")
 
     @pytest.fixture
     def student(self) -> Seam:

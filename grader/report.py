@@ -44,6 +44,11 @@ def _not_implemented(error: ProbeError) -> bool:
     return error.kind == "exception" and error.exc_type == "NotImplementedError" and error.location is not None
 
 
+def blocked_by_message(module: str, catalog: Catalog) -> str:
+    section = MODULE_SECTIONS.get(module, "")
+    return catalog.t("error.blocked-by", module=module, section=section, section_title=catalog.t(section_key(section)))
+
+
 def error_message(error: ProbeError, catalog: Catalog, blocked_by: str | None = None) -> str:
     """What went wrong in the student's code, in the student's terms."""
     params: dict[str, Any] = dict(error.params)
@@ -55,9 +60,7 @@ def error_message(error: ProbeError, catalog: Catalog, blocked_by: str | None = 
     params |= {"exc_type": error.exc_type, "exc_message": error.message}
     parts = []
     if blocked_by:
-        section = MODULE_SECTIONS.get(blocked_by, "")
-        parts.append(catalog.t("error.blocked-by", module=blocked_by, section=section,
-                               section_title=catalog.t(section_key(section))))
+        parts.append(blocked_by_message(blocked_by, catalog))
     if error.key:
         parts.append(catalog.t(error.key, **params))
     elif _not_implemented(error):
@@ -79,7 +82,8 @@ def outcome_message(outcome: TestOutcome, catalog: Catalog) -> str:
         for name in ("what", "on"):
             if params.get(name):
                 params[name] = catalog.t(params[name])
-        return catalog.t(outcome.detail.key, **params)
+        message = catalog.t(outcome.detail.key, **params)
+        return f"{blocked_by_message(outcome.blocked_by, catalog)} {message}" if outcome.blocked_by else message
     return catalog.t(f"status.{outcome.status}")
 
 

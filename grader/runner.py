@@ -229,6 +229,19 @@ def grade(path: Path, out_dir: Path, *, jobs: int | None = None, lang: str = "en
                       time.perf_counter() - started, protections)
 
 
+def _attribute_to_earlier_sections(outcomes: list[TestOutcome], infos: list[SuiteItem]) -> None:
+    """A failure with no diagnosis of its own, in a test that also runs code of an earlier section
+    that fails its own tests, is blamed on that section ("blocked by")."""
+    status = {o.id: o.status for o in outcomes}
+    uses = {info.id: info.uses for info in infos}
+    for outcome in outcomes:
+        if outcome.status == "passed" or outcome.misconception or outcome.blocked_by:
+            continue
+        broken = [test_id for test_id in uses.get(outcome.id, ()) if status.get(test_id, "passed") != "passed"]
+        if broken:
+            outcome.blocked_by = broken[0].split("::")[0]
+
+
 def _grade_result(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome], infos: list[SuiteItem],
                   reference: Seam, diagnoser: Diagnoser, catalog: Catalog, titles: dict[str, str],
                   protections: list[IntegrityNote]) -> GradeResult:
@@ -243,6 +256,8 @@ def _grade_result(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome], info
                                        params={"module": outcome.module})
             outcome.blocked_by = None
         outcome.misconception = diagnoser.diagnose(outcome, seam)
+    _attribute_to_earlier_sections(outcomes, infos)
+    for outcome in outcomes:
         outcome.message = outcome_message(outcome, catalog)
     score, max_score = total(outcomes)
     return GradeResult(submission.name, submission.content_hash, score, max_score,

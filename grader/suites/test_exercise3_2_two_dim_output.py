@@ -15,6 +15,7 @@ def test_two_heads_two_dimensional_output(student, reference):
                  on="on.ex3_2_build")
 
 
+@pytest.mark.uses("sec3_6_multi_head_attention::test_wrapper_matches_reference", "sec3_5_causal_attention::test_causal_attention_matches_reference")
 @pytest.mark.points(2)
 def test_seeded_output(student, reference):
     got, want = student.run(P + "seeded_output"), reference.run(P + "seeded_output")

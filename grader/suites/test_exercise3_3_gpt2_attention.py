@@ -21,6 +21,7 @@ def test_configuration(student, reference):
         expect_equal(got[name], want[name], what=f"what.ex3_3_{name}", on="on.ex3_3_build")
 
 
+@pytest.mark.uses("sec3_6_multi_head_attention::test_mha_matches_reference", "sec3_6_multi_head_attention::test_mha_causal")
 @pytest.mark.points(1)
 def test_forward_is_causal(student, reference):
     got, want = student.run(P + "forward"), reference.run(P + "forward")

@@ -29,6 +29,7 @@ def test_wrapper_registers_heads(student, reference):
            "check.mha-heads-registered", wrapper=got["wrapper_parameters"], heads=got["head_parameters"])
 
 
+@pytest.mark.uses("sec3_5_causal_attention::test_causal_attention_matches_reference", "sec3_5_causal_attention::test_causality")
 @pytest.mark.points(1)
 def test_wrapper_concatenates_heads(student, reference):
     got = student.run(P + "wrapper_heads")
@@ -37,6 +38,7 @@ def test_wrapper_concatenates_heads(student, reference):
     expect_close(got["out"], side_by_side, what="what.mha_wrapper_vs_heads", on="on.mha_wrapper_main")
 
 
+@pytest.mark.uses("sec3_5_causal_attention::test_causal_attention_matches_reference", "sec3_5_causal_attention::test_causality")
 @pytest.mark.points(2)
 def test_wrapper_matches_reference(student, reference):
     got, want = student.run(P + "wrapper_forward"), reference.run(P + "wrapper_forward")
@@ -44,6 +46,7 @@ def test_wrapper_matches_reference(student, reference):
     expect_close(got["square"], want["square"], what="what.mha_wrapper_output", on="on.mha_wrapper_square")
 
 
+@pytest.mark.uses("sec3_5_causal_attention::test_causal_attention_matches_reference", "sec3_5_causal_attention::test_causality")
 @pytest.mark.points(1)
 def test_wrapper_causal(student, reference):
     _causal(student.run(P + "wrapper_causal"), reference.run(P + "wrapper_causal"), "check.mha-wrapper-causal",
