@@ -81,3 +81,77 @@ def test_cli_refuses_a_missing_path_with_a_clear_error(tmp_path):
                          capture_output=True, text=True, cwd=ROOT)
     assert run.returncode == 2
     assert "does not exist" in run.stderr
+
+
+# What each example student's mistakes should cost: (failing test ids -> misconception or blocking module).
+# Any test not listed must pass.
+EXAMPLE_FAILURES = {
+    "alice": {},
+    "bob": {
+        "sec3_3_simple_attention::test_softmax_naive": "softmax-wrong-dim",
+        "sec3_4_self_attention::test_scaled_attention_weights": "missing-scaling",
+        "sec3_4_self_attention::test_self_attention_v1_book_seed": "missing-scaling",
+        "sec3_4_self_attention::test_self_attention_v1_matches_reference": "missing-scaling",
+        "sec3_4_self_attention::test_self_attention_v2_matches_reference": "missing-scaling",
+        "sec3_4_self_attention::test_self_attention_v2_qkv_bias": "missing-scaling",
+    },
+    "frank": {
+        "sec3_6_multi_head_attention::test_mha_matches_reference": "out-proj-missing",
+        "sec3_6_multi_head_attention::test_mha_float64_and_mask_buffer": "out-proj-missing",
+        "sec3_6_multi_head_attention::test_mha_qkv_bias": "out-proj-missing",
+        "sec3_6_multi_head_attention::test_mha_gradients": "out-proj-missing",
+        "sec3_6_multi_head_attention::test_mha_book_seeded_output": "out-proj-missing",
+        "exercise3_1_weight_transfer::test_v1_matches_v2_square": "weights-not-transposed",
+        "exercise3_1_weight_transfer::test_v1_matches_v2_book_sizes": "weights-not-transposed",
+        "exercise3_3_gpt2_attention::test_forward_is_causal": "blocked:sec3_6_multi_head_attention",
+    },
+}
+
+
+def _explained(outcome) -> str | None:
+    if outcome.misconception:
+        return outcome.misconception
+    return f"blocked:{outcome.blocked_by}" if outcome.blocked_by else None
+
+
+@pytest.mark.parametrize("student", sorted(EXAMPLE_FAILURES))
+def test_example_students_lose_exactly_what_their_mistakes_deserve(graded_class, student):
+    results, _ = graded_class
+    got = {t.id: _explained(t) for t in results[student].tests if t.status != "passed"}
+    assert got == EXAMPLE_FAILURES[student]
+
+
+def test_carol_mask_on_the_diagonal_and_unmerged_heads(graded_class):
+    results, _ = graded_class
+    carol = {t.id: t for t in results["carol"].tests}
+    failing_3_5 = [t for t in carol.values() if t.section == "3.5" and t.status != "passed"]
+    assert failing_3_5 and all(t.misconception == "mask-includes-diagonal" for t in failing_3_5)
+    assert carol["sec3_5_causal_attention::test_simple_causal_mask"].status == "passed"
+    assert carol["sec3_6_multi_head_attention::test_mha_matches_reference"].misconception == "heads-merged-wrong"
+    assert carol["sec3_6_multi_head_attention::test_wrapper_matches_reference"].blocked_by == "sec3_5_causal_attention"
+    assert all(t.status == "passed" for t in carol.values() if t.section in ("3.3", "3.4", "ex3.1"))
+
+
+def test_dave_syntax_error_costs_only_what_needs_that_file(graded_class):
+    results, _ = graded_class
+    dave = results["dave"]
+    for test in dave.tests:
+        if test.section == "3.5":
+            assert test.status == "error"
+            assert test.error.exc_type == "SyntaxError" and test.error.location.file == "sec3_5_causal_attention.py"
+            assert test.error.location.line == 41
+        elif test.section in ("3.6", "ex3.2", "ex3.3"):  # these modules import sec3_5
+            assert test.status == "error" and test.blocked_by == "sec3_5_causal_attention"
+            assert "sec3_5_causal_attention.py" in test.message
+        else:
+            assert test.status == "passed"
+
+
+def test_erin_unfinished_sections_score_zero_and_finished_ones_full(graded_class):
+    results, _ = graded_class
+    sections = {s.id: s for s in results["erin"].sections}
+    assert sections["3.3"].score == sections["3.3"].max_score
+    assert sections["3.4"].score == sections["3.4"].max_score
+    for section in ("3.5", "3.6", "ex3.1", "ex3.2", "ex3.3"):
+        assert sections[section].score == 0
+    assert all(t.error.exc_type == "NotImplementedError" for t in results["erin"].tests if t.status != "passed")
