@@ -148,7 +148,7 @@ class GradingPlugin:
 
 
 _EXCINFO = pytest.StashKey()
-_DIRECT_MARKERS = {"points", "heatmap", "parametrize"}
+_DIRECT_MARKERS = {"points", "heatmap", "uses", "parametrize"}
 
 
 def _direct_call(item: pytest.Item) -> dict | None:
