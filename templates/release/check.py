@@ -41,9 +41,9 @@ def close(torch, a, b, tol=1e-4):
 # -- 3.3 ------------------------------------------------------------------------------------------
 @check("sec3_3_simple_attention", "sec3_3-softmax")
 def _(m, torch):
-    x = torch.tensor([0.2, -1.0, 3.0, 0.5])
+    x = torch.tensor([[0.2, -1.0, 3.0, 0.5], [1.0, 2.0, 0.0, -0.5], [0.3, 0.3, 0.1, 0.9]])
     out = m.softmax_naive(x)
-    return close(torch, out.sum(), torch.tensor(1.0)) and bool((out > 0).all())
+    return close(torch, out.sum(dim=-1), torch.ones(3)) and bool((out > 0).all())
 
 
 @check("sec3_3_simple_attention", "sec3_3-weights-shape")
