@@ -1,0 +1,198 @@
+"""Notebook submissions are graded exactly as the equivalent .py files."""
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from grader.discovery import find_submissions, read_submission
+from grader.notebooks import NotebookError, modules_from_notebook, python_code
+from grader.runner import grade
+from tests.conftest import MODULES, solutions_as_submission
+
+SIBLING = re.compile(r"^from (sec3_\w+|exercise3_\w+) import .*$\n?", re.M)
+
+
+def code_cell(source: str, **metadata) -> dict:
+    return {"cell_type": "code", "execution_count": None, "metadata": metadata, "outputs": [], "source": source}
+
+
+def markdown(source: str) -> dict:
+    return {"cell_type": "markdown", "metadata": {}, "source": source}
+
+
+def notebook(cells: list[dict]) -> dict:
+    return {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                        "language": "python"}},
+            "nbformat": 4, "nbformat_minor": 4}
+
+
+def split_cells(source: str) -> list[str]:
+    """A module's source as notebook cells: the imports, then one cell per top-level definition."""
+    lines = source.splitlines()
+    tree = ast.parse(source)
+    cells, imports = [], []
+    for node in tree.body:
+        start = (node.decorator_list[0].lineno if getattr(node, "decorator_list", None) else node.lineno) - 1
+        text = "\n".join(lines[start: node.end_lineno])
+        (imports if isinstance(node, (ast.Import, ast.ImportFrom)) else cells).append(text)
+    return ["\n".join(imports)] + cells
+
+
+def write(path: Path, document: dict) -> None:
+    path.write_text(json.dumps(document, indent=1), encoding="utf-8")
+
+
+def section_notebooks(folder: Path, solutions: Path) -> None:
+    """One notebook per module, with the noise real notebooks carry."""
+    folder.mkdir(parents=True)
+    for module in MODULES:
+        cells = [markdown(f"# {module}\nSome notes.")]
+        for i, text in enumerate(split_cells((solutions / f"{module}.py").read_text())):
+            cells.append(code_cell(("%matplotlib inline\n" if i == 0 else "") + text))
+        cells += [
+            code_cell("!pip list | head -3\ntorch.tril?\nfor i in range(2):\n    %time i\n"),
+            code_cell("%%bash\necho this is not python\n"),
+            code_cell("%%time\nx = 1 + 1\n"),
+            code_cell("raise AssertionError('an nbgrader test cell: never part of the module')",
+                      nbgrader={"grade": True, "solution": False, "grade_id": f"t_{module}", "points": 1}),
+        ]
+        write(folder / f"{module}.ipynb", notebook(cells))
+
+
+def chapter_notebook(folder: Path, solutions: Path) -> None:
+    """One notebook for the chapter, without the sibling imports a notebook does not need; each
+    cell marked in one of the three accepted ways."""
+    folder.mkdir(parents=True)
+    cells = [markdown("# Chapter 3"), code_cell("import torch\nimport torch.nn as nn\nprint('ready')")]
+    order = ["sec3_3_simple_attention", "sec3_4_self_attention", "exercise3_1_weight_transfer",
+             "sec3_5_causal_attention", "sec3_6_multi_head_attention", "exercise3_2_two_dim_output",
+             "exercise3_3_gpt2_attention"]
+    for index, module in enumerate(order):
+        code = SIBLING.sub("", (solutions / f"{module}.py").read_text())
+        code = re.sub(r"^import torch(\.nn as nn)?\n", "", code, flags=re.M)
+        if index % 3 == 0:
+            cells.append(code_cell(f"# module: {module}\n{code}"))
+        elif index % 3 == 1:
+            cells.append(code_cell(code, tags=[f"module:{module}"]))
+        else:
+            cells.append(code_cell(code, attention_kit={"module": module}))
+        cells.append(code_cell("demo = 1 / 0  # scratch work in an unmarked cell is not graded"))
+    write(folder / "chapter3.ipynb", notebook(cells))
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    base = tmp_path_factory.mktemp("notebooks")
+    klass = base / "class"
+    solutions = solutions_as_submission(klass / "py")
+    section_notebooks(klass / "sections", solutions)
+    chapter_notebook(klass / "chapter", solutions)
+    section_notebooks(klass / "broken", solutions)
+    (klass / "broken" / "sec3_3_simple_attention.ipynb").write_text('{"cells": [ {"cell_type": "code", ')
+    summary = grade(klass, base / "reports", jobs=2, force=True)
+    return {r.submission: r for r in summary.results}
+
+
+def outcomes(result) -> dict[str, tuple[str, float]]:
+    return {t.id: (t.status, t.points) for t in result.tests}
+
+
+def test_notebooks_score_exactly_what_the_py_files_score(graded):
+    py = graded["py"]
+    assert py.max_score > 0 and py.score == py.max_score
+    for name in ("sections", "chapter"):
+        assert outcomes(graded[name]) == outcomes(py), name
+        assert graded[name].score == py.score
+        assert not graded[name].integrity or all(n.kind.startswith("sandbox") for n in graded[name].integrity)
+
+
+def test_a_broken_notebook_costs_only_its_own_tests(graded):
+    broken, py = graded["broken"], graded["py"]
+    for test_id, (status, points) in outcomes(broken).items():
+        if test_id.startswith("sec3_3_simple_attention::"):
+            assert status == "error" and points == 0
+        else:
+            assert (status, points) == outcomes(py)[test_id]
+    notes = [n for n in broken.integrity if n.kind == "submission.bad-notebook"]
+    assert len(notes) == 1 and "sec3_3_simple_attention.ipynb" in notes[0].detail
+    assert "not valid notebook JSON" in notes[0].detail
+
+
+# -- reading notebooks, without grading --------------------------------------------------------------
+
+def test_magics_become_pass_and_non_python_cells_go(tmp_path):
+    assert python_code("%%bash\nls\n") is None
+    assert python_code("%%html\n<b>x</b>") is None
+    code = python_code("%%time\nfor i in range(3):\n    %timeit i\n    !ls\nx = 1\ntorch.tril?\n")
+    assert code is not None
+    compile(code, "cell", "exec")
+    assert "x = 1" in code and "pass  # %timeit i" in code
+
+
+def test_nbgrader_test_cells_and_skipped_cells_are_not_code(tmp_path):
+    path = tmp_path / "sec3_5_causal_attention.ipynb"
+    write(path, notebook([
+        code_cell("A = 1"),
+        code_cell("B = 2", nbgrader={"grade": True, "solution": True, "grade_id": "s"}),
+        code_cell("assert False", nbgrader={"grade": True, "solution": False, "grade_id": "t"}),
+        code_cell("import nb_helper", tags=["kit:skip"]),
+        code_cell("C = 3", attention_kit={"skip": True}),
+    ]))
+    source = modules_from_notebook(path)["sec3_5_causal_attention"]
+    namespace: dict = {}
+    exec(compile(source, "m", "exec"), namespace)
+    assert namespace["A"] == 1 and namespace["B"] == 2 and "C" not in namespace
+
+
+def test_chapter_notebook_modules_see_earlier_ones(tmp_path):
+    path = tmp_path / "my chapter.ipynb"
+    write(path, notebook([
+        code_cell("import math\nvalue = 3"),
+        code_cell("# module: sec3_3_simple_attention\ndef f():\n    return math.pi"),
+        code_cell("def g():\n    return f()", tags=["module:sec3_4_self_attention"]),
+        code_cell("# module: not_a_module\nh = 1"),
+    ]))
+    sources = modules_from_notebook(path)
+    assert set(sources) == {"sec3_3_simple_attention", "sec3_4_self_attention"}
+    assert sources["sec3_3_simple_attention"].startswith("import math")
+    assert "value = 3" not in sources["sec3_3_simple_attention"]
+    assert "from sec3_3_simple_attention import *" in sources["sec3_4_self_attention"]
+
+
+@pytest.mark.parametrize("content, message", [
+    ("not json at all", "not valid notebook JSON"),
+    ('["a list"]', "not a Jupyter notebook"),
+    ('{"metadata": {}}', "no cells"),
+    ("", "not valid notebook JSON"),
+])
+def test_unreadable_notebooks_raise_a_clear_error(tmp_path, content, message):
+    path = tmp_path / "sec3_3_simple_attention.ipynb"
+    path.write_text(content)
+    with pytest.raises(NotebookError, match=message):
+        modules_from_notebook(path)
+
+
+def test_nbformat3_notebooks_are_read(tmp_path):
+    path = tmp_path / "sec3_3_simple_attention.ipynb"
+    path.write_text(json.dumps({"nbformat": 3, "worksheets": [{"cells": [
+        {"cell_type": "code", "input": "X = 42", "metadata": {}}]}]}))
+    assert "X = 42" in modules_from_notebook(path)["sec3_3_simple_attention"]
+
+
+def test_discovery_of_notebook_submissions(tmp_path):
+    single = tmp_path / "single"
+    single.mkdir()
+    write(single / "whatever.ipynb", notebook([code_cell("# module: sec3_3_simple_attention\nX = 1")]))
+    assert find_submissions(single) == ([single], False)
+    klass = tmp_path / "class"
+    (klass / "ann").mkdir(parents=True)
+    write(klass / "ann" / "sec3_3_simple_attention.ipynb", notebook([code_cell("X = 1")]))
+    write(klass / "instructions.ipynb", notebook([markdown("read me")]))
+    assert find_submissions(klass) == ([klass / "ann"], True)
+    both = klass / "ann"
+    (both / "sec3_3_simple_attention.py").write_text("Y = 2\n")
+    assert read_submission(both).sources["sec3_3_simple_attention"] == "Y = 2\n"  # .py wins
