@@ -1,0 +1,1 @@
+CHEAT = False

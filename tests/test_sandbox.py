@@ -1,0 +1,294 @@
+"""The sandbox against hostile submissions (tests/attacks/), crashing workers, missing protections,
+and the runner's resume-from-cache. One `grade()` call grades the whole hostile class."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from grader.discovery import read_submission  # noqa: E402
+from grader.probes import PROBES, load_all  # noqa: E402
+from grader.records import MODULES  # noqa: E402
+from grader.runner import CACHE_DIR, grade  # noqa: E402
+from grader.sandbox import codec, pool as pool_module  # noqa: E402
+from grader.sandbox.pool import Limits, SandboxPool, decode  # noqa: E402
+
+ATTACKS = ROOT / "tests" / "attacks"
+LIMITS = Limits(probe_seconds=3, submission_seconds=15, cpu_seconds=15)
+MODULE = "sec3_3_simple_attention"
+SECTION_33 = [f"{MODULE}::{name}" for name in (
+    "test_attention_scores_for_query", "test_softmax_naive", "test_context_vector_for_query",
+    "test_attention_scores", "test_attention_weights", "test_context_vectors")]
+CHEATS = sorted(p.stem for p in ATTACKS.glob("cheat_*.py")) + ["cheat_conftest"]
+LIMIT_CASES = {  # attack -> (the test it breaks, the statuses that test may end in)
+    "limit_infinite_loop": ("test_softmax_naive", {"timeout"}),
+    "limit_exit_mid_call": ("test_attention_weights", {"error"}),
+    "limit_memory_bomb": ("test_attention_scores", {"resource"}),
+    "limit_fork_bomb": ("test_context_vector_for_query", {"timeout", "resource"}),
+    "limit_huge_file": ("test_context_vectors", {"resource"}),
+    "limit_garbage_pipe": ("test_attention_scores_for_query", {"error"}),
+    "limit_huge_output": ("test_attention_scores", {"resource"}),
+}
+
+
+def solution_source(module: str) -> str:
+    source = (ROOT / "solutions" / f"{module}.py").read_text()
+    return re.sub(r"^from \.(\w+) import", r"from \1 import", source, flags=re.M)
+
+
+def write_solutions(target: Path, note: str = "") -> Path:
+    target.mkdir(parents=True, exist_ok=True)
+    for module in MODULES:
+        (target / f"{module}.py").write_text(solution_source(module) + (f"\n# {note}\n" if note else ""))
+    return target
+
+
+def slot_processes() -> list[int]:
+    """Processes running under one of the sandbox's slot uids."""
+    low, high = pool_module.SLOT_UID_BASE, pool_module.SLOT_UID_BASE + 2000 * 16 + 16
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if low <= os.stat(f"/proc/{entry}").st_uid < high:
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+def outcomes_by_id(document: dict) -> dict[str, dict]:
+    return {t["id"]: t for t in document["tests"]}
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    base = tmp_path_factory.mktemp("sandbox")
+    cls, out = base / "class", base / "reports"
+    clean_cls, clean_out = base / "clean", base / "clean-reports"
+    canary = ROOT / f".sandbox-canary-{os.getpid()}"
+    canary.write_text("untouched\n")
+    values = {"{REPO}": str(ROOT), "{CLASS}": str(cls), "{OUT}": str(out), "{CANARY}": str(canary)}
+
+    def fill(text: str) -> str:
+        for key, value in values.items():
+            text = text.replace(key, value)
+        return text
+
+    for target in (cls, clean_cls):
+        write_solutions(target / "victim")
+        (target / "victim-stub").mkdir(parents=True)
+        for module in MODULES:
+            shutil.copy(ROOT / "exercises" / f"{module}.py", target / "victim-stub" / f"{module}.py")
+    wrong = (ATTACKS / "_wrong_unless_cheat.py").read_text()
+    for attack in ATTACKS.glob("cheat_*.py"):
+        write_solutions(cls / attack.stem)
+        (cls / attack.stem / f"{MODULE}.py").write_text(fill(attack.read_text()) + wrong)
+    student = cls / "cheat_conftest"
+    write_solutions(student)
+    (student / f"{MODULE}.py").write_text((ATTACKS / "cheat_conftest" / f"{MODULE}.py").read_text() + wrong)
+    (student / "conftest.py").write_text((ATTACKS / "cheat_conftest" / "conftest.py.txt").read_text())
+    (student / "pytest.ini").write_text((ATTACKS / "cheat_conftest" / "pytest.ini.txt").read_text())
+    for attack in ATTACKS.glob("limit_*.py"):
+        write_solutions(cls / attack.stem)
+        (cls / attack.stem / f"{MODULE}.py").write_text(solution_source(MODULE) + "\n" + fill(attack.read_text()))
+    victim_source = (cls / "victim" / f"{MODULE}.py").read_bytes()
+    try:
+        started = time.perf_counter()
+        summary = grade(cls, out, jobs=2, limits=LIMITS, force=True)
+        seconds = time.perf_counter() - started
+        leftover = slot_processes()
+        shutil.copytree(out / CACHE_DIR, clean_out / CACHE_DIR)
+        clean = grade(clean_cls, clean_out, jobs=2, limits=LIMITS, force=True)
+        yield {
+            "summary": summary, "clean": clean, "out": out, "clean_out": clean_out, "base": base,
+            "docs": {r.submission: json.loads((out / r.submission / "results.json").read_text())
+                     for r in summary.results},
+            "clean_docs": {r.submission: json.loads((clean_out / r.submission / "results.json").read_text())
+                           for r in clean.results},
+            "canary": canary.read_text(), "victim_source": victim_source, "class": cls,
+            "leftover": leftover, "seconds": seconds,
+        }
+    finally:
+        canary.unlink(missing_ok=True)
+
+
+def test_every_student_has_a_complete_result(hostile):
+    docs = hostile["docs"]
+    assert set(docs) == {"victim", "victim-stub", *CHEATS, *LIMIT_CASES}
+    expected_ids = set(outcomes_by_id(hostile["docs"]["victim"]))
+    assert len(expected_ids) >= len(SECTION_33)
+    for name, document in docs.items():
+        assert set(outcomes_by_id(document)) == expected_ids, name
+
+
+@pytest.mark.parametrize("attack", CHEATS)
+def test_cheating_earns_nothing(hostile, attack):
+    tests = outcomes_by_id(hostile["docs"][attack])
+    victim = outcomes_by_id(hostile["docs"]["victim"])
+    for test_id in SECTION_33:
+        assert victim[test_id]["status"] == "passed"
+        assert tests[test_id]["status"] != "passed", (attack, test_id, tests[test_id]["message"])
+        assert tests[test_id]["points"] == 0
+    # the rest of the submission is correct and is graded as such
+    for test_id, outcome in victim.items():
+        if not test_id.startswith(MODULE + "::") and "blocked_by" not in (tests[test_id].get("blocked_by") or ""):
+            assert tests[test_id]["status"] == outcome["status"], (attack, test_id)
+
+
+def test_exit_at_import_is_an_error_not_a_pass(hostile):
+    tests = outcomes_by_id(hostile["docs"]["cheat_exit_at_import"])
+    assert {tests[t]["status"] for t in SECTION_33} == {"error"}
+
+
+@pytest.mark.parametrize("attack", sorted(LIMIT_CASES))
+def test_limits_stop_the_attack_and_the_rest_is_graded(hostile, attack):
+    broken, statuses = LIMIT_CASES[attack]
+    tests = outcomes_by_id(hostile["docs"][attack])
+    assert tests[f"{MODULE}::{broken}"]["status"] in statuses, tests[f"{MODULE}::{broken}"]
+    assert any(tests[t]["status"] == "passed" for t in SECTION_33 if not t.endswith(broken))
+    victim = outcomes_by_id(hostile["docs"]["victim"])
+    for test_id, outcome in victim.items():
+        if not test_id.startswith(MODULE + "::"):
+            assert tests[test_id]["status"] == outcome["status"] == "passed", (attack, test_id)
+
+
+def test_other_students_results_are_those_of_a_clean_run(hostile):
+    for name in ("victim", "victim-stub"):
+        hostile_doc, clean_doc = hostile["docs"][name], hostile["clean_docs"][name]
+        for key in ("score", "max_score", "sections", "tests", "integrity"):
+            assert hostile_doc[key] == clean_doc[key], (name, key)
+
+
+def test_nothing_outside_the_sandbox_was_written(hostile):
+    assert hostile["canary"] == "untouched\n"
+    assert not Path("/tmp/attention-kit-pwned").exists()
+    assert (hostile["class"] / "victim" / f"{MODULE}.py").read_bytes() == hostile["victim_source"]
+    gradebook = (hostile["out"] / "gradebook.csv").read_text()
+    assert gradebook.startswith("student,") and "victim,0\n" not in gradebook
+    assert not list((ROOT / "grader" / "suites").glob("test_pwned*"))
+
+
+def test_no_student_process_survives(hostile):
+    assert hostile["leftover"] == []
+
+
+def test_results_are_decoded_without_pickle():
+    good = codec.encode({"ok": {"x": torch.ones(2, 3)}})
+    assert torch.equal(decode(good)["x"], torch.ones(2, 3))
+    import io
+    buffer = io.BytesIO()
+    torch.save({"ok": {"x": torch.ones(2)}}, buffer)  # a pickle: never accepted
+    assert decode(buffer.getvalue()).kind == "integrity"
+    document = json.dumps({"ok": {"x": {"$t": ["float32", [1000, 1000], 0, 8]}}}).encode()
+    assert decode(len(document).to_bytes(4, "big") + document + b"\0" * 8).kind == "integrity"
+    for garbage in (b"", b"\xff" * 64, b"\0\0\0\x02[]"):
+        assert decode(garbage).kind == "integrity"
+
+
+def _submission(tmp_path: Path, name: str, extra: str = "") -> Path:
+    target = write_solutions(tmp_path / name, note=name)
+    if extra:
+        (target / f"{MODULE}.py").write_text(solution_source(MODULE) + extra)
+    return target
+
+
+def test_a_killed_worker_loses_no_result(tmp_path):
+    load_all()
+    probes = sorted(name for name in PROBES if name.startswith(MODULE))
+    slow = "\nimport time as _time\n_plain = attention_scores\n\ndef attention_scores(inputs):\n" \
+           "    _time.sleep(1.0)\n    return _plain(inputs)\n"
+    submissions = [read_submission(_submission(tmp_path, f"s{i}", slow if i == 1 else "")) for i in range(4)]
+    with SandboxPool(1, LIMITS, probes=probes) as clean_pool:
+        for submission in submissions:
+            clean_pool.submit(submission)
+        clean = {run.submission.name: run.results for run in clean_pool.results()}
+    with SandboxPool(1, LIMITS, probes=probes) as pool:
+        for submission in submissions:
+            pool.submit(submission)
+        killed = threading.Event()
+
+        def kill_mid_job():
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not pool._workers:
+                time.sleep(0.01)
+            time.sleep(0.5)  # s0 is done by now; s1 sleeps inside attention_scores
+            worker = pool._workers[0]
+            os.killpg(worker.pid, signal.SIGKILL)
+            killed.set()
+
+        threading.Thread(target=kill_mid_job, daemon=True).start()
+        runs = {run.submission.name: run.results for run in pool.results()}
+    assert killed.is_set()
+    assert set(runs) == set(clean)
+    for name, results in runs.items():
+        assert set(results) == set(probes)
+        for probe, value in results.items():
+            assert isinstance(value, dict), (name, probe, value)
+            assert all(torch.equal(value[k], clean[name][probe][k]) for k in value if isinstance(value[k], torch.Tensor))
+
+
+def test_a_machine_without_bubblewrap_says_so(hostile, tmp_path, monkeypatch):
+    monkeypatch.setattr(pool_module, "_bwrap_available", lambda: False)
+    cls = tmp_path / "class"
+    _submission(cls, "alice")
+    out = tmp_path / "reports"
+    shutil.copytree(hostile["out"] / CACHE_DIR, out / CACHE_DIR)
+    summary = grade(cls, out, jobs=1, limits=LIMITS)
+    assert "sandbox.no-bubblewrap" in {note.kind for note in summary.protections}
+    document = json.loads((out / "alice" / "results.json").read_text())
+    assert "sandbox.no-bubblewrap" in {note["kind"] for note in document["integrity"]}
+    assert "sandbox.no-bubblewrap" in (out / "gradebook.csv").read_text()
+    assert document["score"] == document["max_score"]  # still graded correctly, only less isolated
+
+
+def test_rerun_grades_only_new_or_changed_submissions(hostile, tmp_path):
+    cls, out = tmp_path / "class", tmp_path / "reports"
+    for name in ("a", "b", "c"):
+        _submission(cls, name)
+    shutil.copytree(hostile["out"] / CACHE_DIR, out / CACHE_DIR)
+    first = grade(cls, out, jobs=2, limits=LIMITS)
+    assert (first.graded, first.reused) == (3, 0)
+    before = {name: (out / name / "results.json").stat().st_mtime_ns for name in ("a", "c")}
+    (cls / "b" / f"{MODULE}.py").write_text(solution_source(MODULE).replace("dim=-1", "dim=0"))
+    second = grade(cls, out, jobs=2, limits=LIMITS)
+    assert (second.graded, second.reused) == (1, 2)
+    assert {name: (out / name / "results.json").stat().st_mtime_ns for name in ("a", "c")} == before
+    assert json.loads((out / "b" / "results.json").read_text())["score"] < first.results[0].max_score
+    assert grade(cls, out, jobs=2, limits=LIMITS, force=True).graded == 3
+
+
+def test_an_interrupted_run_resumes(hostile, tmp_path):
+    cls, out = tmp_path / "class", tmp_path / "reports"
+    for name in ("a", "b", "c", "d"):
+        _submission(cls, name)
+    shutil.copytree(hostile["out"] / CACHE_DIR, out / CACHE_DIR)
+
+    def interrupt(done: int, count: int) -> None:
+        if done == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        grade(cls, out, jobs=1, limits=LIMITS, on_progress=interrupt)
+    finished = [name for name in "abcd" if (out / name / "results.json").exists()]
+    assert len(finished) == 2
+    for name in finished:  # whatever was written is complete
+        json.loads((out / name / "results.json").read_text())
+        assert (out / name / "feedback.html").exists()
+    resumed = grade(cls, out, jobs=1, limits=LIMITS)
+    assert (resumed.graded, resumed.reused) == (2, 2)
+    assert all(r.score == r.max_score for r in resumed.results)
