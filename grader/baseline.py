@@ -1,0 +1,39 @@
+"""The benchmark's baseline: the hidden suites run by plain pytest against one submission, in process.
+
+    python -m pytest grader/suites -p grader.baseline --submission DIR
+
+This is how a course usually autogrades (one fresh pytest process per submission, student code
+imported into it), kept only to measure what the warm sandboxed workers save. It is NOT safe:
+the student's code shares a process with the answer key and the hidden tests.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader.seam import Seam, in_process_student, reference_results
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--submission", type=Path, required=True, help="the submission folder to grade")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "points(n): points the test is worth")
+    config.addinivalue_line("markers", "heatmap(probe, key): attention weights to draw for this test")
+
+
+@pytest.fixture(scope="session")
+def reference() -> Seam:
+    return Seam(reference_results())
+
+
+@pytest.fixture(scope="session")
+def _student_seam(pytestconfig: pytest.Config) -> Seam:
+    return in_process_student(pytestconfig.getoption("--submission").resolve())
+
+
+@pytest.fixture
+def student(_student_seam: Seam) -> Seam:
+    return _student_seam
