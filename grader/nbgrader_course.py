@@ -210,6 +210,39 @@ def partial_credit(document: dict[str, Any], module: str, points: float) -> floa
     return round(points * min(score, max_score) / max_score, 4)
 
 
+_FOLDER_RESULTS: dict[str, dict[str, Any]] = {}
+
+
+def _graded_folder(notebooks: list[Path], lang: str) -> dict[str, Any] | None:
+    """results.json for these saved notebooks, graded once in a fresh `python -m grader` process
+    (a notebook's test cells all reuse it while the files are unchanged)."""
+    import hashlib
+
+    digest = hashlib.sha256(lang.encode())
+    contents = {}
+    for notebook in notebooks:
+        contents[notebook.name] = notebook.read_bytes()
+        digest.update(notebook.name.encode() + b"\0" + contents[notebook.name])
+    key = digest.hexdigest()
+    if key in _FOLDER_RESULTS:
+        return _FOLDER_RESULTS[key]
+    with tempfile.TemporaryDirectory(prefix="kit-cells-") as scratch:
+        submission = Path(scratch) / "submission"
+        submission.mkdir()
+        for name, data in contents.items():
+            (submission / name).write_bytes(data)
+        out = Path(scratch) / "out"
+        subprocess.run([sys.executable, "-m", "grader", str(submission), "--out", str(out), "--quiet",
+                        "--force", "--jobs", "1", "--lang", lang],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, timeout=600)
+        try:
+            document = json.loads((out / "results.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+    _FOLDER_RESULTS[key] = document
+    return document
+
+
 def grade_cells(module: str, points: float = 0.0, lang: str = "en") -> None:
     """The hidden part of a test cell (runs in the notebook's kernel)."""
     if module not in MODULES:
@@ -219,20 +252,10 @@ def grade_cells(module: str, points: float = 0.0, lang: str = "en") -> None:
         # The trusted GradeWithKit preprocessor replaces this cell's outputs. Reaching this
         # means it is not configured: fail closed.
         raise RuntimeError(catalog.t("classroom.nbgrader.not-configured"))
-    notebooks = [p for p in Path.cwd().glob("*.ipynb") if not p.name.startswith(".")]
-    with tempfile.TemporaryDirectory(prefix="kit-cells-") as scratch:
-        submission = Path(scratch) / "submission"
-        submission.mkdir()
-        for notebook in notebooks:
-            (submission / notebook.name).write_bytes(notebook.read_bytes())
-        out = Path(scratch) / "out"
-        subprocess.run([sys.executable, "-m", "grader", str(submission), "--out", str(out), "--quiet",
-                        "--force", "--jobs", "1", "--lang", lang],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, timeout=600)
-        try:
-            document = json.loads((out / "results.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            raise RuntimeError(catalog.t("classroom.nbgrader.grader-failed")) from None
+    notebooks = sorted(p for p in Path.cwd().glob("*.ipynb") if not p.name.startswith("."))
+    document = _graded_folder(notebooks, lang)
+    if document is None:
+        raise RuntimeError(catalog.t("classroom.nbgrader.grader-failed"))
     from IPython.display import HTML, display
 
     display(HTML(cell_feedback_html(document, module, catalog)))
