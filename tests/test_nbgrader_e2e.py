@@ -193,3 +193,54 @@ def test_feedback_shows_the_kits_report_but_no_hidden_test_source(course):
         assert "attention-kit-feedback" in html  # the kit's feedback is in the test cells
     bob = (course / "feedback" / "bob" / ASSIGNMENT / f"{NOTEBOOK_NAME}.html").read_text(encoding="utf-8")
     assert "❌" in bob
+
+
+# -- fast checks of the pieces, without running nbgrader --------------------------------------------
+
+def test_in_kernel_grading_fails_closed_under_autograde(monkeypatch):
+    """Without the GradeWithKit preprocessor the hidden part must score 0, never full marks."""
+    from grader.nbgrader_course import grade_cells
+
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    with pytest.raises(RuntimeError, match="preprocessor"):
+        grade_cells("sec3_3_simple_attention", 9)
+
+
+def test_course_config_handles_nbgraders_traps(tmp_path):
+    from grader.nbgrader_course import create_course
+
+    notebook = create_course(tmp_path / "course", points={m: 2.0 for m in BOOK_ORDER})
+    config = (tmp_path / "course" / "nbgrader_config.py").read_text()
+    namespace = {"get_config": lambda: _Config()}
+    exec(compile(config, "nbgrader_config.py", "exec"), namespace)
+    c = namespace["c"]
+    from nbgrader.preprocessors import ClearHiddenTests, Execute, SaveAutoGrades
+
+    from grader.nbgrader_course import GradeWithKit
+
+    order = c["Autograde.autograde_preprocessors"]
+    assert order.index(Execute) < order.index(GradeWithKit) < order.index(SaveAutoGrades)
+    assert ClearHiddenTests in c["GenerateFeedback.preprocessors"]
+    assert c["IgnorePattern.enabled"] is True and "Warning" in c["IgnorePattern.pattern"]
+    cells = json.loads(notebook.read_text())["cells"]
+    tests = [c for c in cells if c["metadata"].get("nbgrader", {}).get("grade")]
+    assert [t["metadata"]["nbgrader"]["points"] for t in tests] == [2.0] * 7
+    for test in tests:
+        visible = "".join(test["source"]).split("### BEGIN HIDDEN TESTS")[0]
+        assert "grade_cells" not in visible and not re.search(r"^\s*[\d.]+\s*$", visible, re.M)
+    solutions = [c for c in cells if c["metadata"].get("nbgrader", {}).get("solution")]
+    assert len(solutions) == 7
+    assert all("### BEGIN SOLUTION" in "".join(c["source"]) for c in solutions)
+
+
+class _Config(dict):
+    """Just enough of traitlets' config object to read assignments like `c.A.b = v`."""
+
+    def __getattr__(self, section):
+        config = self
+
+        class Section:
+            def __setattr__(self, name, value):
+                config[f"{section}.{name}"] = value
+
+        return Section()
