@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from functools import lru_cache
 
 from grader.i18n import TEMPLATES_DIR, Catalog, section_key
 from grader.records import (MODULE_SECTIONS, SECTIONS, GradeResult, Heatmap, IntegrityNote, ProbeError,
@@ -560,6 +561,13 @@ def _pct(value: float) -> str:
 
 
 def environment(catalog: Catalog) -> jinja2.Environment:
+    """The jinja2 environment of the catalogue's language, built (and its templates compiled) once."""
+    return _environment(catalog.lang)
+
+
+@lru_cache(maxsize=None)
+def _environment(lang: str) -> jinja2.Environment:
+    catalog = Catalog(lang)
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
         autoescape=jinja2.select_autoescape(["html", "html.j2"]),
