@@ -53,7 +53,10 @@ def run_grade(args: argparse.Namespace) -> int:
         with progress:
             summary = grade(args.path, args.out, jobs=args.jobs, lang=args.lang, force=args.force,
                             on_progress=lambda done, count: progress.update(task, completed=done, total=count))
-    except (DiscoveryError, GraderError) as exc:
+    except DiscoveryError as exc:
+        console.print(catalog.t("cli.cannot-run", reason=catalog.t(exc.key, **exc.params)))
+        return 2
+    except GraderError as exc:
         console.print(catalog.t("cli.cannot-run", reason=str(exc)))
         return 2
     for note in summary.protections:

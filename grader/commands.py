@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 from typing import Callable
 
-from grader.i18n import LANGUAGES
+from grader.i18n import LANGUAGES, Catalog
 
 
 def _release(argv: list[str]) -> int:
@@ -21,7 +21,7 @@ def _release(argv: list[str]) -> int:
         files = write_release(args.out, lang=args.lang, force=args.force)
     except ReleaseError as exc:
         parser.exit(2, f"grade release: {exc}\n")
-    print(f"Wrote {len(files)} files to {args.out}")
+    print(Catalog(args.lang).t("cli.release-written", count=len(files), path=args.out))
     return 0
 
 
@@ -36,8 +36,9 @@ def _nbgrader(argv: list[str]) -> int:
     from grader.nbgrader_course import create_course
 
     notebook = create_course(args.course_dir, assignment=args.assignment, course_id=args.course_id, lang=args.lang)
-    print(f"Wrote {args.course_dir / 'nbgrader_config.py'} and {notebook}")
-    print(f"Next: cd {args.course_dir} && nbgrader generate_assignment {args.assignment} --CourseDirectory.root=.")
+    catalog = Catalog(args.lang)
+    print(catalog.t("cli.course-written", config=args.course_dir / "nbgrader_config.py", notebook=notebook))
+    print(catalog.t("cli.course-next", course=args.course_dir, assignment=args.assignment))
     return 0
 
 
@@ -53,7 +54,7 @@ def _gradescope(argv: list[str]) -> int:
     from grader.gradescope import build_autograder_zip
 
     path = build_autograder_zip(args.out, lang=args.lang, visibility=args.visibility)
-    print(f"Wrote {path}")
+    print(Catalog(args.lang).t("cli.file-written", path=path))
     return 0
 
 

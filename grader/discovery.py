@@ -11,7 +11,12 @@ MAX_SOURCE_BYTES = 512 * 1024
 
 
 class DiscoveryError(Exception):
-    """PATH holds no submission at all: the grader cannot run."""
+    """PATH holds no submission at all: the grader cannot run. Carries a message-catalogue key."""
+
+    def __init__(self, key: str, **params: object):
+        super().__init__(key)
+        self.key = key
+        self.params = params
 
 
 def holds_submission(path: Path) -> bool:
@@ -32,14 +37,14 @@ def _holds_files(path: Path) -> bool:
 def find_submissions(path: Path) -> tuple[list[Path], bool]:
     """(submission directories, is_class). One submission when PATH holds modules itself."""
     if not path.exists():
-        raise DiscoveryError(f"{path} does not exist")
+        raise DiscoveryError("discovery.missing", path=path)
     if not path.is_dir():
-        raise DiscoveryError(f"{path} is not a directory")
+        raise DiscoveryError("discovery.not-a-directory", path=path)
     if holds_submission(path):
         return [path], False
     students = sorted(child for child in path.iterdir() if child.is_dir() and not child.name.startswith("."))
     if not students:
-        raise DiscoveryError(f"{path} holds neither the exercise modules nor student folders")
+        raise DiscoveryError("discovery.empty", path=path)
     return students, True
 
 
