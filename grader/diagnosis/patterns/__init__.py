@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from grader.diagnosis.per_module import collect
 from grader.records import TestOutcome
 
 
@@ -27,26 +28,5 @@ def message_pattern(pattern: str, exc_type: str = "") -> Callable[[TestOutcome],
     return matches
 
 
-
-MODULES = (
-    "sec3_3_simple_attention",
-    "sec3_4_self_attention",
-    "sec3_5_causal_attention",
-    "sec3_6_multi_head_attention",
-    "exercise3_1_weight_transfer",
-    "exercise3_2_two_dim_output",
-    "exercise3_3_gpt2_attention",
-)
-
-
 def all_patterns() -> list[Pattern]:
-    import importlib
-
-    patterns: list[Pattern] = []
-    for module in MODULES:
-        try:
-            patterns += importlib.import_module(f"{__name__}.{module}").PATTERNS
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{module}":
-                raise
-    return patterns
+    return collect(__name__, "PATTERNS")
