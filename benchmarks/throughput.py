@@ -9,7 +9,8 @@ is answered from a cache; grades it with `python -m grader CLASS --out OUT --qui
 the same hidden suites the way a course usually does, `python -m pytest grader/suites -p
 grader.baseline --submission DIR` once per submission (student code imported in-process), on a
 sample of the submissions, as many at a time as the grader has jobs. Prints submissions per
-second for both and their ratio. Not part of the test run.
+second for both and their ratio. Not part of the test run. The sandbox alone (its CPU time per
+submission, without pytest and reports): benchmarks/sandbox.py.
 """
 from __future__ import annotations
 

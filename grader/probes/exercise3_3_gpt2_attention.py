@@ -1,6 +1,15 @@
 """Probes of exercise3_3_gpt2_attention: MultiHeadAttention with the smallest GPT-2's sizes.
 
-Kept cheap: one construction per probe and a 4-token forward pass (never 1024 tokens)."""
+Kept cheap: one construction per probe and a 4-token forward pass (never 1024 tokens). Building
+GPT-2 small's attention costs a few milliseconds (2.4M parameters to initialise, a 1024 x 1024
+mask), so two things are shared rather than redone for every submission:
+- the known weights and inputs of `forward` are made once per process (`prepare`, called by the
+  sandbox's warm worker before it forks), and only read afterwards (the code under test gets
+  copies);
+- the module `configuration` built is handed to the `forward` probe that follows it in the same
+  process for the same namespace. Both probes start from the same global state (seed 0), so that
+  module is exactly what `forward` would have built itself.
+"""
 from __future__ import annotations
 
 import torch
@@ -9,6 +18,21 @@ from grader.probes import attr, function, linear_weights, probe, qkv_weights, ra
 
 MODULE = "exercise3_3_gpt2_attention"
 
+_PREPARED: dict[str, object] = {}
+_BUILT: list = []  # [(namespace, module)] from the last `configuration`, taken by `forward`
+
+
+def prepare() -> dict:
+    """The `forward` probe's known weights and inputs, made once per process."""
+    if not _PREPARED:
+        x = randn(1, 4, 768, seed=901)
+        changed = x.clone()
+        changed[:, 2:] = randn(1, 2, 768, seed=902)
+        _PREPARED.update(
+            weights=qkv_weights(768, 768, seed=900) | linear_weights("out_proj", 768, 768, bias=True, seed=950),
+            x=x, changed=changed)
+    return _PREPARED
+
 
 def _build(ns):
     return function(ns, MODULE, "build_gpt2_small_attention")()
@@ -16,12 +40,11 @@ def _build(ns):
 
 @probe(MODULE)
 def configuration(ns):
-    # Sizes only: built on the meta device (no memory, no initialisation) when the code allows it.
-    try:
-        with torch.device("meta"):
-            module = _build(ns)
-    except Exception:  # noqa: BLE001 - code that cannot run on meta is built for real (errors show there)
-        module = _build(ns)
+    # Sizes only. Built for real: the meta device would need torch's lazily imported meta kernels
+    # (torch._refs, sympy, torch._dynamo: a second per process), which a sandboxed child cannot read.
+    _BUILT.clear()
+    module = _build(ns)
+    _BUILT.append((ns, module))
     values = {name: attr(module, name) for name in ("d_out", "num_heads", "head_dim")}
     values = {name: v if type(v) is int else repr(v)[:40] for name, v in values.items()}
     buffers = dict(module.named_buffers())
@@ -36,14 +59,14 @@ def configuration(ns):
 @probe(MODULE)
 def forward(ns):
     """Known weights, a (1, 4, 768) input, and the same input with its last two tokens changed."""
-    module = _build(ns)
-    weights = qkv_weights(768, 768, seed=900) | linear_weights("out_proj", 768, 768, bias=True, seed=950)
-    transplant(module, weights)
+    built, module = (_BUILT.pop() if _BUILT else (None, None))
+    _BUILT.clear()
+    if built is not ns or not isinstance(module, torch.nn.Module):
+        module = _build(ns)
+    prepared = prepare()
+    transplant(module, prepared["weights"])
     module.eval()
-    x = randn(1, 4, 768, seed=901)
-    changed = x.clone()
-    changed[:, 2:] = randn(1, 2, 768, seed=902)
     with torch.no_grad():
-        out = tensor(module(x), "build_gpt2_small_attention()(x)")
-        out_changed = tensor(module(changed), "build_gpt2_small_attention()(x)")
+        out = tensor(module(prepared["x"].clone()), "build_gpt2_small_attention()(x)")
+        out_changed = tensor(module(prepared["changed"].clone()), "build_gpt2_small_attention()(x)")
     return {"out": out, "changed": out_changed, "keep": 2}

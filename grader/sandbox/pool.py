@@ -125,9 +125,9 @@ def _hide_targets(paths: list[Path], keep: list[Path]) -> list[Path]:
     targets: list[Path] = []
     for path in paths:
         path = path.resolve()
-        if not path.is_dir():
-            continue
-        if any(k == path or path in k.parents for k in keep):
+        if not path.is_dir() or path in keep:
+            continue  # what must stay visible itself (e.g. a venv inside the repository)
+        if any(path in k.parents for k in keep):
             targets += _hide_targets([child for child in path.iterdir() if child.is_dir()], keep)
         else:
             targets.append(path)
@@ -237,6 +237,9 @@ class SandboxPool:
         # (where the scratch copies live); the staged probe code. Nothing else of the host exists.
         command = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                    "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
+        # The empty /tmp first: an interpreter or venv that lives under the host's /tmp (a CI clone)
+        # is bound on top of it below, instead of being covered by it.
+        command += ["--dev", "/dev", "--proc", "/proc", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp"]
         for name in SYSTEM_DIRS:
             path = Path("/") / name
             if path.is_symlink():
@@ -247,8 +250,7 @@ class SandboxPool:
             command += ["--ro-bind", str(root), str(root)]
         for path in self.hidden:
             command += ["--tmpfs", str(path)]
-        command += ["--dev", "/dev", "--proc", "/proc", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp",
-                    "--ro-bind", str(self.staging / "kit"), "/tmp/kit", "--chdir", "/tmp"]
+        command += ["--ro-bind", str(self.staging / "kit"), "/tmp/kit", "--chdir", "/tmp"]
         return command + python + ["/tmp/kit", "--uid", uid, "--result-fd", fd, "--pid-namespace"]
 
     def _spawn(self, slot: int) -> "_Worker":
@@ -298,6 +300,7 @@ class _Worker:
         self.network_isolated = network_isolated
         self.timeout = timeout
         self.fd = read_fd
+        self._buffer = bytearray()
         try:
             self.process = subprocess.Popen(
                 command(write_fd), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -324,17 +327,19 @@ class _Worker:
         return self.process.poll() is None
 
     def _read_exact(self, count: int, deadline: float) -> bytes | None:
-        chunks, remaining = [], count
-        while remaining:
+        """Buffered: one read takes every frame the worker has already written."""
+        buffer = self._buffer
+        while len(buffer) < count:
             timeout = deadline - time.monotonic()
             if timeout <= 0 or not select.select([self.fd], [], [], timeout)[0]:
                 raise TimeoutError
-            chunk = os.read(self.fd, min(remaining, 1 << 20))
+            chunk = os.read(self.fd, min(max(count - len(buffer), 1 << 16), 1 << 20))
             if not chunk:
                 return None
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(chunks)
+            buffer += chunk
+        data = bytes(buffer[:count])
+        del buffer[:count]
+        return data
 
     def _read_header(self, deadline: float) -> dict | None:
         """One frame from the worker; None when it closed the channel. Garbage raises ValueError."""

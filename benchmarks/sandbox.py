@@ -1,0 +1,100 @@
+"""Sandbox alone: warm workers grading N submissions (probes only, no pytest, no reports).
+
+    python benchmarks/sandbox.py [--copies 300] [--jobs N]
+
+Prints submissions per second and the CPU time the sandbox spent per submission (the workers
+and their forked children, counted once the pool has stopped and reaped them). Not part of the
+test run.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from throughput import build_class  # noqa: E402
+
+from grader.discovery import read_submission  # noqa: E402
+from grader.probes import load_all  # noqa: E402
+from grader.records import ProbeError  # noqa: E402
+from grader.sandbox.pool import SandboxPool  # noqa: E402
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of pid's live descendants, with their reaped children (not pid itself)."""
+    total, stack = 0.0, [pid]
+    while stack:
+        parent = stack.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{parent}/task/{task}/children") as handle:
+                    children = [int(c) for c in handle.read().split()]
+            except OSError:
+                continue
+            for child in children:
+                try:
+                    with open(f"/proc/{child}/stat") as handle:
+                        fields = handle.read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                total += sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+                stack.append(child)
+    return total
+
+
+def machine_cpu() -> float:
+    """CPU seconds all cores spent busy since boot (to see what else ran during the measurement)."""
+    with open("/proc/stat") as handle:
+        fields = [int(f) for f in handle.readline().split()[1:]]
+    idle = fields[3] + fields[4]
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--copies", type=int, default=300)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="sandbox-bench-"))
+    submissions = [read_submission(p) for p in build_class(work / "class", args.copies)]
+    probes = sorted(load_all())
+    errors = 0
+    with SandboxPool(args.jobs, probes=probes) as pool:
+        warm = [read_submission(p) for p in build_class(work / "warm", args.jobs)]
+        for submission in warm:  # start every worker before timing
+            pool.submit(submission)
+        list(pool.results())
+        before = tree_cpu(os.getpid())
+        own_before, machine_before = time.process_time(), machine_cpu()
+        started = time.perf_counter()
+        for submission in submissions:
+            pool.submit(submission)
+        for run in pool.results():
+            errors += sum(isinstance(r, ProbeError) and r.kind not in ("exception", "contract", "import")
+                          for r in run.results.values())
+        seconds = time.perf_counter() - started
+        cpu = tree_cpu(os.getpid()) - before
+        own = time.process_time() - own_before
+        machine = machine_cpu() - machine_before
+    shutil.rmtree(work, ignore_errors=True)
+    n = len(submissions)
+    print(f"sandbox: {n} submissions, {args.jobs} jobs, {len(probes)} probes: {seconds:.1f} s = "
+          f"{n / seconds:.2f} submissions/s; CPU {1000 * cpu / n:.0f} ms per submission "
+          f"in the workers and their children, {1000 * own / n:.0f} ms in this process (decoding); "
+          f"the whole machine was busy {1000 * machine / n:.0f} ms per submission; sandbox failures {errors}")
+
+
+if __name__ == "__main__":
+    main()
