@@ -83,7 +83,7 @@ class GradingPlugin:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
-        outcome = yield
+        yield
         if call.excinfo is not None and call.when in ("setup", "call"):
             item.stash[_EXCINFO] = call.excinfo
 

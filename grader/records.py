@@ -127,4 +127,3 @@ class GradeResult:
     tests: list[TestOutcome]
     integrity: list[IntegrityNote]
     heatmaps: list[Heatmap] = field(default_factory=list)
-    seconds: float = 0.0

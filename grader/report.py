@@ -606,8 +606,7 @@ def render_summary(results: list[GradeResult], catalog: Catalog) -> str:
     return env.get_template("summary.html.j2").render({"view": class_view(results, catalog)})
 
 
-def write_submission_reports(result: GradeResult, out_dir: Path, catalog: Catalog,
-                             misconceptions: dict[str, Any] | None = None) -> None:
+def write_submission_reports(result: GradeResult, out_dir: Path, catalog: Catalog) -> None:
     html, markdown = render_feedback(result, catalog)
     write_atomic(out_dir / "feedback.html", html)
     write_atomic(out_dir / "feedback.md", markdown)
@@ -615,8 +614,7 @@ def write_submission_reports(result: GradeResult, out_dir: Path, catalog: Catalo
     write_atomic(out_dir / "results.json", json.dumps(results_document(result, catalog), indent=2, ensure_ascii=False))
 
 
-def write_class_reports(results: list[GradeResult], out_dir: Path, catalog: Catalog,
-                        misconceptions: dict[str, Any] | None = None) -> None:
+def write_class_reports(results: list[GradeResult], out_dir: Path, catalog: Catalog) -> None:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     section_ids = list(dict.fromkeys(MODULE_SECTIONS.values()))

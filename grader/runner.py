@@ -19,7 +19,7 @@ from grader.discovery import find_submissions, read_submission
 from grader.i18n import TEMPLATES_DIR, Catalog, section_key
 from grader.plugin import GradingPlugin, SuiteItem, pytest_args
 from grader.probes import PROBES, load_all
-from grader.records import Detail, GradeResult, Heatmap, IntegrityNote, ProbeError, Submission, TestOutcome
+from grader.records import GradeResult, Heatmap, IntegrityNote, ProbeError, Submission, TestOutcome
 from grader.report import outcome_message, write_class_reports, write_submission_reports
 from grader.sandbox import codec
 from grader.sandbox.pool import Limits, SandboxPool, SandboxRun, error_from_dict
