@@ -10,6 +10,7 @@ This package must import nothing but the standard library and torch: it is copie
 from __future__ import annotations
 
 import importlib
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
@@ -146,6 +147,28 @@ def transplant(module: torch.nn.Module, weights: dict[str, torch.Tensor]) -> Non
             )
         with torch.no_grad():
             target.copy_(value.to(target.dtype))
+
+
+@contextmanager
+def linear_layers_zero_filled():
+    """nn.Linear layers built inside start all-zero instead of randomly initialised.
+
+    For probes that overwrite every weight they use (or read only sizes): a random init of a large
+    layer is the slowest part of building it, and its values never reach the probe's outputs.
+    """
+    reset_parameters = torch.nn.Linear.reset_parameters
+
+    def zero_fill(layer: torch.nn.Linear) -> None:
+        with torch.no_grad():
+            for parameter in (layer.weight, layer.bias):
+                if parameter is not None:
+                    parameter.zero_()
+
+    torch.nn.Linear.reset_parameters = zero_fill
+    try:
+        yield
+    finally:
+        torch.nn.Linear.reset_parameters = reset_parameters
 
 
 def linear_weights(prefix: str, d_in: int, d_out: int, *, bias: bool, seed: int) -> dict[str, torch.Tensor]:

@@ -1,8 +1,11 @@
 """Probes of exercise3_3_gpt2_attention: MultiHeadAttention with the smallest GPT-2's sizes.
 
 Kept cheap: one construction per probe and a 4-token forward pass (never 1024 tokens). Building
-GPT-2 small's attention costs a few milliseconds (2.4M parameters to initialise, a 1024 x 1024
-mask), so two things are shared rather than redone for every submission:
+GPT-2 small's attention costs milliseconds (2.4M parameters, a 1024 x 1024 mask), so:
+- its nn.Linear layers are built zero-filled instead of randomly initialised (about 7 ms per
+  submission): `configuration` reads sizes only and `forward` overwrites every weight it uses
+  with known ones, so the random values never reach a result (a bias the exercise does not ask
+  for stays zero);
 - the known weights and inputs of `forward` are made once per process (`prepare`, called by the
   sandbox's warm worker before it forks), and only read afterwards (the code under test gets
   copies);
@@ -14,7 +17,8 @@ from __future__ import annotations
 
 import torch
 
-from grader.probes import attr, function, linear_weights, probe, qkv_weights, randn, tensor, transplant
+from grader.probes import (attr, function, linear_layers_zero_filled, linear_weights, probe, qkv_weights, randn,
+                           tensor, transplant)
 
 MODULE = "exercise3_3_gpt2_attention"
 
@@ -35,7 +39,9 @@ def prepare() -> dict:
 
 
 def _build(ns):
-    return function(ns, MODULE, "build_gpt2_small_attention")()
+    build = function(ns, MODULE, "build_gpt2_small_attention")
+    with linear_layers_zero_filled():
+        return build()
 
 
 @probe(MODULE)

@@ -1,0 +1,41 @@
+"""Shortcuts the probes take for speed must never change what they measure."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from grader.probes import exercise3_3_gpt2_attention as gpt2
+from grader.probes import linear_layers_zero_filled
+from grader.sandbox.driver import reset_global_state
+from grader.seam import ModuleNamespace
+
+
+def run_gpt2_probes(ns) -> dict:
+    reset_global_state()
+    configuration = gpt2.configuration(ns)
+    reset_global_state()
+    forward = gpt2.forward(ns)
+    return configuration | forward
+
+
+def test_zero_filled_gpt2_layers_give_the_outputs_of_a_random_init(monkeypatch):
+    fast = run_gpt2_probes(ModuleNamespace("solutions"))
+    monkeypatch.setattr(gpt2, "linear_layers_zero_filled", lambda: __import__("contextlib").nullcontext())
+    slow = run_gpt2_probes(ModuleNamespace("solutions"))
+    assert fast.keys() == slow.keys()
+    for name in fast:
+        if isinstance(fast[name], torch.Tensor):
+            torch.testing.assert_close(fast[name], slow[name], rtol=0, atol=0)
+        else:
+            assert fast[name] == slow[name], name
+    assert fast["num_parameters"] == 2_360_064
+
+
+def test_zero_filled_layers_are_zero_and_the_random_init_comes_back_even_after_an_error():
+    original = torch.nn.Linear.reset_parameters
+    with pytest.raises(RuntimeError), linear_layers_zero_filled():
+        layer = torch.nn.Linear(5, 3)
+        assert not layer.weight.any() and not layer.bias.any()
+        raise RuntimeError("student code failed mid-construction")
+    assert torch.nn.Linear.reset_parameters is original
+    assert torch.nn.Linear(5, 3).weight.any()
