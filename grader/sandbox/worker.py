@@ -69,6 +69,38 @@ def _warm_up() -> None:
     # so that a collection in a child never writes to (and so copies) the pages it shares with us.
     gc.collect()
     gc.freeze()
+    _use_huge_pages()
+
+
+MADV_COLLAPSE = 25  # Linux 6.1+
+HUGE_PAGE = 2 << 20
+
+
+def _use_huge_pages() -> None:
+    """Back the warm worker's anonymous memory with 2 MB pages, so that forking a child is cheap.
+
+    A fork copies one page-table entry per mapped 4 kB page of private memory, and the child's
+    exit drops them again: with torch loaded that is ~160 MB, some 40,000 entries, and it cost
+    about 20 ms of CPU per submission on a 2-core VM, more than most submissions' probes. Huge
+    pages cut it to ~6 ms. A child that writes to a shared huge page gets 4 kB copies, as before.
+    Best effort: on kernels without MADV_COLLAPSE or with huge pages disabled nothing changes.
+    """
+    madvise = LIBC.madvise
+    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    try:
+        with open("/proc/self/maps") as maps:
+            lines = maps.read().splitlines()
+    except OSError:
+        return
+    for line in lines:
+        fields = line.split()
+        anonymous = len(fields) < 6 or fields[5] == "[heap]"
+        if not (fields[1].startswith("rw") and anonymous):
+            continue
+        low, high = (int(bound, 16) for bound in fields[0].split("-"))
+        start, end = -(-low // HUGE_PAGE) * HUGE_PAGE, high // HUGE_PAGE * HUGE_PAGE
+        if end > start:
+            madvise(start, end - start, MADV_COLLAPSE)
 
 
 def send(header: dict, payload: bytes = b"") -> None:
