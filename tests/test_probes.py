@@ -39,3 +39,14 @@ def test_zero_filled_layers_are_zero_and_the_random_init_comes_back_even_after_a
         raise RuntimeError("student code failed mid-construction")
     assert torch.nn.Linear.reset_parameters is original
     assert torch.nn.Linear(5, 3).weight.any()
+
+
+def test_cpu_manual_seed_is_torch_manual_seed_on_the_cpu():
+    from grader.probes import cpu_manual_seed
+
+    torch.manual_seed(123)
+    expected = (torch.rand(3, 2), torch.nn.Linear(3, 2).weight.detach())
+    cpu_manual_seed(123)
+    actual = (torch.rand(3, 2), torch.nn.Linear(3, 2).weight.detach())
+    for e, a in zip(expected, actual):
+        torch.testing.assert_close(a, e, rtol=0, atol=0)

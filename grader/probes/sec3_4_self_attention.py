@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from grader.probes import ContractError, attr, book_inputs, function, parameter_names, probe, randn, tensor, transplant
+from grader.probes import (ContractError, attr, book_inputs, cpu_manual_seed, function, parameter_names, probe,
+                           randn, tensor, transplant)
 
 MODULE = "sec3_4_self_attention"
 
@@ -76,7 +77,7 @@ def scaled_attention_weights(ns):
 def v1_book_seed(ns):
     """The book's own run: the seeded initialisation IS the task here (no transplant)."""
     cls = attr(ns.module(MODULE), "SelfAttention_v1")
-    torch.manual_seed(123)
+    cpu_manual_seed(123)
     sa_v1 = cls(3, 2)
     return {"book": tensor(sa_v1(book_inputs()), "SelfAttention_v1(3, 2)(inputs)")}  # (6, 2)
 

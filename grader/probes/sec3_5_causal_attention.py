@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from grader.probes import attr, book_inputs, function, parameter_names, probe, randn, tensor, transplant
+from grader.probes import (attr, book_inputs, cpu_manual_seed, function, parameter_names, probe, randn, tensor,
+                           transplant)
 
 MODULE = "sec3_5_causal_attention"
 CONTEXT = 7
@@ -106,7 +107,7 @@ def book_seed(ns):
     """The book's own run: torch.manual_seed(123), CausalAttention(3, 2, 6, 0.0) on two copies."""
     cls = attr(ns.module(MODULE), "CausalAttention")
     batch = torch.stack((book_inputs(), book_inputs()))
-    torch.manual_seed(123)
+    cpu_manual_seed(123)
     module = cls(3, 2, batch.shape[1], 0.0)
     return {"book": run(module, batch)}  # (2, 6, 2)
 

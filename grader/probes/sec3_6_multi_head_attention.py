@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from grader.probes import (ContractError, attr, book_inputs, function, linear_weights, probe, qkv_weights,
-                           randn, tensor, transplant)
+from grader.probes import (ContractError, attr, book_inputs, cpu_manual_seed, function, linear_weights, probe,
+                           qkv_weights, randn, tensor, transplant)
 
 MODULE = "sec3_6_multi_head_attention"
 
@@ -250,7 +250,7 @@ def mha_gradients(ns):
 def mha_book_seeded(ns):
     """The book's example: torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)."""
     cls = _cls(ns, "MultiHeadAttention")
-    torch.manual_seed(123)
+    cpu_manual_seed(123)
     module = cls(3, 2, 6, 0.0, num_heads=2)
     batch = torch.stack((book_inputs(), book_inputs()))
     with torch.no_grad():
