@@ -14,11 +14,12 @@ import tempfile
 import unicodedata
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import jinja2
-from functools import lru_cache
+from markupsafe import Markup
 
 from grader.i18n import TEMPLATES_DIR, Catalog, section_key
 from grader.records import (MODULE_SECTIONS, SECTIONS, GradeResult, Heatmap, IntegrityNote, ProbeError,
@@ -183,7 +184,7 @@ class Card:
     tests: list[str]
 
 
-@dataclass
+@dataclass(frozen=True)
 class GridCell:
     row: int
     col: int
@@ -194,10 +195,12 @@ class GridCell:
     differs: bool
 
 
-@dataclass
+@dataclass(frozen=True)
 class Grid:
+    """One heatmap's cells; immutable and hashable, so that its drawing can be reused."""
+
     label: str
-    cells: list[GridCell]
+    cells: tuple[GridCell, ...]
 
 
 @dataclass
@@ -373,7 +376,7 @@ def _grid(label: str, values: list[list[float]], low: float, high: float,
             fill, ink = _fill((value - low) / span) if finite else ("#f4d03f", "#1b1f24")
             differs = other is not None and (not finite or abs(value - other[i][j]) > HEATMAP_DIFF)
             cells.append(GridCell(i, j, value, f"{value:.2f}" if finite else str(value), fill, ink, differs))
-    return Grid(label, cells)
+    return Grid(label, tuple(cells))
 
 
 def heatmap_view(heatmap: Heatmap, catalog: Catalog) -> HeatmapView:
@@ -578,11 +581,24 @@ def _environment(lang: str) -> jinja2.Environment:
     env.globals["t"] = catalog.t
     env.globals["lang"] = catalog.lang
     env.globals["sections"] = MODULE_SECTIONS
+    env.globals["attention_grid"] = lambda grid, tokens, query, key: _attention_grid(lang, grid, tuple(tokens),
+                                                                                    query, key)
     env.filters["num"] = _num
     env.filters["pct"] = _pct
     env.filters["md"] = _markdown_escape
     env.filters["fit"] = _fit
     return env
+
+
+@lru_cache(maxsize=4096)
+def _attention_grid(lang: str, grid: Grid, tokens: tuple[str, ...], query_label: str, key_label: str) -> Markup:
+    """A heatmap drawn by the attention_grid macro of templates/_svg.html.j2, once per distinct grid.
+
+    Drawing a grid is most of a feedback page's rendering time, and grids repeat: every student's
+    page shows the same reference grids, and correct submissions draw identical ones of their own.
+    """
+    macro = _environment(lang).get_template("_svg.html.j2").module.attention_grid
+    return Markup(macro(grid, list(tokens), query_label, key_label))
 
 
 def _markdown_escape(text: Any) -> str:

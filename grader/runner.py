@@ -155,7 +155,7 @@ def _first_matrix(t: torch.Tensor) -> torch.Tensor:
 
 
 def _rounded(t: torch.Tensor) -> list[list[float]]:
-    return [[round(float(v), 4) for v in row] for row in t.double()]
+    return [[round(v, 4) for v in row] for row in t.double().tolist()]
 
 
 def grade(path: Path, out_dir: Path, *, jobs: int | None = None, lang: str = "en", force: bool = False,
