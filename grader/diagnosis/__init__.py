@@ -48,9 +48,12 @@ def same(a: Any, b: Any) -> bool:
         return (isinstance(a, ProbeError) and isinstance(b, ProbeError) and a.kind == b.kind
                 and a.exc_type == b.exc_type and a.message == b.message and a.key == b.key)
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        return (type(a) is torch.Tensor and type(b) is torch.Tensor and a.shape == b.shape
-                and bool(torch.isfinite(a).all()) == bool(torch.isfinite(b).all())
-                and torch.allclose(a.double(), b.double(), atol=MATCH_ATOL, rtol=1e-3, equal_nan=True))
+        if type(a) is not torch.Tensor or type(b) is not torch.Tensor or a.shape != b.shape:
+            return False
+        if a.dtype != b.dtype:
+            a, b = a.double(), b.double()
+        # equal_nan: a NaN only matches a NaN, an infinity only the same infinity
+        return torch.allclose(a, b, atol=MATCH_ATOL, rtol=1e-3, equal_nan=True)
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):
@@ -63,6 +66,15 @@ class Diagnoser:
         self.reference = reference
         self.runs = runs
         self.patterns = all_patterns()
+        self._differs: dict[tuple[int, tuple[str, ...]], bool] = {}  # (run, probes) -> unlike the reference
+
+    def _differs_from_reference(self, index: int, relevant: tuple[str, ...]) -> bool:
+        """Whether variant `index` behaves unlike the reference on these probes (the same for every student)."""
+        key = (index, relevant)
+        if key not in self._differs:
+            results = self.runs[index].results
+            self._differs[key] = any(not same(results[name], self.reference.results.get(name)) for name in relevant)
+        return self._differs[key]
 
     def diagnose(self, outcome: TestOutcome, student: Seam) -> str | None:
         if outcome.status == "passed" or outcome.blocked_by:
@@ -73,11 +85,9 @@ class Diagnoser:
         probes = outcome.probes
         if not probes:
             return None
-        for run in self.runs:
-            if not any(name in run.results for name in probes):
-                continue
-            relevant = [name for name in probes if name in run.results]
-            if not any(not same(run.results[name], self.reference.results.get(name)) for name in relevant):
+        for index, run in enumerate(self.runs):
+            relevant = tuple(name for name in probes if name in run.results)
+            if not relevant or not self._differs_from_reference(index, relevant):
                 continue  # this variant behaves like the reference where the test looked
             if all(same(student.results.get(name), run.results[name]) for name in relevant):
                 return run.variant.id
