@@ -368,6 +368,14 @@ def _fill(t: float) -> tuple[str, str]:
 
 def _grid(label: str, values: list[list[float]], low: float, high: float,
           other: list[list[float]] | None) -> Grid:
+    rows = tuple(tuple(row) for row in values)
+    return _grid_of_rows(label, rows, low, high, tuple(tuple(row) for row in other) if other is not None else None)
+
+
+@lru_cache(maxsize=4096)
+def _grid_of_rows(label: str, values: tuple[tuple[float, ...], ...], low: float, high: float,
+                  other: tuple[tuple[float, ...], ...] | None) -> Grid:
+    """A heatmap's cells, worked out once per distinct grid (see _attention_grid)."""
     cells = []
     span = (high - low) or 1.0
     for i, row in enumerate(values):
