@@ -372,7 +372,7 @@ def _grid(label: str, values: list[list[float]], low: float, high: float,
     return _grid_of_rows(label, rows, low, high, tuple(tuple(row) for row in other) if other is not None else None)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
 def _grid_of_rows(label: str, values: tuple[tuple[float, ...], ...], low: float, high: float,
                   other: tuple[tuple[float, ...], ...] | None) -> Grid:
     """A heatmap's cells, worked out once per distinct grid (see _attention_grid)."""
@@ -598,7 +598,7 @@ def _environment(lang: str) -> jinja2.Environment:
     return env
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
 def _attention_grid(lang: str, grid: Grid, tokens: tuple[str, ...], query_label: str, key_label: str) -> Markup:
     """A heatmap drawn by the attention_grid macro of templates/_svg.html.j2, once per distinct grid.
 
