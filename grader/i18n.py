@@ -29,15 +29,20 @@ class Catalog:
 
     def t(self, key: str, **params: Any) -> str:
         """The message for `key`, formatted with `params`; unknown keys come back as the key itself."""
-        text = _lookup(self.messages, key)
-        if text is None:
-            text = _lookup(self.fallback, key)
-        if not isinstance(text, str):
-            return key
-        values = {name: _show(value) for name, value in params.items()}
-        return string.Formatter().vformat(text, (), _Lenient(values)).strip()
+        return _message(self.lang, key, tuple((name, _show(value)) for name, value in params.items()))
 
     __call__ = t
+
+
+@lru_cache(maxsize=16384)
+def _message(lang: str, key: str, values: tuple[tuple[str, str], ...]) -> str:
+    """A formatted message, once per language, key and parameter values (reports repeat them a lot)."""
+    text = _lookup(_load(lang), key)
+    if text is None:
+        text = _lookup(_load("en"), key)
+    if not isinstance(text, str):
+        return key
+    return string.Formatter().vformat(text, (), _Lenient(dict(values))).strip()
 
 
 def _show(value: Any) -> str:
