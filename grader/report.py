@@ -583,6 +583,7 @@ def _environment(lang: str) -> jinja2.Environment:
         loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
         autoescape=jinja2.select_autoescape(["html", "html.j2"]),
         undefined=jinja2.StrictUndefined,
+        auto_reload=False,  # compiled once per run: no stat() of every template at every page
         trim_blocks=True,
         lstrip_blocks=True,
     )
