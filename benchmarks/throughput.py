@@ -1,6 +1,7 @@
 """Throughput: the grader on N submissions against the baseline of one fresh pytest per submission.
 
     python benchmarks/throughput.py [--copies 1000] [--baseline-samples 8] [--jobs N] [--keep DIR]
+                                    [--uncached-drawings]
 
 Builds a class of N students by cycling through the example class (examples/class/; the
 reference solutions when it is missing), each copy made unique with a comment so that nothing
@@ -9,7 +10,12 @@ is answered from a cache; grades it with `python -m grader CLASS --out OUT --qui
 the same hidden suites the way a course usually does, `python -m pytest grader/suites -p
 grader.baseline --submission DIR` once per submission (student code imported in-process), on a
 sample of the submissions, as many at a time as the grader has jobs. Prints submissions per
-second for both and their ratio. Not part of the test run. The sandbox alone (its CPU time per
+second for both and their ratio.
+
+Copies of one student draw the same heatmaps, and the reports draw each distinct heatmap grid
+once per run, so copies find their drawings made more often than students of a real class do
+(where the reference grids and correct submissions' grids still repeat). --uncached-drawings
+turns that cache off: the worst case, every heatmap drawn anew. Not part of the test run. The sandbox alone (its CPU time per
 submission, without pytest and reports): benchmarks/sandbox.py.
 """
 from __future__ import annotations
@@ -58,9 +64,20 @@ def build_class(target: Path, copies: int) -> list[Path]:
     return students
 
 
-def run_grader(cls: Path, out: Path, jobs: int) -> float:
+UNCACHED_DRAWINGS = """
+import sys
+import grader.report as report
+report._attention_grid = report._attention_grid.__wrapped__
+report._grid_of_rows = report._grid_of_rows.__wrapped__
+from grader.cli import main
+sys.exit(main())
+"""
+
+
+def run_grader(cls: Path, out: Path, jobs: int, uncached_drawings: bool = False) -> float:
+    command = ["-c", UNCACHED_DRAWINGS] if uncached_drawings else ["-m", "grader"]
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "grader", str(cls), "--out", str(out), "--quiet", "--force",
+    subprocess.run([sys.executable, *command, str(cls), "--out", str(out), "--quiet", "--force",
                     "--jobs", str(jobs)], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - started
 
@@ -85,6 +102,8 @@ def main() -> None:
     parser.add_argument("--baseline-samples", type=int, default=8)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--keep", type=Path, help="build the class and reports here and keep them")
+    parser.add_argument("--uncached-drawings", action="store_true",
+                        help="draw every heatmap anew (no reuse of identical grids): the worst case")
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="throughput-"))
     shutil.rmtree(work / "class", ignore_errors=True)
@@ -92,9 +111,10 @@ def main() -> None:
     students = build_class(work / "class", args.copies)
     print(f"{len(students)} submissions from {len(templates())} templates, {args.jobs} jobs, "
           f"{os.cpu_count()} cores")
-    seconds = run_grader(work / "class", work / "reports", args.jobs)
+    seconds = run_grader(work / "class", work / "reports", args.jobs, args.uncached_drawings)
     rate = len(students) / seconds
-    print(f"grader:   {len(students)} submissions in {seconds:.1f} s = {rate:.2f} submissions/s")
+    print(f"grader:   {len(students)} submissions in {seconds:.1f} s = {rate:.2f} submissions/s"
+          + (" (every heatmap drawn anew)" if args.uncached_drawings else ""))
     sample = students[: args.baseline_samples]
     baseline_seconds = run_baseline(sample, args.jobs)
     baseline_rate = len(sample) / baseline_seconds
