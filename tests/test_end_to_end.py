@@ -155,3 +155,12 @@ def test_erin_unfinished_sections_score_zero_and_finished_ones_full(graded_class
     for section in ("3.5", "3.6", "ex3.1", "ex3.2", "ex3.3"):
         assert sections[section].score == 0
     assert all(t.error.exc_type == "NotImplementedError" for t in results["erin"].tests if t.status != "passed")
+
+
+def test_the_sandbox_starts_before_the_grader_imports_torch():
+    """The run and the sandbox pool import no torch, so the workers' start-up (each imports torch)
+    overlaps the grader's own import of it and of the suites."""
+    code = ("import sys; import grader.runner, grader.sandbox.pool; "
+            "print(sorted(m for m in ('torch', 'pytest', 'jinja2') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

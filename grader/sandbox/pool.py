@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-import torch
-
 import grader
-from grader.sandbox import codec
 from grader.records import IntegrityNote, ProbeError, StudentFrame, Submission
+
+# torch (through the codec) is imported where results are decoded, not here: a pool can start its
+# workers before the grader itself has paid for importing torch.
 
 KIT_ROOT = Path(grader.__file__).resolve().parent
 SANDBOX_FILES = ["__init__.py", "probes", "sandbox/__init__.py", "sandbox/codec.py", "sandbox/driver.py",
@@ -57,6 +57,8 @@ class SandboxRun:
 
 def decode(payload: bytes) -> dict[str, Any] | ProbeError:
     """Decode a child's result (data only, no pickle) and accept plain tensors and data only."""
+    from grader.sandbox import codec
+
     try:
         result = codec.decode(payload)
         _check_plain(result)
@@ -70,6 +72,8 @@ def decode(payload: bytes) -> dict[str, Any] | ProbeError:
 
 
 def _check_plain(value: Any, depth: int = 0) -> None:
+    import torch
+
     if depth > 10:
         raise ValueError("nested too deeply")
     if isinstance(value, torch.Tensor):
@@ -109,10 +113,19 @@ def _bwrap_available() -> bool:
         return False
 
 
+def _site_packages_of(package: str) -> str:
+    """The directory a package is installed in, found without importing it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    origin = spec.origin if spec is not None and spec.origin else ""
+    return os.path.dirname(os.path.dirname(origin)) if origin else ""
+
+
 def _python_roots() -> list[Path]:
     """What the interpreter needs to run: its prefixes and site-packages (never the kit's checkout)."""
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
-             os.path.dirname(os.path.dirname(torch.__file__))}
+             _site_packages_of("torch")}
     paths |= set(site.getsitepackages())
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         paths.add(sysconfig.get_paths()[key])
@@ -140,7 +153,11 @@ def _uid_base() -> int:
 
 
 class SandboxPool:
-    """`jobs` warm workers; each grades one submission at a time in a restricted forked child."""
+    """`jobs` warm workers; each grades one submission at a time in a restricted forked child.
+
+    The workers start as soon as the pool exists (each imports torch: about two seconds), so that
+    their start-up overlaps whatever the caller does before submitting.
+    """
 
     def __init__(self, jobs: int, limits: Limits = Limits(), hide: list[Path] = (), probes: list[str] = ()):
         self.jobs = max(1, jobs)
@@ -184,9 +201,10 @@ class SandboxPool:
             notes.append(IntegrityNote("sandbox.no-network-isolation", "unshare"))
         return notes
 
-    def submit(self, submission: Submission) -> None:
+    def submit(self, submission: Submission, probes: list[str] | None = None) -> None:
+        """Queue a submission, to run `probes` (default: the pool's)."""
         self._pending += 1
-        self._jobs.put(submission)
+        self._jobs.put((submission, list(self.probes if probes is None else probes)))
 
     def results(self) -> Iterator[SandboxRun]:
         while self._pending:
@@ -259,13 +277,19 @@ class SandboxPool:
 
     def _slot(self, slot: int) -> None:
         worker = None
+        try:
+            worker = self._spawn(slot)
+            self._workers[slot] = worker
+        except Exception:  # noqa: BLE001 - tried again (and reported) with the first job
+            worker = None
         while True:
-            submission = self._jobs.get()
-            if submission is None:
+            job = self._jobs.get()
+            if job is None:
                 break
+            submission, probes = job
             run = SandboxRun(submission)
             try:
-                remaining = list(self.probes)
+                remaining = list(probes)
                 for attempt in range(3):
                     if self._kill_now:
                         break
@@ -282,7 +306,7 @@ class SandboxPool:
                 for name in remaining:
                     run.results[name] = ProbeError(kind="crash", key="sandbox.worker-died")
             except Exception as exc:  # noqa: BLE001 - a slot must always answer, or the run hangs
-                for name in self.probes:
+                for name in probes:
                     run.results.setdefault(name, ProbeError(kind="crash", key="sandbox.worker-died",
                                                             params={"reason": str(exc)[:200]}))
                 if worker is not None:
