@@ -60,7 +60,8 @@ def read_submission(path: Path, name: str | None = None) -> Submission:
             for module, source in modules_from_notebook(notebook).items():
                 sources.setdefault(module, source)
         except NotebookError as exc:
-            problems.append(IntegrityNote("submission.bad-notebook", f"{notebook.name}: {exc}"))
+            detail = notebook.name + (f" ({exc.where})" if exc.where else "")
+            problems.append(IntegrityNote(f"submission.notebook-{exc.reason}", detail))
     for module in MODULES:
         file = path / f"{module}.py"
         if file.is_file():

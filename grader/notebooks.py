@@ -37,7 +37,14 @@ SKIP_TAGS = {"kit:skip", "skip-grading"}
 
 
 class NotebookError(Exception):
-    pass
+    """A notebook that cannot be read. `reason` names its catalogue message
+    (integrity.submission.notebook-<reason>); `where` is a language-neutral detail, if any
+    (where damaged JSON breaks, "line:column")."""
+
+    def __init__(self, reason: str, where: str = ""):
+        super().__init__(reason + (f" ({where})" if where else ""))
+        self.reason = reason
+        self.where = where
 
 
 def read_notebook(path: Path) -> dict[str, Any]:
@@ -45,22 +52,23 @@ def read_notebook(path: Path) -> dict[str, Any]:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise NotebookError(f"cannot be read ({exc.strerror or exc})") from None
+        raise NotebookError("unreadable") from None
     if len(raw) > MAX_NOTEBOOK_BYTES:
-        raise NotebookError(f"is larger than {MAX_NOTEBOOK_BYTES // (1024 * 1024)} MB")
+        raise NotebookError("too-large")  # the catalogue's message names MAX_NOTEBOOK_BYTES
     try:
         document = json.loads(raw.decode("utf-8-sig", errors="replace"))
     except ValueError as exc:
-        raise NotebookError(f"is not valid notebook JSON ({exc})"[:300]) from None
+        where = f"{exc.lineno}:{exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+        raise NotebookError("not-json", where) from None
     if not isinstance(document, dict) or not isinstance(document.get("cells", []), list):
-        raise NotebookError("is not a Jupyter notebook (no list of cells)")
+        raise NotebookError("no-cells")
     if "cells" not in document:
         if "worksheets" in document:  # nbformat 3
             cells = [c for ws in document.get("worksheets") or [] if isinstance(ws, dict)
                      for c in ws.get("cells") or []]
             document = {"cells": [_v3_cell(c) for c in cells if isinstance(c, dict)]}
         else:
-            raise NotebookError("is not a Jupyter notebook (no cells)")
+            raise NotebookError("no-cells")
     return document
 
 

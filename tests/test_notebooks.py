@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from grader.discovery import find_submissions, read_submission
-from grader.notebooks import NotebookError, modules_from_notebook, python_code
+from grader.i18n import LANGUAGES, Catalog
+from grader.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, modules_from_notebook, python_code
 from grader.runner import grade
 from tests.conftest import MODULES, solutions_as_submission
 
@@ -117,9 +118,9 @@ def test_a_broken_notebook_costs_only_its_own_tests(graded):
             assert status == "error" and points == 0
         else:
             assert (status, points) == outcomes(py)[test_id]
-    notes = [n for n in broken.integrity if n.kind == "submission.bad-notebook"]
-    assert len(notes) == 1 and "sec3_3_simple_attention.ipynb" in notes[0].detail
-    assert "not valid notebook JSON" in notes[0].detail
+    notes = [n for n in broken.integrity if n.kind == "submission.notebook-not-json"]
+    assert len(notes) == 1
+    assert re.fullmatch(r"sec3_3_simple_attention\.ipynb \(\d+:\d+\)", notes[0].detail)  # where it breaks
 
 
 # -- reading notebooks, without grading --------------------------------------------------------------
@@ -163,17 +164,38 @@ def test_chapter_notebook_modules_see_earlier_ones(tmp_path):
     assert "from sec3_3_simple_attention import *" in sources["sec3_4_self_attention"]
 
 
-@pytest.mark.parametrize("content, message", [
-    ("not json at all", "not valid notebook JSON"),
-    ('["a list"]', "not a Jupyter notebook"),
-    ('{"metadata": {}}', "no cells"),
-    ("", "not valid notebook JSON"),
+@pytest.mark.parametrize("content, reason", [
+    ("not json at all", "not-json"),
+    ('["a list"]', "no-cells"),
+    ('{"metadata": {}}', "no-cells"),
+    ("", "not-json"),
+    ("x" * (MAX_NOTEBOOK_BYTES + 1), "too-large"),
 ])
-def test_unreadable_notebooks_raise_a_clear_error(tmp_path, content, message):
+def test_unreadable_notebooks_say_why_in_the_students_language(tmp_path, content, reason):
     path = tmp_path / "sec3_3_simple_attention.ipynb"
     path.write_text(content)
-    with pytest.raises(NotebookError, match=message):
+    with pytest.raises(NotebookError) as caught:
         modules_from_notebook(path)
+    assert caught.value.reason == reason
+    note = read_submission(tmp_path).problems[0]
+    assert note.kind == f"submission.notebook-{reason}"
+    for lang in LANGUAGES:
+        catalog = Catalog(lang)
+        assert catalog.has(f"integrity.{note.kind}"), (lang, note.kind)
+        text = catalog.t(f"integrity.{note.kind}", detail=note.detail)
+        assert "sec3_3_simple_attention.ipynb" in text
+        if reason == "too-large":
+            assert f"{MAX_NOTEBOOK_BYTES // 2**20} MB" in text
+
+
+def test_a_notebook_that_cannot_be_opened_says_so(tmp_path, monkeypatch):
+    path = tmp_path / "sec3_3_simple_attention.ipynb"
+    path.write_text("{}")
+    monkeypatch.setattr(Path, "read_bytes", lambda self: (_ for _ in ()).throw(PermissionError(13, "denied")))
+    with pytest.raises(NotebookError) as caught:
+        modules_from_notebook(path)
+    assert caught.value.reason == "unreadable"
+    assert all(Catalog(lang).has("integrity.submission.notebook-unreadable") for lang in LANGUAGES)
 
 
 def test_nbformat3_notebooks_are_read(tmp_path):
