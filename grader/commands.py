@@ -32,10 +32,14 @@ def _nbgrader(argv: list[str]) -> int:
     parser.add_argument("--assignment", default="ch3", help="assignment name (default: ch3)")
     parser.add_argument("--course-id", default="attention-kit-ch3")
     parser.add_argument("--lang", choices=LANGUAGES, default="en", help="language of the notebook and feedback")
+    parser.add_argument("--run-student-kernel", action="store_true",
+                        help="autograde also runs each notebook in a Jupyter kernel so that feedback shows the "
+                             "students' outputs (that kernel is not sandboxed; scores still come from the kit)")
     args = parser.parse_args(argv)
     from grader.nbgrader_course import create_course
 
-    notebook = create_course(args.course_dir, assignment=args.assignment, course_id=args.course_id, lang=args.lang)
+    notebook = create_course(args.course_dir, assignment=args.assignment, course_id=args.course_id, lang=args.lang,
+                             run_student_kernel=args.run_student_kernel)
     catalog = Catalog(args.lang)
     print(catalog.t("cli.course-written", config=args.course_dir / "nbgrader_config.py", notebook=notebook))
     print(catalog.t("cli.course-next", course=args.course_dir, assignment=args.assignment))

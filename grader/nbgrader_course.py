@@ -7,10 +7,15 @@ stub's code, each body between ``### BEGIN SOLUTION`` / ``### END SOLUTION``) an
 test cell worth that section's points in the hidden suites. The test cell's hidden part calls
 `grade_cells(module, points)`.
 
+Who runs student code. By default the course's config drops nbgrader's Execute preprocessor from
+``nbgrader autograde``: student code then runs only in the kit's sandbox, never as the grading
+user (``grade nbgrader --run-student-kernel`` keeps Execute, for feedback with the students' own
+outputs, at the price of an unsandboxed kernel).
+
 Who decides the score. nbgrader runs the hidden part inside the student's own kernel, after the
 student's code: there the student can replace any function, module or output. So in
 ``nbgrader autograde`` the score never comes from the kernel. The course's config adds the
-`GradeWithKit` preprocessor right after nbgrader's Execute: in the trusted nbgrader process it
+`GradeWithKit` preprocessor (after Execute, when that runs): in the trusted nbgrader process it
 grades the notebook's code through the kit's sandboxed path (`grader.runner.grade`, the same as
 ``grade`` on the command line) and *replaces* each test cell's outputs with the kit's HTML
 feedback plus the section's points as the cell's value (nbgrader's partial credit). In the
@@ -134,8 +139,11 @@ def module_docstring(module: str) -> str:
 
 
 def create_course(course_dir: Path, *, assignment: str = "ch3", course_id: str = "attention-kit-ch3",
-                  lang: str = "en", points: dict[str, float] | None = None) -> Path:
-    """Write a ready nbgrader course; returns the source notebook's path."""
+                  lang: str = "en", points: dict[str, float] | None = None, run_student_kernel: bool = False) -> Path:
+    """Write a ready nbgrader course; returns the source notebook's path.
+
+    `run_student_kernel`: autograde also executes each notebook in a Jupyter kernel (unsandboxed),
+    so that feedback shows the students' outputs; by default student code runs only in the sandbox."""
     import jinja2
 
     catalog = Catalog(lang)
@@ -159,7 +167,7 @@ def create_course(course_dir: Path, *, assignment: str = "ch3", course_id: str =
     source = course_dir / "source" / assignment
     source.mkdir(parents=True, exist_ok=True)
     config = env.get_template("nbgrader/nbgrader_config.py.j2").render(
-        course_id=course_id, assignment=assignment, lang=lang)
+        course_id=course_id, assignment=assignment, lang=lang, run_student_kernel=run_student_kernel)
     (course_dir / "nbgrader_config.py").write_text(config, encoding="utf-8")
     text = env.get_template("nbgrader/chapter.ipynb.j2").render(sections=sections, lang=lang)
     notebook = json.loads(text)  # the template must produce valid JSON

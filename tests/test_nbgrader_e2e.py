@@ -32,7 +32,8 @@ NBGRADER = [sys.executable, "-m", "nbgrader"]
 
 # The hostile student: every solution left as a stub, and in the kernel a fake grader module
 # that makes each hidden test "pass" with full points, stderr noise, and a printed score.
-HOSTILE_CELL = '''import sys, types
+HOSTILE_CELL = '''import os, sys, types
+open(os.environ["KIT_E2E_MARKER"], "w").write("the student's code ran in nbgrader's kernel")
 fake = types.ModuleType("grader.nbgrader_course")
 def grade_cells(module, points=0, lang="en"):
     print("all tests passed")
@@ -45,8 +46,9 @@ print("noise", file=sys.stderr)
 
 
 def nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KIT_E2E_MARKER": str(course / "student-code-ran")}
     result = subprocess.run([*NBGRADER, *args, f"--CourseDirectory.root={course}"], cwd=course,
-                            capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                            capture_output=True, text=True, timeout=600, env=env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result
 
@@ -83,13 +85,16 @@ def hostile(module, solution, stub):
     return stub
 
 
-@pytest.fixture(scope="module")
-def course(tmp_path_factory):
+@pytest.fixture(scope="module", params=["sandbox-only", "with-student-kernel"])
+def course(request, tmp_path_factory):
+    """The course as `grade nbgrader` writes it by default (student code runs only in the sandbox),
+    and with --run-student-kernel (nbgrader also executes the notebooks, unsandboxed)."""
     base = tmp_path_factory.mktemp("nbgrader")
     course = base / "course"
     timings = {}
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "grader", "nbgrader", str(course)], check=True, cwd=ROOT,
+    flags = ["--run-student-kernel"] if request.param == "with-student-kernel" else []
+    subprocess.run([sys.executable, "-m", "grader", "nbgrader", str(course), *flags], check=True, cwd=ROOT,
                    capture_output=True, timeout=300)
     nbgrader(course, "generate_assignment", ASSIGNMENT)
     timings["create+generate"] = time.perf_counter() - started
@@ -165,6 +170,12 @@ def test_the_hostile_kernel_cannot_forge_points(course):
     assert gradebook_scores(course)["mallory"][0] == 0
 
 
+def test_student_code_runs_in_nbgraders_kernel_only_when_asked(course, request):
+    course, _ = course
+    ran = (course / "student-code-ran").exists()
+    assert ran == (request.node.callspec.params["course"] == "with-student-kernel")
+
+
 def test_export_agrees_with_the_gradebook(course):
     course, _ = course
     with open(course / "grades.csv", newline="") as handle:
@@ -206,20 +217,31 @@ def test_in_kernel_grading_fails_closed_under_autograde(monkeypatch):
         grade_cells("sec3_3_simple_attention", 9)
 
 
+def course_config(course: Path) -> dict:
+    namespace = {"get_config": lambda: _Config()}
+    exec(compile((course / "nbgrader_config.py").read_text(), "nbgrader_config.py", "exec"), namespace)
+    return namespace["c"]
+
+
+def test_by_default_student_code_never_runs_outside_the_sandbox(tmp_path):
+    from nbgrader.preprocessors import Execute, SaveAutoGrades
+
+    from grader.nbgrader_course import GradeWithKit, create_course
+
+    create_course(tmp_path / "default")
+    order = course_config(tmp_path / "default")["Autograde.autograde_preprocessors"]
+    assert Execute not in order and order.index(GradeWithKit) < order.index(SaveAutoGrades)
+    create_course(tmp_path / "kernel", run_student_kernel=True)
+    order = course_config(tmp_path / "kernel")["Autograde.autograde_preprocessors"]
+    assert order.index(Execute) < order.index(GradeWithKit) < order.index(SaveAutoGrades)
+
+
 def test_course_config_handles_nbgraders_traps(tmp_path):
     from grader.nbgrader_course import create_course
 
     notebook = create_course(tmp_path / "course", points={m: 2.0 for m in BOOK_ORDER})
-    config = (tmp_path / "course" / "nbgrader_config.py").read_text()
-    namespace = {"get_config": lambda: _Config()}
-    exec(compile(config, "nbgrader_config.py", "exec"), namespace)
-    c = namespace["c"]
-    from nbgrader.preprocessors import ClearHiddenTests, Execute, SaveAutoGrades
-
-    from grader.nbgrader_course import GradeWithKit
-
-    order = c["Autograde.autograde_preprocessors"]
-    assert order.index(Execute) < order.index(GradeWithKit) < order.index(SaveAutoGrades)
+    c = course_config(tmp_path / "course")
+    from nbgrader.preprocessors import ClearHiddenTests
     assert ClearHiddenTests in c["GenerateFeedback.preprocessors"]
     assert c["IgnorePattern.enabled"] is True and "Warning" in c["IgnorePattern.pattern"]
     cells = json.loads(notebook.read_text())["cells"]
