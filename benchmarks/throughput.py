@@ -50,8 +50,8 @@ def templates() -> list[Path]:
     return [target]
 
 
-def build_class(target: Path, copies: int) -> list[Path]:
-    sources = templates()
+def build_class(target: Path, copies: int, sources: list[Path] | None = None) -> list[Path]:
+    sources = sources or templates()
     students = []
     for index in range(copies):
         template = sources[index % len(sources)]
@@ -108,8 +108,9 @@ def main() -> None:
     work = args.keep or Path(tempfile.mkdtemp(prefix="throughput-"))
     shutil.rmtree(work / "class", ignore_errors=True)
     shutil.rmtree(work / "reports", ignore_errors=True)
-    students = build_class(work / "class", args.copies)
-    print(f"{len(students)} submissions from {len(templates())} templates, {args.jobs} jobs, "
+    sources = templates()
+    students = build_class(work / "class", args.copies, sources)
+    print(f"{len(students)} submissions from {len(sources)} templates, {args.jobs} jobs, "
           f"{os.cpu_count()} cores")
     seconds = run_grader(work / "class", work / "reports", args.jobs, args.uncached_drawings)
     rate = len(students) / seconds

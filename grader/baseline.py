@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.plugin import register_markers
 from grader.seam import Seam, in_process_student, reference_results
 
 
@@ -20,8 +21,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "points(n): points the test is worth")
-    config.addinivalue_line("markers", "heatmap(probe, key): attention weights to draw for this test")
+    register_markers(config)
 
 
 @pytest.fixture(scope="session")

@@ -51,12 +51,11 @@ def _gradescope(argv: list[str]) -> int:
                                      description="Build a Gradescope autograder zip that grades with this kit.")
     parser.add_argument("out", type=Path, help="the zip file to write, e.g. autograder.zip")
     parser.add_argument("--lang", choices=LANGUAGES, default="en", help="language of the students' feedback")
-    parser.add_argument("--visibility", default="visible",
-                        choices=["visible", "hidden", "after_due_date", "after_published"],
+    from grader.gradescope import VISIBILITIES, build_autograder_zip
+
+    parser.add_argument("--visibility", default="visible", choices=VISIBILITIES,
                         help="when students see each test's result (Gradescope's visibility)")
     args = parser.parse_args(argv)
-    from grader.gradescope import build_autograder_zip
-
     path = build_autograder_zip(args.out, lang=args.lang, visibility=args.visibility)
     print(Catalog(args.lang).t("cli.file-written", path=path))
     return 0

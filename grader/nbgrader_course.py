@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -63,16 +64,10 @@ def suite_points() -> dict[str, float]:
     """Module -> the points its hidden tests are worth (collected, not run)."""
     import pytest
 
-    from grader.plugin import GradingPlugin, pytest_args
+    from grader.plugin import GradingPlugin, run_suites
 
     plugin = GradingPlugin(None, iter(()), lambda *args: None)  # type: ignore[arg-type]
-    previous = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
-    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    try:
-        code = pytest.main(pytest_args() + ["--collect-only"], plugins=[plugin])
-    finally:
-        if previous is None:
-            os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+    code = run_suites(plugin, "--collect-only")
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         raise RuntimeError(f"the hidden suites could not be collected (pytest exit code {int(code)})")
     points: dict[str, float] = {}
@@ -180,13 +175,20 @@ def create_course(course_dir: Path, *, assignment: str = "ch3", course_id: str =
 # Feedback in a test cell
 # ------------------------------------------------------------------------------------------------
 
-def cell_feedback_html(document: dict[str, Any], module: str, catalog: Catalog) -> str:
-    """The kit's feedback for one module, as an HTML fragment for a notebook cell."""
+@lru_cache(maxsize=None)
+def _cell_environment(lang: str) -> Any:
+    """The jinja2 environment of the test cells' feedback, built once per language (not per cell)."""
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), undefined=jinja2.StrictUndefined,
                              autoescape=True)
-    env.globals["t"] = catalog.t
+    env.globals["t"] = Catalog(lang).t
+    return env
+
+
+def cell_feedback_html(document: dict[str, Any], module: str, catalog: Catalog) -> str:
+    """The kit's feedback for one module, as an HTML fragment for a notebook cell."""
+    env = _cell_environment(catalog.lang)
     tests = []
     for test in document.get("tests", []):
         if test["id"].split("::")[0] != module:
@@ -308,10 +310,8 @@ def grade_notebooks(notebooks: dict[str, Path], name: str, lang: str = "en",
             (folder / f"{name}.ipynb").write_bytes(notebook.read_bytes())
             hashes[student] = read_submission(folder).content_hash
         out = Path(scratch) / "out"
-        summary = grade(klass, out, jobs=jobs, lang=lang, force=True)
-        single = not summary.is_class
-        return {student: (hashes[student], json.loads(
-                    ((out if single else out / student) / "results.json").read_text(encoding="utf-8")))
+        grade(klass, out, jobs=jobs, lang=lang, force=True)  # a folder of student folders: always a class
+        return {student: (hashes[student], json.loads((out / student / "results.json").read_text(encoding="utf-8")))
                 for student in notebooks}
 
 
@@ -345,7 +345,7 @@ if _Base is not object:
         def preprocess(self, nb, resources):
             import nbformat
 
-            tests = [(i, cell) for i, cell in enumerate(nb.cells) if _is_kit_test_cell(cell)]
+            tests = [(_module_of_test(cell), cell) for cell in nb.cells if _is_kit_test_cell(cell)]
             if not tests:
                 return nb, resources
             info = resources.get("nbgrader", {})
@@ -356,10 +356,9 @@ if _Base is not object:
             except Exception as exc:  # noqa: BLE001 - any failure must score 0, never crash the run
                 self.log.error("attention-kit could not grade %s: %s", name, exc)
                 document = None
-            for _, cell in tests:
-                module = _module_of_test(cell)
+            for module, cell in tests:
                 points = float(cell.metadata["nbgrader"].get("points", 0) or 0)
-                if document is None or module is None:
+                if document is None:
                     cell.outputs = [nbformat.v4.new_output(
                         "error", ename="GraderError", evalue=catalog.t("classroom.nbgrader.grader-failed"),
                         traceback=[])]

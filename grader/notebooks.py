@@ -51,7 +51,7 @@ def read_notebook(path: Path) -> dict[str, Any]:
     """The notebook's JSON, checked just enough to be walked safely."""
     try:
         raw = path.read_bytes()
-    except OSError as exc:
+    except OSError:
         raise NotebookError("unreadable") from None
     if len(raw) > MAX_NOTEBOOK_BYTES:
         raise NotebookError("too-large")  # the catalogue's message names MAX_NOTEBOOK_BYTES

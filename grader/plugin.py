@@ -7,6 +7,7 @@ pytest's own `runtestprotocol`. Each item becomes a `TestOutcome` with points fr
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
@@ -61,9 +62,7 @@ class GradingPlugin:
 
     # -- configuration ----------------------------------------------------------------------------
     def pytest_configure(self, config: pytest.Config) -> None:
-        config.addinivalue_line("markers", "points(n): points the test is worth")
-        config.addinivalue_line("markers", "heatmap(probe, key): attention weights to draw for this test")
-        config.addinivalue_line("markers", "uses(*test_ids): tests of earlier sections whose code this test also runs")
+        register_markers(config)
 
     @pytest.fixture
     def student(self) -> Seam:
@@ -173,6 +172,24 @@ def _direct_call(item: pytest.Item) -> dict | None:
     arguments = {name: None for name in ("student", "reference") if name in names}
     arguments.update({name: value for name, value in params.items() if name in names})
     return arguments
+
+
+def register_markers(config: pytest.Config) -> None:
+    """The suites' own markers (the grader's plugin and the baseline's both register them)."""
+    config.addinivalue_line("markers", "points(n): points the test is worth")
+    config.addinivalue_line("markers", "heatmap(probe, key): attention weights to draw for this test")
+    config.addinivalue_line("markers", "uses(*test_ids): tests of earlier sections whose code this test also runs")
+
+
+def run_suites(plugin: object, *extra: str) -> pytest.ExitCode | int:
+    """pytest.main on the hidden suites with `plugin`, with no third-party plugin autoloaded."""
+    previous = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    try:
+        return pytest.main(pytest_args() + list(extra), plugins=[plugin])
+    finally:
+        if previous is None:
+            os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
 
 
 def pytest_args() -> list[str]:

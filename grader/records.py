@@ -18,7 +18,6 @@ MODULE_SECTIONS: dict[str, str] = {
 MODULES: tuple[str, ...] = tuple(MODULE_SECTIONS)
 SECTIONS: tuple[str, ...] = tuple(MODULE_SECTIONS.values())
 
-STATUSES = ("passed", "failed", "error", "timeout", "resource", "skipped")
 
 
 @dataclass(frozen=True)

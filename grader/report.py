@@ -519,7 +519,7 @@ def misconception_counts(results: list[GradeResult], catalog: Catalog) -> Chart:
 
 def class_view(results: list[GradeResult], catalog: Catalog) -> ClassView:
     results = sorted(results, key=lambda r: r.submission)
-    section_ids = list(dict.fromkeys(MODULE_SECTIONS.values()))
+    section_ids = list(SECTIONS)
     rows = []
     for result in results:
         scores = {s.id: (s.score, s.max_score) for s in result.sections}
@@ -621,7 +621,7 @@ def _markdown_escape(text: Any) -> str:
 def render_feedback(result: GradeResult, catalog: Catalog) -> tuple[str, str]:
     """feedback.html and feedback.md for one submission."""
     env = environment(catalog)
-    context = {"view": feedback_view(result, catalog), "result": result}
+    context = {"view": feedback_view(result, catalog)}
     return (env.get_template("feedback.html.j2").render(context),
             env.get_template("feedback.md.j2").render(context))
 
@@ -642,16 +642,13 @@ def write_submission_reports(result: GradeResult, out_dir: Path, catalog: Catalo
 def write_class_reports(results: list[GradeResult], out_dir: Path, catalog: Catalog) -> None:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    section_ids = list(dict.fromkeys(MODULE_SECTIONS.values()))
+    section_ids = list(SECTIONS)
     writer.writerow(["student", *section_ids, "total", "max_total", "integrity"])
     for result in sorted(results, key=lambda r: r.submission):
         scores = {s.id: s.score for s in result.sections}
-        writer.writerow([result.submission, *[_number(scores.get(s, 0.0)) for s in section_ids],
-                         _number(result.score), _number(result.max_score),
+        writer.writerow([result.submission, *[_num(scores.get(s, 0.0)) for s in section_ids],
+                         _num(result.score), _num(result.max_score),
                          "; ".join(f"{n.kind}: {n.detail}" for n in result.integrity)])
     write_atomic(out_dir / "gradebook.csv", buffer.getvalue())
     write_atomic(out_dir / "summary.html", render_summary(results, catalog))
 
-
-def _number(value: float) -> str:
-    return f"{value:g}"

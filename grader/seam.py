@@ -16,7 +16,7 @@ from typing import Any, Mapping
 from grader.probes import PROBES, load_all
 from grader.records import ProbeError
 from grader.sandbox import driver
-from grader.sandbox.pool import error_from_dict
+from grader.sandbox.pool import result_from_record
 
 Outputs = Mapping[str, Any]
 ProbeResults = dict[str, "dict[str, Any] | ProbeError"]
@@ -82,7 +82,7 @@ def run_in_process(ns: Any, directory: str = "", probes: list[str] | None = None
     names = probes if probes is not None else sorted(PROBES)
     results: ProbeResults = {}
     for name, result in driver.run_probes([PROBES[n] for n in names], ns, directory).items():
-        results[name] = result["ok"] if "ok" in result else error_from_dict(result["error"])
+        results[name] = result_from_record(result)
     return results
 
 

@@ -18,12 +18,12 @@ import torch
 from grader.diagnosis import Diagnoser, VariantRun, variant_runs
 from grader.diagnosis.variants import all_variants
 from grader.i18n import Catalog, section_key
-from grader.plugin import GradingPlugin, SuiteItem, pytest_args
-from grader.probes import BOOK_TOKENS, PROBES, load_all
-from grader.records import GradeResult, Heatmap, IntegrityNote, ProbeError, TestOutcome
+from grader.plugin import GradingPlugin, SuiteItem, run_suites
+from grader.probes import BOOK_TOKENS, load_all
+from grader.records import SECTIONS, GradeResult, Heatmap, IntegrityNote, ProbeError, TestOutcome
 from grader.report import outcome_message, write_submission_reports
 from grader.sandbox import codec
-from grader.sandbox.pool import SandboxPool, SandboxRun, error_from_dict
+from grader.sandbox.pool import SandboxPool, SandboxRun, result_from_record
 from grader.scoring import section_scores, total
 from grader.seam import Seam, reference_results
 
@@ -41,7 +41,7 @@ def grade_with_suites(pool: SandboxPool, out_of: dict[str, Path], cache_dir: Pat
     """Grade the submissions submitted to `pool`: one pytest session runs the hidden suites on each
     sandbox result as it arrives, and each result's reports are written at once (to `out_of[name]`).
     The reference's and the variants' outputs are cached in `cache_dir`, per kit `fingerprint`."""
-    titles = {s: catalog.t(section_key(s)) for s in ("3.3", "3.4", "3.5", "3.6", "ex3.1", "ex3.2", "ex3.3")}
+    titles = {s: catalog.t(section_key(s)) for s in SECTIONS}
     threads = torch.get_num_threads()
     # the workers are busy with the submissions while this process computes the baselines;
     # one thread here, so that it does not fight the workers for the cores
@@ -61,13 +61,7 @@ def grade_with_suites(pool: SandboxPool, out_of: dict[str, Path], cache_dir: Pat
             on_result(result)
 
         plugin = GradingPlugin(reference, source(), sink)
-        previous_autoload = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
-        os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-        try:
-            code = pytest.main(pytest_args(), plugins=[plugin])
-        finally:
-            if previous_autoload is None:
-                os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+        code = run_suites(plugin)
     finally:
         torch.set_num_threads(threads)
     if code == pytest.ExitCode.INTERRUPTED:
@@ -85,10 +79,6 @@ def _record(result: Any) -> dict:
     return {"ok": result}
 
 
-def _from_record(record: dict) -> Any:
-    return record["ok"] if "ok" in record else error_from_dict(record["error"])
-
-
 def _baselines(fingerprint: str, cache_dir: Path | None) -> tuple[Seam, list[VariantRun]]:
     """The reference's and the variants' outputs: computed once per kit version, then read back
     (with the sandbox's pickle-free codec) from the output folder's cache."""
@@ -97,8 +87,8 @@ def _baselines(fingerprint: str, cache_dir: Path | None) -> tuple[Seam, list[Var
     if cache is not None and cache.exists():
         try:
             document = codec.decode(cache.read_bytes())
-            reference = {name: _from_record(r) for name, r in document["reference"].items()}
-            runs = [VariantRun(variant, {name: _from_record(r) for name, r in results.items()})
+            reference = {name: result_from_record(r) for name, r in document["reference"].items()}
+            runs = [VariantRun(variant, {name: result_from_record(r) for name, r in results.items()})
                     for variant, results in zip(variants, document["variants"], strict=True)]
             return Seam(reference), runs
         except (codec.CodecError, KeyError, TypeError, ValueError):
@@ -167,7 +157,7 @@ def _grade_result(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome], info
                   reference: Seam, diagnoser: Diagnoser, catalog: Catalog, titles: dict[str, str],
                   protections: list[IntegrityNote]) -> GradeResult:
     submission = run.submission
-    integrity = list(protections) + list(submission.problems) + list(run.integrity)
+    integrity = list(protections) + list(submission.problems)
     for name, result in run.results.items():
         if isinstance(result, ProbeError) and result.kind == "integrity":
             integrity.append(IntegrityNote("result.rejected", name))

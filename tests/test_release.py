@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from grader.release import write_release
 from tests.conftest import MODULES, ROOT, solutions_as_submission
 
 SECRET_ROOTS = [ROOT / "grader" / "suites", ROOT / "grader" / "probes", ROOT / "grader" / "diagnosis",

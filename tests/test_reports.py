@@ -3,7 +3,6 @@ Simplified Chinese, and the message catalogues behind them."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 

@@ -2,7 +2,6 @@
 and the runner's resume-from-cache. One `grade()` call grades the whole hostile class."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re

@@ -1,7 +1,6 @@
 """What the sandbox hides: the kit's files, but never the interpreter the workers need."""
 from __future__ import annotations
 
-from pathlib import Path
 
 from grader.sandbox.pool import _hide_targets
 

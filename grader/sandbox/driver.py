@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable
 
 import torch
 
-from grader.probes import ContractError, Namespace, Probe
+from grader.probes import ContractError, Namespace, Probe, cpu_manual_seed
 from grader.sandbox import codec
 
 MAX_TEXT = 2000
@@ -168,9 +168,7 @@ def reset_global_state() -> None:
     """Undo global changes a previous probe (or a student module) may have made."""
     torch.set_default_dtype(torch.float32)
     torch.set_grad_enabled(True)
-    # the CPU generator only: torch.manual_seed also queues a lazy CUDA seeding call with a captured
-    # traceback each time (about 1 ms, and a queue that grows with every probe)
-    torch.default_generator.manual_seed(0)
+    cpu_manual_seed(0)
 
 
 def run_probe(probe: Probe, ns: Namespace, directory: str) -> dict:

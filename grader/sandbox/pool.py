@@ -52,7 +52,6 @@ class SandboxRun:
 
     submission: Submission
     results: dict[str, dict[str, Any] | ProbeError] = field(default_factory=dict)
-    integrity: list[IntegrityNote] = field(default_factory=list)
 
 
 def decode(payload: bytes) -> dict[str, Any] | ProbeError:
@@ -89,6 +88,11 @@ def _check_plain(value: Any, depth: int = 0) -> None:
             _check_plain(item, depth + 1)
     elif value is not None and type(value) not in (bool, int, float, str):
         raise ValueError(f"unexpected {type(value).__name__}")
+
+
+def result_from_record(record: dict) -> dict[str, Any] | ProbeError:
+    """A probe record ({"ok": outputs} or {"error": description}) as the trusted side holds it."""
+    return record["ok"] if "ok" in record else error_from_dict(record["error"])
 
 
 def error_from_dict(data: dict) -> ProbeError:

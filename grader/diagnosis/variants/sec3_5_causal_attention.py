@@ -10,6 +10,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from grader.diagnosis.variants import Variant
+from grader.diagnosis.variants.sec3_4_self_attention import _by_d_k, _scaled, _unscaled
 from solutions.sec3_5_causal_attention import CausalAttention
 
 MODULE = "sec3_5_causal_attention"
@@ -34,18 +35,6 @@ def _past_and_self(t):  # mask-inverted: the simple tril mask used as the -inf m
 
 def _nothing(t):  # mask-not-applied
     return torch.zeros(t, t).bool()
-
-
-def _scaled(scores, d_k):
-    return scores / d_k**0.5
-
-
-def _unscaled(scores, d_k):
-    return scores
-
-
-def _by_d_k(scores, d_k):
-    return scores / d_k
 
 
 def _family(hidden=_future, scale=_scaled, dim=-1, after_softmax=False) -> dict:
