@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from throughput import build_class  # noqa: E402
 
-from grader.discovery import read_submission  # noqa: E402
+from grader.intake.discovery import read_submission  # noqa: E402
 from grader.probes import load_all  # noqa: E402
 from grader.records import ProbeError  # noqa: E402
 from grader.sandbox.pool import SandboxPool  # noqa: E402

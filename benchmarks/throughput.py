@@ -7,7 +7,7 @@ Builds a class of N students by cycling through the example class (examples/clas
 reference solutions when it is missing), each copy made unique with a comment so that nothing
 is answered from a cache; grades it with `python -m grader CLASS --out OUT --quiet --force`
 (fresh output folder: the reference and variant outputs are computed in the run); then runs
-the same hidden suites the way a course usually does, `python -m pytest grader/suites -p
+the same hidden suites the way a course usually does, `python -m pytest grader/suites/hidden -p
 grader.baseline --submission DIR` once per submission (student code imported in-process), on a
 sample of the submissions, as many at a time as the grader has jobs. Prints submissions per
 second for both and their ratio.
@@ -84,9 +84,9 @@ def run_grader(cls: Path, out: Path, jobs: int, uncached_drawings: bool = False)
 
 def run_baseline(students: list[Path], jobs: int) -> float:
     def one(student: Path) -> None:
-        subprocess.run([sys.executable, "-m", "pytest", "grader/suites", "-p", "grader.baseline",
+        subprocess.run([sys.executable, "-m", "pytest", "grader/suites/hidden", "-p", "grader.baseline",
                         "--submission", str(student), "-q", "-p", "no:cacheprovider",
-                        "-c", "grader/suites/pytest.ini", "--rootdir", "grader/suites"],
+                        "-c", "grader/suites/hidden/pytest.ini", "--rootdir", "grader/suites/hidden"],
                        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                        env=dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1"))
 

@@ -1,6 +1,6 @@
 """The benchmark's baseline: the hidden suites run by plain pytest against one submission, in process.
 
-    python -m pytest grader/suites -p grader.baseline --submission DIR
+    python -m pytest grader/suites/hidden -p grader.baseline --submission DIR
 
 This is how a course usually autogrades (one fresh pytest process per submission, student code
 imported into it), kept only to measure what the warm sandboxed workers save. It is NOT safe:
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.plugin import register_markers
-from grader.seam import Seam, in_process_student, reference_results
+from grader.suites.plugin import register_markers
+from grader.suites.seam import Seam, in_process_student, reference_results
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

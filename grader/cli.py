@@ -41,7 +41,7 @@ def run_grade(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from grader.discovery import DiscoveryError
+    from grader.intake.discovery import DiscoveryError
     from grader.runner import GraderError, grade
 
     catalog = Catalog(args.lang)

@@ -15,7 +15,7 @@ def _release(argv: list[str]) -> int:
     parser.add_argument("--lang", choices=LANGUAGES, default="en", help="default language of README and check.py")
     parser.add_argument("--force", action="store_true", help="write into an existing non-empty folder")
     args = parser.parse_args(argv)
-    from grader.release import ReleaseError, write_release
+    from grader.classroom.release import ReleaseError, write_release
 
     try:
         files = write_release(args.out, lang=args.lang, force=args.force)
@@ -36,7 +36,7 @@ def _nbgrader(argv: list[str]) -> int:
                         help="autograde also runs each notebook in a Jupyter kernel so that feedback shows the "
                              "students' outputs (that kernel is not sandboxed; scores still come from the kit)")
     args = parser.parse_args(argv)
-    from grader.nbgrader_course import create_course
+    from grader.classroom.nbgrader_course import create_course
 
     notebook = create_course(args.course_dir, assignment=args.assignment, course_id=args.course_id, lang=args.lang,
                              run_student_kernel=args.run_student_kernel)
@@ -51,7 +51,7 @@ def _gradescope(argv: list[str]) -> int:
                                      description="Build a Gradescope autograder zip that grades with this kit.")
     parser.add_argument("out", type=Path, help="the zip file to write, e.g. autograder.zip")
     parser.add_argument("--lang", choices=LANGUAGES, default="en", help="language of the students' feedback")
-    from grader.gradescope import VISIBILITIES, build_autograder_zip
+    from grader.classroom.gradescope import VISIBILITIES, build_autograder_zip
 
     parser.add_argument("--visibility", default="visible", choices=VISIBILITIES,
                         help="when students see each test's result (Gradescope's visibility)")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 import grader
-from grader.discovery import find_submissions, read_submission
+from grader.intake.discovery import find_submissions, read_submission
 from grader.i18n import TEMPLATES_DIR, Catalog
 from grader.records import GradeResult, IntegrityNote, Submission, TestOutcome
 from grader.sandbox.pool import Limits, SandboxPool

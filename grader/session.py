@@ -18,14 +18,14 @@ import torch
 from grader.diagnosis import Diagnoser, VariantRun, variant_runs
 from grader.diagnosis.variants import all_variants
 from grader.i18n import Catalog, section_key
-from grader.plugin import GradingPlugin, SuiteItem, run_suites
+from grader.suites.plugin import GradingPlugin, SuiteItem, run_suites
 from grader.probes import BOOK_TOKENS, load_all
 from grader.records import SECTIONS, GradeResult, Heatmap, IntegrityNote, ProbeError, TestOutcome
 from grader.report import outcome_message, write_submission_reports
 from grader.sandbox import codec
 from grader.sandbox.pool import SandboxPool, SandboxRun, result_from_record
 from grader.scoring import section_scores, total
-from grader.seam import Seam, reference_results
+from grader.suites.seam import Seam, reference_results
 
 class SuitesCannotRun(Exception):
     """pytest could not run the hidden suites (its exit code)."""

@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from grader.gradescope import locate_submission, run, to_gradescope
+from grader.classroom.gradescope import locate_submission, run, to_gradescope
 from grader.i18n import Catalog
 from tests.conftest import ROOT, solutions_as_submission
 
@@ -30,8 +30,8 @@ def test_zip_holds_setup_run_autograder_and_the_kit(autograder_zip):
         setup = archive.read("setup.sh").decode()
         modes = {name: archive.getinfo(name).external_attr >> 16 for name in ("setup.sh", "run_autograder")}
     assert {"setup.sh", "run_autograder", "kit/pyproject.toml", "kit/grader/runner.py",
-            "kit/grader/gradescope.py", "kit/solutions/sec3_5_causal_attention.py"} <= names
-    assert any(name.startswith("kit/grader/suites/test_") for name in names)
+            "kit/grader/classroom/gradescope.py", "kit/solutions/sec3_5_causal_attention.py"} <= names
+    assert any(name.startswith("kit/grader/suites/hidden/test_") for name in names)
     assert not any("__pycache__" in name or name.endswith(".pyc") for name in names)
     assert "torch==2.13.0" in setup and "download.pytorch.org/whl/cpu" in setup
     assert all(mode & stat.S_IXUSR for mode in modes.values())

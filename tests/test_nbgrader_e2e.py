@@ -21,7 +21,7 @@ import pytest
 
 pytest.importorskip("nbgrader")
 
-from grader.nbgrader_course import BOOK_ORDER, NOTEBOOK_NAME  # noqa: E402
+from grader.classroom.nbgrader_course import BOOK_ORDER, NOTEBOOK_NAME  # noqa: E402
 from grader.records import MODULE_SECTIONS  # noqa: E402
 from grader.runner import grade  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
@@ -34,12 +34,12 @@ NBGRADER = [sys.executable, "-m", "nbgrader"]
 # that makes each hidden test "pass" with full points, stderr noise, and a printed score.
 HOSTILE_CELL = '''import os, sys, types
 open(os.environ["KIT_E2E_MARKER"], "w").write("the student's code ran in nbgrader's kernel")
-fake = types.ModuleType("grader.nbgrader_course")
+fake = types.ModuleType("grader.classroom.nbgrader_course")
 def grade_cells(module, points=0, lang="en"):
     print("all tests passed")
     return points
 fake.grade_cells = grade_cells
-sys.modules["grader.nbgrader_course"] = fake
+sys.modules["grader.classroom.nbgrader_course"] = fake
 print("noise", file=sys.stderr)
 63.0
 '''
@@ -210,7 +210,7 @@ def test_feedback_shows_the_kits_report_but_no_hidden_test_source(course):
 
 def test_in_kernel_grading_fails_closed_under_autograde(monkeypatch):
     """Without the GradeWithKit preprocessor the hidden part must score 0, never full marks."""
-    from grader.nbgrader_course import grade_cells
+    from grader.classroom.nbgrader_course import grade_cells
 
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
     with pytest.raises(RuntimeError, match="preprocessor"):
@@ -226,7 +226,7 @@ def course_config(course: Path) -> dict:
 def test_by_default_student_code_never_runs_outside_the_sandbox(tmp_path):
     from nbgrader.preprocessors import Execute, SaveAutoGrades
 
-    from grader.nbgrader_course import GradeWithKit, create_course
+    from grader.classroom.nbgrader_course import GradeWithKit, create_course
 
     create_course(tmp_path / "default")
     order = course_config(tmp_path / "default")["Autograde.autograde_preprocessors"]
@@ -237,7 +237,7 @@ def test_by_default_student_code_never_runs_outside_the_sandbox(tmp_path):
 
 
 def test_course_config_handles_nbgraders_traps(tmp_path):
-    from grader.nbgrader_course import create_course
+    from grader.classroom.nbgrader_course import create_course
 
     notebook = create_course(tmp_path / "course", points={m: 2.0 for m in BOOK_ORDER})
     c = course_config(tmp_path / "course")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.discovery import find_submissions, read_submission
+from grader.intake.discovery import find_submissions, read_submission
 from grader.i18n import LANGUAGES, Catalog
-from grader.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, modules_from_notebook, python_code
+from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, modules_from_notebook, python_code
 from grader.runner import grade
 from tests.conftest import MODULES, solutions_as_submission
 

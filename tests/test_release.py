@@ -83,11 +83,11 @@ def test_the_leak_detector_finds_planted_secrets(bundle, tmp_path):
     solution = (ROOT / "solutions" / "sec3_5_causal_attention.py").read_text(encoding="utf-8")
     body = solution.split("def masked_attention_weights", 1)[1].split("\n\n\n", 1)[0]
     (copy / "exercises" / "sec3_5_causal_attention.py").write_text("def masked_attention_weights" + body)
-    suite = next((ROOT / "grader" / "suites").glob("test_*.py"))
+    suite = next((ROOT / "grader" / "suites" / "hidden").glob("test_*.py"))
     shutil.copy(suite, copy / "public_tests.py")
     found = leaks(copy)
     assert any("solutions/sec3_5_causal_attention.py:masked_attention_weights" in f for f in found)
-    assert any(f"grader/suites/{suite.name}" in f for f in found)
+    assert any(f"grader/suites/hidden/{suite.name}" in f for f in found)
 
 
 def _check(bundle: Path, folder: Path | None = None, *args: str) -> subprocess.CompletedProcess:

@@ -17,7 +17,7 @@ import torch
 
 from grader.probes import PROBES, load_all
 from grader.records import ProbeError, TestOutcome
-from grader.seam import ModuleNamespace, ProbeResults, Seam, run_in_process
+from grader.suites.seam import ModuleNamespace, ProbeResults, Seam, run_in_process
 from grader.diagnosis.catalogue import CATALOGUE, Misconception
 from grader.diagnosis.patterns import all_patterns
 from grader.diagnosis.variants import Variant, all_variants

@@ -7,7 +7,7 @@ attempts = [
     lambda: __import__("solutions"),
     lambda: __import__("grader.suites"),
     lambda: open("{REPO}/solutions/sec3_3_simple_attention.py").read(),
-    lambda: open("{REPO}/grader/suites/test_sec3_3_simple_attention.py").read(),
+    lambda: open("{REPO}/grader/suites/hidden/test_sec3_3_simple_attention.py").read(),
     lambda: os.listdir("{REPO}"),
     lambda: os.listdir("{CLASS}"),
     lambda: open("{CLASS}/victim/sec3_3_simple_attention.py").read(),

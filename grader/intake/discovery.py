@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from grader.notebooks import NotebookError, modules_from_notebook
+from grader.intake.notebooks import NotebookError, modules_from_notebook
 from grader.records import MODULES, IntegrityNote, Submission
 
 MAX_SOURCE_BYTES = 512 * 1024

@@ -15,11 +15,11 @@ from typing import Callable, Iterable
 import pytest
 from _pytest.runner import runtestprotocol
 
-from grader.compare import Mismatch
+from grader.suites.compare import Mismatch
 from grader.records import MODULE_SECTIONS, Detail, ProbeError, TestOutcome
-from grader.seam import Seam, StudentError
+from grader.suites.seam import Seam, StudentError
 
-SUITES_DIR = Path(__file__).resolve().parent / "suites"
+SUITES_DIR = Path(__file__).resolve().parent / "hidden"
 ERROR_STATUS = {"timeout": "timeout", "resource": "resource"}
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from grader.i18n import LANGUAGES, TEMPLATES_DIR, Catalog, _load, section_key
 from grader.records import MODULE_SECTIONS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RELEASE_TEMPLATES = TEMPLATES_DIR / "release"
 STATIC_FILES = ("check.py", "check_report.txt.j2")
 

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from grader.compare import expect, expect_close, expect_equal
+from grader.suites.compare import expect, expect_close, expect_equal
 
 P = "sec3_4_self_attention:"
 

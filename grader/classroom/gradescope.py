@@ -2,7 +2,7 @@
 
 `build_autograder_zip(OUT.zip)` writes setup.sh (installs torch==2.13.0 CPU and the kit),
 run_autograder (rendered from templates/gradescope/) and the kit itself under kit/. On Gradescope
-run_autograder calls ``python -m grader.gradescope run``: `grader.runner.grade` on
+run_autograder calls ``python -m grader.classroom.gradescope run``: `grader.runner.grade` on
 /autograder/submission, then our results.json converted to Gradescope's
 /autograder/results/results.json (per test: name, score, max_score, output, visibility; the total
 score; the student's feedback.md as the overall output). Whatever happens, a results.json is
@@ -24,7 +24,7 @@ from typing import Any
 
 from grader.i18n import LANGUAGES, TEMPLATES_DIR, Catalog
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 KIT_PARTS = ("grader", "solutions", "templates", "pyproject.toml", "README.md", "LICENSE")
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 IGNORED_DIRS = {"__MACOSX", "__pycache__", ".ipynb_checkpoints"}
@@ -76,7 +76,7 @@ def build_autograder_zip(out: Path, *, lang: str = "en", visibility: str = "visi
 def locate_submission(path: Path) -> Path | None:
     """The folder holding the modules: the upload itself, or the first folder inside it that does
     (students often upload a zip with a folder in it)."""
-    from grader.discovery import holds_submission
+    from grader.intake.discovery import holds_submission
 
     queue = deque([path])
     while queue:
@@ -160,7 +160,7 @@ def run(root: Path, *, lang: str = "en", visibility: str = "visible") -> dict[st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m grader.gradescope")
+    parser = argparse.ArgumentParser(prog="python -m grader.classroom.gradescope")
     sub = parser.add_subparsers(dest="command", required=True)
     run_parser = sub.add_parser("run", help="grade /autograder/submission into /autograder/results/results.json")
     run_parser.add_argument("--root", type=Path, default=Path("/autograder"))

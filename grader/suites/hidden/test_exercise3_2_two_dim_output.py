@@ -1,7 +1,7 @@
 """Hidden suite for exercise3_2_two_dim_output (Exercise 3.2): two heads, 2-dimensional output."""
 import pytest
 
-from grader.compare import expect_close, expect_equal
+from grader.suites.compare import expect_close, expect_equal
 
 P = "exercise3_2_two_dim_output:"
 

@@ -47,7 +47,7 @@ from typing import Any
 from grader.i18n import TEMPLATES_DIR, Catalog, section_key
 from grader.records import MODULE_SECTIONS, MODULES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_NAME = "ch3_attention"
 BOOK_ORDER = ("sec3_3_simple_attention", "sec3_4_self_attention", "exercise3_1_weight_transfer",
               "sec3_5_causal_attention", "sec3_6_multi_head_attention", "exercise3_2_two_dim_output",
@@ -64,7 +64,7 @@ def suite_points() -> dict[str, float]:
     """Module -> the points its hidden tests are worth (collected, not run)."""
     import pytest
 
-    from grader.plugin import GradingPlugin, run_suites
+    from grader.suites.plugin import GradingPlugin, run_suites
 
     plugin = GradingPlugin(None, iter(()), lambda *args: None)  # type: ignore[arg-type]
     code = run_suites(plugin, "--collect-only")
@@ -298,7 +298,7 @@ def grade_notebooks(notebooks: dict[str, Path], name: str, lang: str = "en",
     """Grade several students' copies of one notebook in a single run of the kit's path.
 
     Returns student -> (hash of the code graded, results.json)."""
-    from grader.discovery import read_submission
+    from grader.intake.discovery import read_submission
     from grader.runner import grade
 
     with tempfile.TemporaryDirectory(prefix="kit-nbgrader-") as scratch:
@@ -328,7 +328,7 @@ def grade_notebook_document(nb: Any, name: str, lang: str = "en", jobs: int = 1)
 
 
 def _code_hash(nb: Any, name: str) -> str:
-    from grader.discovery import read_submission
+    from grader.intake.discovery import read_submission
 
     with tempfile.TemporaryDirectory(prefix="kit-nbgrader-") as scratch:
         _write_notebook(nb, Path(scratch) / "s", name)

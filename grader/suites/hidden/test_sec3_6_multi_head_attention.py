@@ -3,7 +3,7 @@ multi-head attention with weight splits."""
 import pytest
 import torch
 
-from grader.compare import expect, expect_close, expect_equal, expect_shape
+from grader.suites.compare import expect, expect_close, expect_equal, expect_shape
 
 P = "sec3_6_multi_head_attention:"
 

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from grader.compare import expect, expect_close, expect_equal, expect_shape
+from grader.suites.compare import expect, expect_close, expect_equal, expect_shape
 
 P = "sec3_5_causal_attention:"
 

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from grader.compare import expect, expect_close, expect_equal, expect_shape
+from grader.suites.compare import expect, expect_close, expect_equal, expect_shape
 
 P = "exercise3_3_gpt2_attention:"
 

@@ -7,7 +7,7 @@ and compared with the same computation on the reference's copies, which is SelfA
 import pytest
 import torch
 
-from grader.compare import expect, expect_close, expect_shape
+from grader.suites.compare import expect, expect_close, expect_shape
 from grader.probes import randn
 
 P = "exercise3_1_weight_transfer:"

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from grader.compare import expect, expect_close
+from grader.suites.compare import expect, expect_close
 
 P = "sec3_3_simple_attention:"
 

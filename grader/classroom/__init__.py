@@ -1,0 +1,1 @@
+"""Classroom integrations: nbgrader, Gradescope, the student bundle. Each grades through `grader.runner`."""

@@ -1,0 +1,1 @@
+"""Intake: finding submissions on disk and reading them (modules and notebooks) into `Submission` records."""

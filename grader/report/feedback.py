@@ -1,0 +1,245 @@
+"""The views of one submission's report (sections, checks, tables, guidance) and its results.json."""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from grader.i18n import Catalog, section_key
+from grader.records import MODULE_SECTIONS, SECTIONS, GradeResult, StudentFrame, TestOutcome
+from grader.report.heatmaps import HeatmapView, heatmap_view
+from grader.report.messages import (Card, NoteView, _not_implemented, _note, check_title, error_message,
+                                    misconception_card, outcome_message)
+
+
+def results_document(result: GradeResult, catalog: Catalog) -> dict:
+    return {
+        "submission": result.submission,
+        "score": result.score,
+        "max_score": result.max_score,
+        "sections": [asdict(section) for section in result.sections],
+        "tests": [
+            {"id": o.id, "section": o.section, "points": o.points, "max_points": o.max_points,
+             "status": o.status, "message": o.message, "misconception": o.misconception,
+             "blocked_by": o.blocked_by}
+            for o in result.tests
+        ],
+        "integrity": [asdict(note) for note in result.integrity],
+        "content_hash": result.content_hash,
+        "lang": catalog.lang,
+    }
+
+
+# -- views of one submission -------------------------------------------------------------------
+
+
+@dataclass
+class Cell:
+    text: str
+    differs: bool = False
+
+
+@dataclass
+class Table:
+    """Expected and actual values side by side, differing entries marked."""
+
+    expected: list[list[Cell]]
+    actual: list[list[Cell]]
+    truncated: bool = False  # the test compared more entries than shown
+
+
+@dataclass
+class CheckView:
+    id: str
+    title: str
+    status: str
+    points: float
+    max_points: float
+    message: str
+    hint: str  # the test's own hint (tests."<id>".hint), shown when it did not pass
+    location: StudentFrame | None
+    table: Table | None
+    misconception: str | None
+    blocked: str  # "this needs your earlier module, which is broken", or ""
+    heatmap: "HeatmapView | None" = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+
+@dataclass
+class Guidance:
+    """A "start here" pointer: a catalogue key and its parameters, already rendered."""
+
+    text: str
+
+
+@dataclass
+class SectionView:
+    id: str
+    title: str
+    score: float
+    max_score: float
+    tests: list[CheckView]
+    start: Guidance | None  # set when nothing in the section works yet
+
+    @property
+    def fraction(self) -> float:
+        return self.score / self.max_score if self.max_score else 0.0
+
+    @property
+    def state(self) -> str:
+        if self.max_score and self.score >= self.max_score:
+            return "full"
+        return "none" if self.score == 0 else "part"
+
+
+
+@dataclass
+class FeedbackView:
+    result: GradeResult
+    sections: list[SectionView]
+    next_step: Guidance | None
+    cards: list[Card]
+    heatmaps: list[HeatmapView]
+    integrity: list[NoteView]
+
+    @property
+    def fraction(self) -> float:
+        return self.result.score / self.result.max_score if self.result.max_score else 0.0
+
+    @property
+    def heatmaps_to_study(self) -> list[HeatmapView]:
+        """Heatmaps where the student's weights differ from the reference (or are missing)."""
+        return [h for h in self.heatmaps if h.student is None or h.differing]
+
+
+def _format(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return str(value)
+        return f"{value:.4f}"
+    return str(value)
+
+
+def _matrix(value: Any) -> list[list[Any]]:
+    if isinstance(value, (list, tuple)) and value and all(isinstance(row, (list, tuple)) for row in value):
+        return [list(row) for row in value]
+    if isinstance(value, (list, tuple)):
+        return [list(value)]
+    return [[value]]
+
+
+def _table(outcome: TestOutcome) -> Table | None:
+    detail = outcome.detail
+    if detail is None or detail.expected is None or detail.actual is None:
+        return None
+    expected, actual = _matrix(detail.expected), _matrix(detail.actual)
+    differs = _matrix(detail.differs) if detail.differs is not None else None
+
+    def flag(i: int, j: int) -> bool:
+        if differs is not None:
+            try:
+                return bool(differs[i][j])
+            except (IndexError, TypeError):
+                return False
+        try:
+            return expected[i][j] != actual[i][j]
+        except IndexError:
+            return True
+
+    shape = detail.params.get("shape")
+    shown = sum(len(row) for row in expected)
+    truncated = isinstance(shape, (list, tuple)) and math.prod(int(s) for s in shape) > shown
+    return Table([[Cell(_format(v), flag(i, j)) for j, v in enumerate(row)] for i, row in enumerate(expected)],
+                 [[Cell(_format(v), flag(i, j)) for j, v in enumerate(row)] for i, row in enumerate(actual)],
+                 truncated)
+
+
+
+def _check_view(outcome: TestOutcome, catalog: Catalog, heatmap: "HeatmapView | None" = None) -> CheckView:
+    message = outcome.message
+    blocked = ""
+    if outcome.blocked_by:
+        section = MODULE_SECTIONS.get(outcome.blocked_by, "")
+        blocked = catalog.t("report.blocked-note", module=outcome.blocked_by,
+                            section_title=catalog.t(section_key(section)) if section else outcome.blocked_by)
+    if outcome.error is not None:
+        message = error_message(outcome.error, catalog)  # the blocked note is shown on its own
+    elif outcome.detail is not None:
+        message = outcome_message(outcome, catalog)
+    hint_key = f"tests.{outcome.id}.hint"
+    hint = catalog.t(hint_key) if outcome.status != "passed" and catalog.has(hint_key) else ""
+    location = outcome.error.location if outcome.error is not None else None
+    return CheckView(outcome.id, check_title(outcome.id, catalog), outcome.status, outcome.points,
+                    outcome.max_points, message, hint, location, _table(outcome), outcome.misconception,
+                    blocked, heatmap)
+
+
+def _start(tests: list[TestOutcome], catalog: Catalog) -> Guidance | None:
+    """When nothing in a section works: which file and function to write (or fix) first."""
+    if not tests or any(t.status in ("passed", "failed") for t in tests):
+        return None
+    for test in tests:
+        error = test.error
+        if error is None:
+            continue
+        if test.blocked_by:
+            section = MODULE_SECTIONS.get(test.blocked_by, "")
+            return Guidance(catalog.t("report.start.blocked", module=test.blocked_by,
+                                      section_title=catalog.t(section_key(section))))
+        if error.key == "import.missing":
+            return Guidance(catalog.t("report.start.missing", module=error.params.get("module", test.module)))
+        location = error.location
+        if location is None:
+            continue
+        params = {"file": location.file, "line": location.line, "function": location.function}
+        if _not_implemented(error):
+            return Guidance(catalog.t("report.start.not-implemented", **params))
+        return Guidance(catalog.t("report.start.error", **params))
+    return Guidance(catalog.t("report.start.generic", module=tests[0].module))
+
+
+def _next_step(sections: list[SectionView], catalog: Catalog) -> Guidance | None:
+    """The first section in book order that is not complete, and its first check that did not pass."""
+    for section in sections:
+        if not section.max_score or section.score >= section.max_score:
+            continue
+        first = next((t for t in section.tests if not t.passed), None)
+        if first is None:
+            continue
+        return Guidance(catalog.t("report.next-step", section_title=section.title, test=first.title))
+    return None
+
+
+
+def feedback_view(result: GradeResult, catalog: Catalog) -> FeedbackView:
+    titles = {s.id: s for s in result.sections}
+    heatmaps = [heatmap_view(h, catalog) for h in result.heatmaps]
+    by_test = {h.test_id: h for h in heatmaps}
+    sections = []
+    for section in SECTIONS:
+        tests = [o for o in result.tests if o.section == section]
+        score = titles.get(section)
+        max_score = score.max_score if score else sum(o.max_points for o in tests)
+        if not tests and not max_score:
+            continue
+        sections.append(SectionView(section, catalog.t(section_key(section)),
+                                    score.score if score else sum(o.points for o in tests), max_score,
+                                    [_check_view(o, catalog, by_test.get(o.id)) for o in tests],
+                                    _start(tests, catalog)))
+    seen: dict[str, list[str]] = {}
+    for outcome in result.tests:
+        if outcome.misconception:
+            seen.setdefault(outcome.misconception, []).append(check_title(outcome.id, catalog))
+    cards = [misconception_card(mid, catalog, tests) for mid, tests in seen.items()]
+    return FeedbackView(result, sections, _next_step(sections, catalog), cards, heatmaps,
+                        [_note(n, catalog) for n in result.integrity])
+
+
+# -- views of a class --------------------------------------------------------------------------
+
+
