@@ -21,6 +21,16 @@ SECTIONS: tuple[str, ...] = tuple(MODULE_SECTIONS.values())
 
 
 @dataclass(frozen=True)
+class LineOrigin:
+    """Where a line of a module made from a notebook was written: the notebook (as feedback names
+    it), the cell's number (1-based, counting every cell) and the line in that cell (1-based)."""
+
+    notebook: str
+    cell: int
+    line: int
+
+
+@dataclass(frozen=True)
 class Submission:
     """One student's work: module name -> Python source (notebooks already converted)."""
 
@@ -28,7 +38,10 @@ class Submission:
     path: Path
     sources: dict[str, str]
     content_hash: str
-    problems: tuple["IntegrityNote", ...] = ()  # e.g. an unreadable notebook
+    problems: tuple["IntegrityNote", ...] = ()  # e.g. an unreadable notebook, a refused link
+    # module -> the origin of each line of its source (index 0 = line 1), for modules made from
+    # notebooks; None for lines the grader generated. Modules from .py files have no entry.
+    origins: dict[str, tuple[LineOrigin | None, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -39,6 +52,7 @@ class StudentFrame:
     line: int
     function: str
     code: str
+    cell: int = 0  # in a notebook submission: the cell's number (file is the notebook, line the line in the cell)
 
 
 @dataclass(frozen=True)
