@@ -42,10 +42,12 @@ def run_grade(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from grader.intake.discovery import DiscoveryError
+    from grader.intake.text import shown
     from grader.runner import GraderError, grade
 
     catalog = Catalog(args.lang)
-    console = Console(stderr=True, soft_wrap=True)
+    # Printed text holds names from submissions: never read as rich markup ("[/]" would raise).
+    console = Console(stderr=True, soft_wrap=True, markup=False, highlight=False, emoji=False)
     progress = Progress(TextColumn(catalog.t("cli.progress")), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, disable=args.quiet)
     task = progress.add_task("grading", total=None)
@@ -61,13 +63,13 @@ def run_grade(args: argparse.Namespace) -> int:
         return 2
     for note in summary.protections:
         console.print(catalog.t("cli.protection-missing", what=catalog.t(f"integrity.{note.kind}")))
-    out = Console(soft_wrap=True)
+    out = Console(soft_wrap=True, markup=False, highlight=False, emoji=False)
     if summary.is_class:
         out.print(catalog.t("cli.class-done", count=len(summary.results), graded=summary.graded,
                             reused=summary.reused, seconds=f"{summary.seconds:.1f}"))
     else:
         result = summary.results[0]
-        out.print(catalog.t("cli.submission-done", name=result.submission, score=f"{result.score:g}",
+        out.print(catalog.t("cli.submission-done", name=shown(result.submission), score=f"{result.score:g}",
                             max_score=f"{result.max_score:g}", seconds=f"{summary.seconds:.1f}"))
     out.print(catalog.t("cli.report-at", path=str(summary.report_path)))
     return 0

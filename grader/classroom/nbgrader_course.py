@@ -296,23 +296,17 @@ def _write_notebook(nb: Any, directory: Path, name: str) -> None:
 def grade_notebooks(notebooks: dict[str, Path], name: str, lang: str = "en",
                     jobs: int = 1) -> dict[str, tuple[str, dict[str, Any]]]:
     """Grade several students' copies of one notebook in a single run of the kit's path.
+    Each notebook is read by intake's rules (no link, no special file, size capped).
 
     Returns student -> (hash of the code graded, results.json)."""
-    from grader.intake.discovery import read_submission
-    from grader.runner import grade
+    from grader.intake.discovery import notebook_submission
+    from grader.runner import grade_submissions
 
+    submissions = [notebook_submission(student, notebook) for student, notebook in notebooks.items()]
     with tempfile.TemporaryDirectory(prefix="kit-nbgrader-") as scratch:
-        klass = Path(scratch) / "class"
-        hashes = {}
-        for student, notebook in notebooks.items():
-            folder = klass / student
-            folder.mkdir(parents=True)
-            (folder / f"{name}.ipynb").write_bytes(notebook.read_bytes())
-            hashes[student] = read_submission(folder).content_hash
-        out = Path(scratch) / "out"
-        grade(klass, out, jobs=jobs, lang=lang, force=True)  # a folder of student folders: always a class
-        return {student: (hashes[student], json.loads((out / student / "results.json").read_text(encoding="utf-8")))
-                for student in notebooks}
+        summary = grade_submissions(submissions, Path(scratch) / "out", jobs=jobs, lang=lang, force=True)
+        return {student: (submission.content_hash, json.loads((summary.out_of[graded] / "results.json").read_text(
+                    encoding="utf-8"))) for student, submission, graded in zip(notebooks, submissions, summary.names)}
 
 
 def grade_notebook_document(nb: Any, name: str, lang: str = "en", jobs: int = 1) -> dict[str, Any]:
@@ -328,11 +322,11 @@ def grade_notebook_document(nb: Any, name: str, lang: str = "en", jobs: int = 1)
 
 
 def _code_hash(nb: Any, name: str) -> str:
-    from grader.intake.discovery import read_submission
+    import nbformat
 
-    with tempfile.TemporaryDirectory(prefix="kit-nbgrader-") as scratch:
-        _write_notebook(nb, Path(scratch) / "s", name)
-        return read_submission(Path(scratch) / "s").content_hash
+    from grader.intake.discovery import submission_from_files
+
+    return submission_from_files(name, Path(name), {f"{name}.ipynb": nbformat.writes(nb).encode()}).content_hash
 
 
 if _Base is not object:

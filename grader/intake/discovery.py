@@ -1,13 +1,31 @@
-"""Finding submissions on disk and reading them into `Submission` records."""
+"""Finding submissions on disk and reading them into `Submission` records.
+
+Every entry point reads submissions through this module: `grade` (grader.runner), nbgrader's
+`GradeWithKit`, the Gradescope and PrairieLearn entry points and the student bundle's self-check.
+It needs only the standard library and `grader.records`, so that the bundle can ship a copy.
+
+The rules (see `grader.intake.files`): only regular files directly inside a student's folder are
+read, never through a link (the student folder itself, a module file, a notebook), never a hard
+link, a FIFO, a device or a folder posing as a module, never more than the size cap. Whatever is
+refused becomes an integrity note naming the file, and costs only that file.
+"""
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
+from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 
-from grader.intake.notebooks import NotebookError, modules_from_notebook
-from grader.records import MODULES, IntegrityNote, Submission
+from grader.intake.files import Folder, Refused, read_file
+from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, notebook_modules
+from grader.intake.text import decode_name, display_names, shown
+from grader.records import MODULES, IntegrityNote, LineOrigin, Submission
 
 MAX_SOURCE_BYTES = 512 * 1024
+MAX_STUDENTS = 100_000  # entries of a class folder looked at
+IGNORED_FOLDERS = {"__MACOSX", "__pycache__", ".ipynb_checkpoints"}
 
 
 class DiscoveryError(Exception):
@@ -19,55 +37,219 @@ class DiscoveryError(Exception):
         self.params = params
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """A folder to grade: where it is, the name reports use, and why it is refused as a whole
+    (a student folder that is a link), if it is."""
+
+    path: Path
+    name: str
+    refused: str = ""
+
+
+@dataclass(frozen=True)
+class Discovery:
+    is_class: bool
+    candidates: list[Candidate]
+
+
+# -- what PATH holds ---------------------------------------------------------------------------------
+
+def _is_module_file(name: str) -> bool:
+    stem, dot, suffix = name.rpartition(".")
+    return bool(dot) and suffix in ("py", "ipynb") and stem in MODULES
+
+
+def _holds(folder: Folder) -> bool:
+    entries = [e for e in folder.entries() if not e.name.startswith(".")]
+    if any(_is_module_file(e.name) for e in entries):
+        return True
+    if not any(e.name.endswith(".ipynb") for e in entries):
+        return False
+    for entry in entries:
+        if entry.kind != "folder" or entry.name in IGNORED_FOLDERS:
+            continue
+        try:
+            with folder.subfolder(entry.name) as child:
+                if any(e.name.endswith((".py", ".ipynb")) for e in child.entries()):
+                    return False  # a student folder beside the notebook: PATH is a class
+        except (Refused, OSError):
+            continue
+    return True
+
+
 def holds_submission(path: Path) -> bool:
     """Modules (.py or module-named notebooks) directly in PATH; or, failing that, a notebook in
-    PATH (one for the whole chapter) and no student folders beside it."""
-    if any((path / f"{module}.py").is_file() or (path / f"{module}.ipynb").is_file() for module in MODULES):
-        return True
-    if not any(path.glob("*.ipynb")):
+    PATH (one for the whole chapter) and no student folders beside it. Links are not followed
+    (PATH itself is)."""
+    try:
+        with Folder.open(Path(path), follow=True) as folder:
+            return _holds(folder)
+    except (Refused, OSError):
         return False
-    return not any(child.is_dir() and not child.name.startswith(".") and _holds_files(child)
-                   for child in path.iterdir())
 
 
-def _holds_files(path: Path) -> bool:
-    return any(path.glob("*.py")) or any(path.glob("*.ipynb"))
+def discover(path: Path) -> Discovery:
+    """One submission when PATH holds modules itself; otherwise every folder in PATH is one
+    student's (a student "folder" that is a link to a folder is listed, refused as a whole).
+    Names are unique and printable (undecodable bytes escaped)."""
+    path = Path(path)
+    if not path.exists():
+        raise DiscoveryError("discovery.missing", path=shown(path))
+    if not path.is_dir():
+        raise DiscoveryError("discovery.not-a-directory", path=shown(path))
+    try:
+        root = Folder.open(path, follow=True)
+    except Refused:
+        raise DiscoveryError("discovery.missing", path=shown(path)) from None
+    with root:
+        if _holds(root):
+            return Discovery(False, [Candidate(path, decode_name(Path(os.path.abspath(path)).name or "submission"))])
+        found: dict[str, str] = {}
+        for entry in root.entries(limit=MAX_STUDENTS):
+            if entry.name.startswith(".") or entry.name in IGNORED_FOLDERS:
+                continue
+            if entry.kind == "folder":
+                found[entry.name] = ""
+            elif entry.kind == "link" and _links_to_folder(root, entry.name):
+                found[entry.name] = "link"
+    if not found:
+        raise DiscoveryError("discovery.empty", path=shown(path))
+    names = display_names(list(found))
+    candidates = [Candidate(path / raw, names[raw], refused) for raw, refused in found.items()]
+    return Discovery(True, sorted(candidates, key=lambda c: os.fsencode(c.path.name)))
+
+
+def _links_to_folder(folder: Folder, name: str) -> bool:
+    try:  # stat only: nothing behind the link is opened or read
+        return stat.S_ISDIR(os.stat(name, dir_fd=folder.fd, follow_symlinks=True).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def find_submissions(path: Path) -> tuple[list[Path], bool]:
-    """(submission directories, is_class). One submission when PATH holds modules itself."""
-    if not path.exists():
-        raise DiscoveryError("discovery.missing", path=path)
-    if not path.is_dir():
-        raise DiscoveryError("discovery.not-a-directory", path=path)
-    if holds_submission(path):
-        return [path], False
-    students = sorted(child for child in path.iterdir() if child.is_dir() and not child.name.startswith("."))
-    if not students:
-        raise DiscoveryError("discovery.empty", path=path)
-    return students, True
+    """(submission folders, is_class). One submission when PATH holds modules itself."""
+    found = discover(path)
+    return [c.path for c in found.candidates], found.is_class
 
 
-def read_submission(path: Path, name: str | None = None) -> Submission:
-    """Sources of the seven modules, from .py files or, where there is none, notebooks."""
-    sources: dict[str, str] = {}
+def find_upload(path: Path, depth: int = 4, folders: int = 200) -> Path | None:
+    """The folder of an upload that holds the modules: the upload itself, or the first folder inside
+    it that does (students often upload a zip with a folder in it), breadth first, never through a
+    link; None if there is none."""
+    queue = deque([(Path(path), 0)])
+    seen = 0
+    while queue and seen < folders:
+        folder_path, level = queue.popleft()
+        seen += 1
+        try:
+            folder = Folder.open(folder_path, follow=level == 0)
+        except Refused:
+            continue
+        with folder:
+            if _holds(folder):
+                return folder_path
+            if level < depth:
+                queue.extend((folder_path / e.name, level + 1) for e in folder.entries()
+                             if e.kind == "folder" and not e.name.startswith(".") and e.name not in IGNORED_FOLDERS)
+    return None
+
+
+# -- reading one submission -------------------------------------------------------------------------
+
+def read_submission(path: Path, name: str | None = None, *, follow: bool = False) -> Submission:
+    """Sources of the seven modules in the folder PATH, from .py files or, where there is none,
+    notebooks. PATH itself is not followed if it is a link (unless `follow`: a folder the
+    instructor named): then the submission is empty, with a note saying why."""
+    path = Path(path)
+    shown_name = name or decode_name(path.name or str(path))
+    try:
+        folder = Folder.open(path, follow=follow)
+    except Refused as exc:
+        return submission_from_files(shown_name, path, {}, [_folder_note(exc.reason, path)])
+    with folder:
+        return _read_folder(folder, shown_name)
+
+
+def read_candidate(candidate: Candidate, follow: bool = False) -> Submission:
+    """A discovered folder as a Submission: never raises (a failure is the student's note)."""
+    try:
+        if candidate.refused:
+            return submission_from_files(candidate.name, candidate.path, {},
+                                         [_folder_note(candidate.refused, candidate.path)])
+        return read_submission(candidate.path, candidate.name, follow=follow)
+    except Exception as exc:  # noqa: BLE001 - one student's files never stop the class
+        return submission_from_files(candidate.name, candidate.path, {},
+                                     [IntegrityNote("submission.unreadable", shown(type(exc).__name__))])
+
+
+def notebook_submission(name: str, path: Path) -> Submission:
+    """One notebook file as a whole submission (nbgrader's submitted copy of the assignment): read
+    by the rules above; a refused file is the submission's note."""
+    path = Path(path)
+    try:
+        files = {path.name: read_file(path, MAX_NOTEBOOK_BYTES)}
+        problems: list[IntegrityNote] = []
+    except Refused as exc:
+        files, problems = {}, [_file_note(exc.reason, path.name, True)]
+    return submission_from_files(name, path.parent, files, problems)
+
+
+def _folder_note(reason: str, path: Path) -> IntegrityNote:
+    return IntegrityNote(f"submission.folder-{reason}", decode_name(path.name or str(path)))
+
+
+def _read_folder(folder: Folder, name: str) -> Submission:
+    files: dict[str, bytes] = {}
     problems: list[IntegrityNote] = []
-    # Module-named notebooks first: they win over a chapter notebook defining the same module.
-    for notebook in sorted(path.glob("*.ipynb"), key=lambda p: (p.stem not in MODULES, p.name)):
-        if notebook.name.startswith(".") or not notebook.is_file():
+    for entry in folder.entries():
+        filename = entry.name
+        if filename.startswith("."):
+            continue
+        notebook = filename.endswith(".ipynb")
+        if not (notebook or _is_module_file(filename)):
             continue
         try:
-            for module, source in modules_from_notebook(notebook).items():
-                sources.setdefault(module, source)
+            files[filename] = folder.read(filename, MAX_NOTEBOOK_BYTES if notebook else MAX_SOURCE_BYTES)
+        except Refused as exc:
+            problems.append(_file_note(exc.reason, filename, notebook))
+    return submission_from_files(name, folder.path, files, problems)
+
+
+def _file_note(reason: str, filename: str, notebook: bool) -> IntegrityNote:
+    if notebook and reason in ("too-large", "unreadable"):
+        return IntegrityNote(f"submission.notebook-{reason}", decode_name(filename))
+    return IntegrityNote(f"submission.file-{reason}", decode_name(filename))
+
+
+def submission_from_files(name: str, path: Path, files: dict[str, bytes],
+                          problems: list[IntegrityNote] | tuple[IntegrityNote, ...] = ()) -> Submission:
+    """A Submission from file names and contents already read (by the rules above): .py files
+    named like a module, notebooks (*.ipynb); other names are ignored."""
+    sources: dict[str, str] = {}
+    origins: dict[str, tuple[LineOrigin | None, ...]] = {}
+    problems = list(problems)
+    # Module-named notebooks first: they win over a chapter notebook defining the same module.
+    notebooks = sorted((f for f in files if f.endswith(".ipynb") and not f.startswith(".")),
+                       key=lambda f: (f[:-6] not in MODULES, os.fsencode(f)))
+    for filename in notebooks:
+        shown_name = decode_name(filename)
+        try:
+            for module, generated in notebook_modules(files[filename], filename, shown_name).items():
+                if module not in sources:
+                    sources[module] = generated.source
+                    origins[module] = generated.origins
         except NotebookError as exc:
-            detail = notebook.name + (f" ({exc.where})" if exc.where else "")
+            detail = shown_name + (f" ({exc.where})" if exc.where else "")
             problems.append(IntegrityNote(f"submission.notebook-{exc.reason}", detail))
     for module in MODULES:
-        file = path / f"{module}.py"
-        if file.is_file():
-            data = file.read_bytes()[:MAX_SOURCE_BYTES]
+        data = files.get(f"{module}.py")
+        if data is not None:
             sources[module] = data.decode("utf-8", errors="replace")
+            origins.pop(module, None)
     digest = hashlib.sha256()
     for module in sorted(sources):
-        digest.update(module.encode() + b"\0" + sources[module].encode() + b"\0")
-    return Submission(name or path.name, path, sources, digest.hexdigest(), tuple(problems))
+        digest.update(module.encode() + b"\0" + sources[module].encode("utf-8", "surrogatepass") + b"\0")
+    for note in problems:
+        digest.update(b"note\0" + f"{note.kind}\0{note.detail}".encode("utf-8", "surrogatepass") + b"\0")
+    return Submission(name, Path(path), sources, digest.hexdigest(), tuple(problems), origins)
