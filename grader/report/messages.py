@@ -109,6 +109,8 @@ def outcome_message(outcome: TestOutcome, catalog: Catalog) -> Said:
     if outcome.detail is not None:
         params: dict[str, Any] = {}
         for name, value in (outcome.detail.params or {}).items():
+            if not (isinstance(name, str) and name.isidentifier()):
+                continue
             if name in ("what", "on") and isinstance(value, str) and catalog.has(value):
                 params[name] = words(catalog.t(value))  # the suites name these by catalogue key
             elif name in ("what", "on") and not value:

@@ -66,7 +66,7 @@ def write_submission_reports(result: GradeResult, out_dir: Path, catalog: Catalo
     try:
         html, markdown = render_feedback(result, catalog)
     except Exception as exc:  # noqa: BLE001 - one student's report never stops the class
-        log.exception("feedback of %s could not be rendered", result.submission)
+        log.exception("feedback of %s could not be rendered", shown(result.submission))
         result = _with_note(result, IntegrityNote("report.failed", type(exc).__name__))
         html, markdown = _plain_pages(result, catalog)
     write_atomic(out_dir / "feedback.html", html)
@@ -89,7 +89,7 @@ def _plain_pages(result: GradeResult, catalog: Catalog) -> tuple[str, str]:
     try:
         return render_feedback(reduced, catalog)
     except Exception:  # noqa: BLE001
-        log.exception("plain feedback of %s could not be rendered either", result.submission)
+        log.exception("plain feedback of %s could not be rendered either", shown(result.submission))
     lines = [catalog.t("report.title", name=shown(result.submission)),
              f"{number(result.score)} / {number(result.max_score)} {catalog.t('report.points')}",
              catalog.t("integrity.report.failed", detail="")]
