@@ -39,9 +39,10 @@ class Submission:
     sources: dict[str, str]
     content_hash: str
     problems: tuple["IntegrityNote", ...] = ()  # e.g. an unreadable notebook, a refused link
-    # module -> the origin of each line of its source (index 0 = line 1), for modules made from
-    # notebooks; None for lines the grader generated. Modules from .py files have no entry.
-    origins: dict[str, tuple[LineOrigin | None, ...]] = field(default_factory=dict)
+    # module -> where the lines of its source came from, for modules made from notebooks, as runs
+    # (first line of the run, its LineOrigin or None for lines the grader added); look a line up
+    # with grader.intake.cells.origin_at. Modules from .py files have no entry.
+    origins: dict[str, tuple[tuple[int, LineOrigin | None], ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

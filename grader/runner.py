@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 import grader
-from grader.intake.discovery import discover, read_candidate
+from grader.intake.discovery import Candidate, discover, read_candidate
 from grader.intake.text import MAX_NAME_CHARS, folder_names, shown
 from grader.i18n import TEMPLATES_DIR, Catalog
 from grader.records import GradeResult, IntegrityNote, SectionScore, Submission, TestOutcome
@@ -90,14 +90,16 @@ def grade(path: Path, out_dir: Path, *, jobs: int | None = None, lang: str = "en
     """Grade PATH (one submission, or a class folder of student folders) into OUT_DIR. `name` names a
     single submission in its reports (default: its folder's name)."""
     found = discover(path)
-    submissions = []
-    for candidate in found.candidates:
-        # the folder the instructor named is followed if it is a link; a student folder never is
-        submission = read_candidate(candidate, follow=not found.is_class)
-        submissions.append(replace(submission, name=name) if name and not found.is_class else submission)
-    return grade_submissions(submissions, out_dir, is_class=found.is_class, jobs=jobs, lang=lang, force=force,
-                             limits=limits, on_progress=on_progress,
-                             hide=[Path(path).resolve(), Path(out_dir).resolve()])
+
+    def loader(candidate: Candidate) -> Loader:
+        def load() -> Submission:
+            # the folder the instructor named is followed if it is a link; a student folder never is
+            submission = read_candidate(candidate, follow=not found.is_class)
+            return replace(submission, name=name) if name and not found.is_class else submission
+        return load
+
+    return _grade([loader(c) for c in found.candidates], Path(out_dir), found.is_class, jobs, lang, force, limits,
+                  on_progress, [Path(path).resolve(), Path(out_dir).resolve()])
 
 
 def grade_submissions(submissions: list[Submission], out_dir: Path, *, is_class: bool = True,
@@ -108,34 +110,47 @@ def grade_submissions(submissions: list[Submission], out_dir: Path, *, is_class:
     student (a safe name that never collides with the class outputs) plus gradebook.csv and
     summary.html; a single submission straight into OUT_DIR. `hide` lists folders the sandbox must
     not show student code (default: the submissions' parent folders and OUT_DIR)."""
+    if hide is None:
+        hide = sorted({Path(s.path).resolve().parent for s in submissions} | {Path(out_dir).resolve()})
+    return _grade([lambda s=s: s for s in submissions], Path(out_dir), is_class, jobs, lang, force, limits,
+                  on_progress, hide)
+
+
+Loader = Callable[[], Submission]
+
+
+def _grade(loaders: list[Loader], out_dir: Path, is_class: bool, jobs: int | None, lang: str, force: bool,
+           limits: Limits, on_progress: Callable[[int, int], None] | None, hide: list[Path]) -> RunSummary:
+    """Submissions are read twice: once to name them and decide what to (re)grade (their sources
+    then dropped), once when a sandbox slot is about to take them. At most a few submissions' sources
+    are held at a time, however many students and whatever their files hold."""
     started = time.perf_counter()
-    out_dir = Path(out_dir)
     catalog = Catalog(lang)
     fingerprint = kit_fingerprint(lang, limits)
-    submissions = _unique_names(submissions)
-    folders = folder_names([s.name for s in submissions], CLASS_OUTPUTS) if is_class else {}
-    pending: list[Submission] = []
+    heads = []
+    for load in loaders:
+        submission = load()
+        heads.append((submission.name, submission.content_hash))
+    names = _unique_names([name for name, _ in heads])
+    folders = folder_names(names, CLASS_OUTPUTS) if is_class else {}
+    pending: list[tuple[int, str]] = []  # (index, cache key)
     reused: list[GradeResult] = []
     out_of: dict[str, Path] = {}
-    for submission in submissions:
-        key = hashlib.sha256((submission.content_hash + fingerprint).encode()).hexdigest()
-        submission = replace(submission, content_hash=key)
-        target = out_dir / folders[submission.name] if is_class else out_dir
-        out_of[submission.name] = target
-        previous = None if force else _cached(target, key, submission.name)
+    for index, (name, (_, content_hash)) in enumerate(zip(names, heads)):
+        key = _key(content_hash, fingerprint)
+        out_of[name] = out_dir / folders[name] if is_class else out_dir
+        previous = None if force else _cached(out_of[name], key, name)
         if previous is not None:
             reused.append(previous)
         else:
-            pending.append(submission)
-    total_count = len(submissions)
+            pending.append((index, key))
+    total_count = len(loaders)
     progress = _guarded(on_progress or (lambda done, count: None))
     progress(len(reused), total_count)
 
     results: list[GradeResult] = list(reused)
     protections: list[IntegrityNote] = []
     if pending:
-        if hide is None:
-            hide = sorted({Path(s.path).resolve().parent for s in pending} | {out_dir.resolve()})
         # the workers start at once; this process imports torch and the suites meanwhile
         workers = min(jobs or os.cpu_count() or 1, len(pending))
         with SandboxPool(workers, limits, hide=hide) as pool:
@@ -143,12 +158,23 @@ def grade_submissions(submissions: list[Submission], out_dir: Path, *, is_class:
             from grader import session
 
             probes = session.probe_names()
-            for submission in pending:
-                pool.submit(submission, probes)
+            queue = list(reversed(pending))
+
+            def submit_next() -> None:
+                index, key = queue.pop()
+                submission = loaders[index]()  # read again: graded as it is now
+                if submission.content_hash != heads[index][1]:
+                    key = _key(submission.content_hash, fingerprint)
+                pool.submit(replace(submission, name=names[index], content_hash=key), probes)
+
+            for _ in range(min(len(queue), 2 * workers)):
+                submit_next()
 
             def on_result(result: GradeResult) -> None:
                 results.append(result)
                 progress(len(results), total_count)
+                if queue:
+                    submit_next()
 
             try:
                 session.grade_with_suites(pool, out_of, out_dir / CACHE_DIR, fingerprint, catalog, protections,
@@ -160,21 +186,25 @@ def grade_submissions(submissions: list[Submission], out_dir: Path, *, is_class:
 
         write_class_reports(results, out_dir, catalog)
     return RunSummary(results, is_class, out_dir, len(pending), len(reused),
-                      time.perf_counter() - started, protections, [s.name for s in submissions], out_of)
+                      time.perf_counter() - started, protections, names, out_of)
 
 
-def _unique_names(submissions: list[Submission]) -> list[Submission]:
-    """Submissions whose names are printable and unique (a suffix " (2)" where two are alike)."""
+def _key(content_hash: str, fingerprint: str) -> str:
+    return hashlib.sha256((content_hash + fingerprint).encode()).hexdigest()
+
+
+def _unique_names(raw: list[str]) -> list[str]:
+    """Printable, unique names (a suffix " (2)" where two are alike), in the order given."""
     seen: set[str] = set()
     unique = []
-    for submission in submissions:
-        base = shown(submission.name, limit=MAX_NAME_CHARS) or "submission"
-        name, n = base, 1
-        while name in seen:
+    for name in raw:
+        base = shown(name, limit=MAX_NAME_CHARS) or "submission"
+        candidate, n = base, 1
+        while candidate in seen:
             n += 1
-            name = f"{base} ({n})"
-        seen.add(name)
-        unique.append(submission if name == submission.name else replace(submission, name=name))
+            candidate = f"{base} ({n})"
+        seen.add(candidate)
+        unique.append(candidate)
     return unique
 
 

@@ -95,7 +95,8 @@ def grade_with_suites(pool: SandboxPool, out_of: dict[str, Path], cache_dir: Pat
                                        titles, protections)
             except Exception as exc:  # noqa: BLE001
                 log.exception("grading %s failed", shown(submission.name))
-                result = _failed_result(submission, plugin.infos, catalog, titles, protections, f"grading: {type(exc).__name__}")
+                result = _failed_result(submission, plugin.infos, catalog, titles, protections,
+                                        f"grading: {type(exc).__name__}")
             try:
                 result = write_submission_reports(result, out_of[submission.name], catalog)
             except Exception as exc:  # noqa: BLE001 - e.g. the disk is full: the class still gets its gradebook

@@ -229,6 +229,17 @@ def test_notebook_feedback_names_the_cell_and_its_line(graded):
     assert "sec3_3_simple_attention.py, line" not in html
 
 
+def test_a_syntax_error_in_a_notebook_names_the_cell_in_every_place(graded):
+    expect = graded["expect"]["notebook_syntax"].extra
+    folder = graded["out"] / "notebook_syntax"
+    html = (folder / "feedback.html").read_text(encoding="utf-8")
+    assert f'<code class="student">chapter.ipynb</code>, cell {expect["cell"]}, line {expect["line"]}' in html
+    document = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    outputs = {t["output"] for t in document["tests"] if t["id"].startswith(M33)}
+    assert any(f"(chapter.ipynb, cell {expect['cell']}, line {expect['line']})" in o for o in outputs), outputs
+    assert not any("sec3_3_simple_attention.py, line" in o for o in outputs)
+
+
 def test_nan_and_infinite_results_are_drawn(graded):
     folder = graded["out"] / "nan_weights"
     html = (folder / "feedback.html").read_text(encoding="utf-8")

@@ -9,7 +9,6 @@ import os
 import stat
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,8 +16,9 @@ from hypothesis import strategies as st
 
 from grader.intake.discovery import (MAX_SOURCE_BYTES, discover, find_submissions, find_upload, holds_submission,
                                      notebook_submission, read_submission)
-from grader.intake.files import Folder, Refused, read_beneath, read_file
-from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, notebook_modules, parse_notebook
+from grader.intake.cells import origin_at
+from grader.intake.files import Folder, Refused, read_beneath
+from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, notebook_modules
 from grader.intake.text import display_names, folder_names, safe_component, shown
 from grader.runner import CLASS_OUTPUTS
 from tests.conftest import ROOT
@@ -249,16 +249,9 @@ def test_any_json_is_a_notebook_or_a_catalogued_reason(document, name):
         assert exc.reason in {"no-cells", "not-json", "too-complex", "too-large", "malformed"}
         return
     for module in modules.values():
-        assert len(module.origins) == module.source.count("\n") + 1
-        compile(module.source, "m", "exec") if _compiles(module.source) else None
-
-
-def _compiles(source: str) -> bool:
-    try:
-        compile(source, "m", "exec")
-        return True
-    except (SyntaxError, ValueError):
-        return False
+        lines = module.source.split("\n")
+        starts = [start for start, _ in module.origins]
+        assert starts == sorted(set(starts)) and all(1 <= s <= len(lines) for s in starts)
 
 
 @settings(max_examples=300, deadline=None)
@@ -292,16 +285,26 @@ def test_helpers_defined_in_unmarked_cells_are_graded_like_the_kernel_has_them()
 
 def test_every_generated_line_knows_its_cell_and_line():
     raw = _nb(("import math", {}), ("", {}), (f"# module: {M33}\nA = 1\nB = math.pi\n%time A", {}),
-              (f"x = 1\nraise ValueError('here')", {"tags": [f"module:{M35}"]}))
+              ("x = 1\nraise ValueError('here')", {"tags": [f"module:{M35}"]}))
     modules = notebook_modules(raw, "chapter.ipynb", "chapter.ipynb")
     m35 = modules[M35]
     line = m35.source.split("\n").index("raise ValueError('here')") + 1
-    origin = m35.origins[line - 1]
+    origin = origin_at(m35.origins, line)
     assert (origin.notebook, origin.cell, origin.line) == ("chapter.ipynb", 4, 2)
     m33 = modules[M33]
     line = m33.source.split("\n").index("B = math.pi") + 1
-    assert (m33.origins[line - 1].cell, m33.origins[line - 1].line) == (3, 3)
-    assert m33.origins[0].cell == 1  # the imported preamble points at its cell too
+    assert (origin_at(m33.origins, line).cell, origin_at(m33.origins, line).line) == (3, 3)
+    assert origin_at(m33.origins, 1).cell == 1  # the imported preamble points at its cell too
+    generated = m33.source.split("\n").index("# --- notebook cell 3 ---") + 1
+    assert origin_at(m33.origins, generated) is None  # a line the grader added
+
+
+def test_origins_take_memory_per_cell_not_per_line():
+    raw = _nb((f"# module: {M33}\n" + "x = 1\n" * 100_000, {}))
+    module = notebook_modules(raw, "chapter.ipynb")[M33]
+    assert len(module.origins) <= 3
+    last = module.source.split("\n").index("x = 1") + 100_000  # the cell's last "x = 1" (its line 100,001)
+    assert origin_at(module.origins, last).line == 100_001
 
 
 # -- the bundle ships intake: it must need nothing but the standard library -----------------------------
@@ -310,7 +313,8 @@ def test_intake_imports_only_the_standard_library_and_records():
     code = ("import sys; import grader.intake.discovery, grader.intake.notebooks, grader.intake.files, "
             "grader.intake.text, grader.intake.cells; "
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'jinja2', 'numpy', 'markupsafe', "
-            "'rich', 'pytest') or (m.startswith('grader.') and not m.startswith(('grader.intake', 'grader.records')))); "
+            "'rich', 'pytest') or (m.startswith('grader.') "
+            "and not m.startswith(('grader.intake', 'grader.records')))); "
             "print(bad); sys.exit(1 if bad else 0)")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert run.returncode == 0, run.stdout + run.stderr
@@ -324,3 +328,32 @@ def test_folder_reads_entries_with_their_kinds(tmp_path):
     with Folder.open(tmp_path) as folder:
         assert [(e.name, e.kind) for e in folder.entries()] == [("d", "folder"), ("f", "file"), ("l", "link"),
                                                                 ("p", "special")]
+
+
+# -- budgets: what one submission can cost the trusted process -------------------------------------------
+
+def test_one_submission_is_read_within_its_budgets(tmp_path):
+    from grader.intake.submission import MAX_NOTEBOOKS, MAX_SUBMISSION_BYTES
+
+    padding = "a" * (7 * 1024**2)  # saved outputs: 7 MB each, under the 8 MB cap
+    for index in range(4):
+        (tmp_path / f"big{index}.ipynb").write_text(json.dumps({"cells": [], "outputs": padding}))
+    assert 3 * 7 * 1024**2 < MAX_SUBMISSION_BYTES < 4 * 7 * 1024**2
+    for index in range(MAX_NOTEBOOKS):
+        (tmp_path / f"small{index:02d}.ipynb").write_text(json.dumps({"cells": []}))
+    big_cell = f"# module: {M33}\n" + "x = 1\n" * 100_000  # 600 KB of code for one module
+    (tmp_path / "chapter.ipynb").write_text(json.dumps({"cells": [{"cell_type": "code", "source": big_cell}]}))
+    submission = read_submission(tmp_path)
+    assert submission.sources == {}
+    assert notes(submission)[f"{M33} (chapter.ipynb)"] == "submission.notebook-code-too-large"
+    assert notes(submission)["big3.ipynb"] == "submission.file-over-budget"
+    # read in name order: big0-2 (21 MB), big3 over the budget, chapter, small00-small11: 16 read
+    assert [n.detail for n in submission.problems if n.kind == "submission.notebook-skipped"] == \
+        [f"small{index}.ipynb" for index in range(12, 16)]
+
+
+def test_a_crowded_folder_still_yields_its_modules(tmp_path):
+    for index in range(6000):
+        (tmp_path / f"junk{index}.txt").touch()
+    (tmp_path / f"{M35}.py").write_text("X = 1\n")
+    assert read_submission(tmp_path).sources == {M35: "X = 1\n"}

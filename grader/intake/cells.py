@@ -14,6 +14,7 @@ of a hostile expression).
 from __future__ import annotations
 
 import ast
+import bisect
 import io
 import re
 import tokenize
@@ -29,6 +30,9 @@ MAX_SCANNED_TOTAL = 128 * 1024  # nor any once this much unmarked code has been 
 PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug"}
 _TOP_LEVEL_NAME = re.compile(r"^(?:async[ \t]+def|def|class)[ \t]+(\w+)|^(\w+)[ \t]*(?::[^=\n]*)?=(?!=)", re.M)
 _LOCATION_IN_MESSAGE = re.compile(r"\((\w+)\.py, line (\d+)\)")
+_FIRST_LINE = re.compile(r"^([^\S\n]*)(\S.*)$", re.M)  # the first line that is not blank
+_MAGIC_LINE = re.compile(r"^([^\S\n]*)([%!].*)$", re.M)  # %time x, !pip list
+_HELP_LINE = re.compile(r"^([^\S\n]*)(\??[A-Za-z_][\w.]{0,200}\?{1,2})$", re.M)  # torch.tril?  ?torch.tril
 
 
 def _dict(value: Any) -> dict:
@@ -46,34 +50,26 @@ class GeneratedModule:
     """A module's source made from notebook cells, and the origin of each of its lines."""
 
     source: str
-    origins: tuple[LineOrigin | None, ...]
+    origins: "Origins"  # see origin_at
 
 
 
 def python_code(cell_source: str) -> str | None:
     """The cell as plain Python, or None when its body is not Python (``%%bash`` and the like).
-    Lines are the cell's lines, one for one."""
-    lines = cell_source.split("\n")
-    first = next((i for i, line in enumerate(lines) if line.strip()), None)
-    if first is not None and lines[first].lstrip().startswith("%%"):
-        name = lines[first].lstrip()[2:].split(maxsplit=1)[0] if lines[first].strip() != "%%" else ""
+    Lines are the cell's lines, one for one (worked on as one text: a cell of a million lines is
+    not a million strings)."""
+    first = _FIRST_LINE.search(cell_source)
+    if first is not None and first.group(2).startswith("%%"):
+        magic = first.group(2)
+        name = magic[2:].split(maxsplit=1)[0] if magic.strip() != "%%" else ""
         if name not in PYTHON_CELL_MAGICS:
             return None
-        lines[first] = "# " + lines[first]
-    out = []
-    for line in lines:
-        stripped = line.lstrip()
-        indent = line[: len(line) - len(stripped)]
-        if stripped.startswith(("%", "!")) or (stripped.endswith("?") and _is_help(stripped)):
-            out.append(f"{indent}pass  # {stripped}")
-        else:
-            out.append(line)
-    return "\n".join(out)
-
-
-def _is_help(line: str) -> bool:
-    """`torch.tril?` or `?torch.tril`: IPython help, not Python (a `?` cannot end Python code)."""
-    return len(line) < 200 and bool(re.fullmatch(r"\??[A-Za-z_][\w.]*\?{1,2}", line))
+        cell_source = cell_source[:first.start()] + "# " + cell_source[first.start():]
+    if "%" in cell_source or "!" in cell_source:
+        cell_source = _MAGIC_LINE.sub(r"\1pass  # \2", cell_source)
+    if "?" in cell_source:
+        cell_source = _HELP_LINE.sub(r"\1pass  # \2", cell_source)
+    return cell_source
 
 
 def _module_of(source: str, metadata: dict) -> str | None:
@@ -135,34 +131,59 @@ def _string_continuations(lines: list[str]) -> set[int]:
     return inside
 
 
+# Where the lines of a generated module came from, as runs: (first line of the run in the generated
+# module, 1-based; the origin of that line, or None for lines the grader added). Each following
+# line of a run comes from the next line of the same cell. A cell is one run, whatever its length.
+Origins = tuple[tuple[int, "LineOrigin | None"], ...]
+
+
+def origin_at(runs: Origins, line: int) -> LineOrigin | None:
+    """The origin of line `line` (1-based) of a generated module."""
+    index = bisect.bisect_right(runs, line, key=lambda run: run[0]) - 1
+    if index < 0:
+        return None
+    start, origin = runs[index]
+    return None if origin is None else LineOrigin(origin.notebook, origin.cell, origin.line + line - start)
+
+
 class _Builder:
-    """A generated module: its lines and, in step, where each line came from."""
+    """A generated module: its text in chunks (a whole cell is one) and where its lines came from."""
 
     def __init__(self, notebook: str):
         self.notebook = notebook
-        self.lines: list[str] = []
-        self.origins: list[LineOrigin | None] = []
+        self.chunks: list[str] = []
+        self.count = 0  # lines so far
+        self.runs: list[tuple[int, LineOrigin | None]] = []
+        self._next: tuple[int, int] | None = None  # (cell, line) that would continue the last run
+
+    def _add(self, text: str, cell: int | None = None, line: int = 0) -> None:
+        start = self.count + 1
+        self.chunks.append(text)
+        self.count += text.count("\n") + 1
+        if cell is None:
+            if not self.runs or self.runs[-1][1] is not None:
+                self.runs.append((start, None))
+            self._next = None
+            return
+        if self._next != (cell, line):
+            self.runs.append((start, LineOrigin(self.notebook, cell, line)))
+        self._next = (cell, line + self.count - start + 1)
 
     def generated(self, line: str) -> None:
-        self.lines.append(line)
-        self.origins.append(None)
+        self._add(line)
 
     def cell(self, number: int, code: str) -> None:
         self.generated(f"# --- notebook cell {number} ---")
-        for index, line in enumerate(code.split("\n"), start=1):
-            self.lines.append(line)
-            self.origins.append(LineOrigin(self.notebook, number, index))
+        self._add(code, number, 1)
 
     def lines_of(self, number: int, lines: list[str], first: int, last: int, indent: str = "",
                  keep: set[int] = frozenset()) -> None:  # type: ignore[assignment]
         for index in range(first, last + 1):
             line = lines[index - 1]
-            self.lines.append(line if index in keep or not line.strip() else indent + line)
-            self.origins.append(LineOrigin(self.notebook, number, index))
+            self._add(line if index in keep or not line.strip() else indent + line, number, index)
 
     def module(self) -> GeneratedModule:
-        return GeneratedModule("\n".join(self.lines) + "\n", tuple(self.origins + [None]))
-
+        return GeneratedModule("\n".join(self.chunks) + "\n", tuple(self.runs))
 
 
 def chapter_modules(cells: list[tuple[int, str, dict]], shown_name: str) -> dict[str, GeneratedModule]:
@@ -243,19 +264,19 @@ def section_module(cells: list[tuple[int, str, dict]], shown_name: str) -> Gener
     return builder.module() if parts else None
 
 
-def in_notebook_terms(frame: StudentFrame, origins: dict[str, tuple[LineOrigin | None, ...]]) -> StudentFrame:
+def in_notebook_terms(frame: StudentFrame, origins: dict[str, Origins]) -> StudentFrame:
     """A frame of a module made from a notebook, as the notebook's cell and line; others unchanged."""
     module = frame.file[:-3] if frame.file.endswith(".py") else ""
-    lines = origins.get(module)
-    if not lines or frame.cell or not isinstance(frame.line, int) or not 1 <= frame.line <= len(lines):
+    runs = origins.get(module)
+    if not runs or frame.cell or not isinstance(frame.line, int) or frame.line < 1:
         return frame
-    origin = lines[frame.line - 1]
+    origin = origin_at(runs, frame.line)
     if origin is None:
         return frame
     return replace(frame, file=origin.notebook, line=origin.line, cell=origin.cell)
 
 
-def message_in_notebook_terms(message: str, origins: dict[str, tuple[LineOrigin | None, ...]]) -> str:
+def message_in_notebook_terms(message: str, origins: dict[str, Origins]) -> str:
     """Python's "(sec3_5_causal_attention.py, line 12)" in a syntax error's message, as the cell."""
     def place(match: re.Match) -> str:
         frame = in_notebook_terms(StudentFrame(f"{match.group(1)}.py", int(match.group(2)), "", ""), origins)

@@ -11,7 +11,6 @@ refused becomes an integrity note naming the file, and costs only that file.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from collections import deque
@@ -19,11 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.intake.files import Folder, Refused, read_file
-from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, notebook_modules
+from grader.intake.submission import (MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES, Assembly, is_module_file, reading_order,
+                                      submission_from_files)
 from grader.intake.text import decode_name, display_names, shown
-from grader.records import MODULES, IntegrityNote, LineOrigin, Submission
+from grader.records import IntegrityNote, Submission
 
-MAX_SOURCE_BYTES = 512 * 1024
+__all__ = ["MAX_SOURCE_BYTES", "Candidate", "Discovery", "DiscoveryError", "discover", "find_submissions",
+           "find_upload", "holds_submission", "notebook_submission", "read_candidate", "read_submission",
+           "submission_from_files"]
 MAX_STUDENTS = 100_000  # entries of a class folder looked at
 IGNORED_FOLDERS = {"__MACOSX", "__pycache__", ".ipynb_checkpoints"}
 
@@ -55,14 +57,9 @@ class Discovery:
 
 # -- what PATH holds ---------------------------------------------------------------------------------
 
-def _is_module_file(name: str) -> bool:
-    stem, dot, suffix = name.rpartition(".")
-    return bool(dot) and suffix in ("py", "ipynb") and stem in MODULES
-
-
 def _holds(folder: Folder) -> bool:
-    entries = [e for e in folder.entries() if not e.name.startswith(".")]
-    if any(_is_module_file(e.name) for e in entries):
+    entries = folder.entries(keep=lambda name: not name.startswith("."))
+    if any(is_module_file(e.name) for e in entries):
         return True
     if not any(e.name.endswith(".ipynb") for e in entries):
         return False
@@ -71,7 +68,7 @@ def _holds(folder: Folder) -> bool:
             continue
         try:
             with folder.subfolder(entry.name) as child:
-                if any(e.name.endswith((".py", ".ipynb")) for e in child.entries()):
+                if child.entries(limit=1, keep=lambda name: name.endswith((".py", ".ipynb"))):
                     return False  # a student folder beside the notebook: PATH is a class
         except (Refused, OSError):
             continue
@@ -106,8 +103,8 @@ def discover(path: Path) -> Discovery:
         if _holds(root):
             return Discovery(False, [Candidate(path, decode_name(Path(os.path.abspath(path)).name or "submission"))])
         found: dict[str, str] = {}
-        for entry in root.entries(limit=MAX_STUDENTS):
-            if entry.name.startswith(".") or entry.name in IGNORED_FOLDERS:
+        for entry in root.entries(limit=MAX_STUDENTS, keep=lambda name: not name.startswith(".")):
+            if entry.name in IGNORED_FOLDERS:
                 continue
             if entry.kind == "folder":
                 found[entry.name] = ""
@@ -200,56 +197,25 @@ def _folder_note(reason: str, path: Path) -> IntegrityNote:
 
 
 def _read_folder(folder: Folder, name: str) -> Submission:
-    files: dict[str, bytes] = {}
-    problems: list[IntegrityNote] = []
-    for entry in folder.entries():
-        filename = entry.name
-        if filename.startswith("."):
-            continue
+    names = [e.name for e in folder.entries(keep=_worth_reading)]
+    assembly = Assembly(name, folder.path)
+    for filename in reading_order(names):
         notebook = filename.endswith(".ipynb")
-        if not (notebook or _is_module_file(filename)):
-            continue
-        try:
-            files[filename] = folder.read(filename, MAX_NOTEBOOK_BYTES if notebook else MAX_SOURCE_BYTES)
+        cap = MAX_NOTEBOOK_BYTES if notebook else MAX_SOURCE_BYTES
+        try:  # (a file over its own cap is refused by the read, with its own note)
+            if not assembly.admits(filename, min(folder.size(filename), cap)):
+                continue
+            assembly.add(filename, folder.read(filename, cap))
         except Refused as exc:
-            problems.append(_file_note(exc.reason, filename, notebook))
-    return submission_from_files(name, folder.path, files, problems)
+            assembly.problems.append(_file_note(exc.reason, filename, notebook))
+    return assembly.submission()
+
+
+def _worth_reading(name: str) -> bool:
+    return not name.startswith(".") and (name.endswith(".ipynb") or is_module_file(name))
 
 
 def _file_note(reason: str, filename: str, notebook: bool) -> IntegrityNote:
     if notebook and reason in ("too-large", "unreadable"):
         return IntegrityNote(f"submission.notebook-{reason}", decode_name(filename))
     return IntegrityNote(f"submission.file-{reason}", decode_name(filename))
-
-
-def submission_from_files(name: str, path: Path, files: dict[str, bytes],
-                          problems: list[IntegrityNote] | tuple[IntegrityNote, ...] = ()) -> Submission:
-    """A Submission from file names and contents already read (by the rules above): .py files
-    named like a module, notebooks (*.ipynb); other names are ignored."""
-    sources: dict[str, str] = {}
-    origins: dict[str, tuple[LineOrigin | None, ...]] = {}
-    problems = list(problems)
-    # Module-named notebooks first: they win over a chapter notebook defining the same module.
-    notebooks = sorted((f for f in files if f.endswith(".ipynb") and not f.startswith(".")),
-                       key=lambda f: (f[:-6] not in MODULES, os.fsencode(f)))
-    for filename in notebooks:
-        shown_name = decode_name(filename)
-        try:
-            for module, generated in notebook_modules(files[filename], filename, shown_name).items():
-                if module not in sources:
-                    sources[module] = generated.source
-                    origins[module] = generated.origins
-        except NotebookError as exc:
-            detail = shown_name + (f" ({exc.where})" if exc.where else "")
-            problems.append(IntegrityNote(f"submission.notebook-{exc.reason}", detail))
-    for module in MODULES:
-        data = files.get(f"{module}.py")
-        if data is not None:
-            sources[module] = data.decode("utf-8", errors="replace")
-            origins.pop(module, None)
-    digest = hashlib.sha256()
-    for module in sorted(sources):
-        digest.update(module.encode() + b"\0" + sources[module].encode("utf-8", "surrogatepass") + b"\0")
-    for note in problems:
-        digest.update(b"note\0" + f"{note.kind}\0{note.detail}".encode("utf-8", "surrogatepass") + b"\0")
-    return Submission(name, Path(path), sources, digest.hexdigest(), tuple(problems), origins)

@@ -21,10 +21,12 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 _OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
 _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-MAX_ENTRIES = 4096  # entries of a folder looked at; a folder with more is read no further
+MAX_ENTRIES = 4096  # names kept from one folder listing (those a caller asks for)
+MAX_SCANNED = 1_000_000  # names looked at in one folder; a folder with more is read no further
 
 
 class Refused(Exception):
@@ -88,15 +90,25 @@ class Folder:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def entries(self, limit: int = MAX_ENTRIES) -> list[Entry]:
-        """The names in the folder (at most `limit` of them), sorted, with their kinds."""
+    def entries(self, limit: int = MAX_ENTRIES, keep: Callable[[str], bool] = lambda name: True) -> list[Entry]:
+        """The names in the folder that `keep` accepts (at most `limit` of them; at most MAX_SCANNED
+        names looked at), sorted, with their kinds."""
         names = []
         with os.scandir(self.fd) as listing:
-            for entry in listing:
-                names.append(entry.name)
-                if len(names) >= limit:
+            for scanned, entry in enumerate(listing):
+                if scanned >= MAX_SCANNED or len(names) >= limit:
                     break
+                if keep(entry.name):
+                    names.append(entry.name)
         return [Entry(name, self.kind(name)) for name in sorted(names, key=os.fsencode)]
+
+    def size(self, name: str) -> int:
+        """The size `lstat` gives (0 for what is no regular file: reading it will say why)."""
+        try:
+            info = os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        except OSError:
+            return 0
+        return info.st_size if stat.S_ISREG(info.st_mode) else 0
 
     def kind(self, name: str) -> str:
         try:

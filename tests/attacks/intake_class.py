@@ -169,6 +169,12 @@ def build(base: Path) -> tuple[Path, dict[str, Expect]]:
     line = cell.split("\n").index("    raise ValueError('boom in a cell')") + 1
     expect["notebook_error"] = Expect(extra={"cell": 2, "line": line})
 
+    # a syntax error in a notebook cell: the cell and its line, in the message Python wrote too
+    folder = student(klass, "notebook_syntax", without=(M33,))
+    cell = f"# module: {M33}\nimport torch\n\ndef softmax_naive(x:\n    return x\n"
+    (folder / "chapter.ipynb").write_text(notebook([code("x = 1"), code("y = 2"), code(cell)]))
+    expect["notebook_syntax"] = Expect(extra={"cell": 3, "line": 4})
+
     # names: not UTF-8, a class output's name, spreadsheet formulas
     student(klass, GBK_NAME)
     expect["\\xd5\\xc5\\xc8\\xfd"] = Expect(same_as="honest", extra={"folder": "_xd5_xc5_xc8_xfd"})
