@@ -8,7 +8,7 @@ heaviest file-based inputs within every cap, graded by the real `grade` command.
 bit-identical to a clean run, nothing written outside the output folder, bounded peak memory) and
 prints each run's peak RSS. --worst grades a class of the heaviest inputs a file can be within
 the caps (a 2 GiB sparse module, a 1 GiB sparse notebook, modules and notebook code at 512 KB,
-notebooks at 8 MB with just under 200,000 JSON containers, a submission at its 24 MB budget,
+notebooks at 8 MB with just under 300,000 JSON values, a submission at its 24 MB budget,
 parser bombs filling the scan budget, 8 MB of nested brackets), --copies times each, and prints
 the trusted process's peak RSS against a clean run's. Not part of the test run.
 """
@@ -69,7 +69,11 @@ def worst_class(klass: Path, copies: int) -> None:
         (folder / "chapter.ipynb").write_text(notebook(cells, padding=8 * MB - 7 * 520 * 1024))
         folder = klass / f"containers-{copy}"
         folder.mkdir()
-        text = '{"cells": [], "x": [' + "[]," * 199_000 + '[]], "pad": "' + "a" * (7 * MB) + '"}'
+        text = '{"cells": [], "x": [' + "[]," * 149_000 + '[]], "pad": "' + "a" * (7 * MB) + '"}'
+        (folder / "chapter.ipynb").write_text(text)  # just under 300,000 values
+        folder = klass / f"strings-{copy}"
+        folder.mkdir()
+        text = '{"cells": [], "x": [' + '"ab",' * 299_000 + '""], "pad": "' + "a" * (6 * MB) + '"}'
         (folder / "chapter.ipynb").write_text(text)
         folder = klass / f"budget-{copy}"
         folder.mkdir()

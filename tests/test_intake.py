@@ -357,3 +357,9 @@ def test_a_crowded_folder_still_yields_its_modules(tmp_path):
         (tmp_path / f"junk{index}.txt").touch()
     (tmp_path / f"{M35}.py").write_text("X = 1\n")
     assert read_submission(tmp_path).sources == {M35: "X = 1\n"}
+
+
+def test_many_small_values_are_too_complex_too():
+    assert _reason(b'{"cells": [], "x": [' + b'"ab",' * 400_000 + b'""]}') == "too-complex"  # 2 MB, 400,000 strings
+    assert _reason(b'{"cells": [], "x": [' + b"1.5," * 400_000 + b"1]}") == "too-complex"
+    assert _reason(json.dumps({"cells": [], "x": ["a,b,c[{" * 100_000]}).encode()) is None  # inside a string

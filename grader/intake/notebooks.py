@@ -24,7 +24,7 @@ Every generated line remembers where it came from (`LineOrigin`: notebook, cell,
 so that feedback names the cell and line the student wrote, not a line of the generated module.
 
 Reading is strict about the file and lenient about the content, and it is defensive: the size is
-capped before parsing, the number of JSON containers is counted before `json.loads` builds them,
+capped before parsing, the number of JSON values is counted before `json.loads` builds them,
 every field may have any type, and Python code is parsed in this (trusted) process only in small
 pieces. A file that cannot be used raises NotebookError (the caller records an integrity note and
 loses only that notebook's modules); no other exception leaves this module.
@@ -44,7 +44,9 @@ __all__ = ["CHAPTER_NOTEBOOK_MARKER", "MAX_NOTEBOOK_BYTES", "GeneratedModule", "
            "modules_from_notebook", "notebook_modules", "parse_notebook", "python_code", "read_notebook"]
 
 MAX_NOTEBOOK_BYTES = 8 * 1024 * 1024
-MAX_CONTAINERS = 200_000  # JSON objects and arrays: a notebook of 1,000 cells with outputs has ~20,000
+# JSON values (objects, arrays, strings, numbers...): json.loads makes an object of each, ~50 to
+# 100 bytes; a notebook of 1,000 cells with their outputs has some 50,000.
+MAX_VALUES = 300_000
 SKIP_TAGS = {"kit:skip", "skip-grading"}
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
 
@@ -66,7 +68,7 @@ def parse_notebook(raw: bytes) -> dict[str, Any]:
     """The notebook's cells from its bytes: {"cells": [cell dicts]}, checked enough to walk."""
     if len(raw) > MAX_NOTEBOOK_BYTES:
         raise NotebookError("too-large")  # the catalogue's message names MAX_NOTEBOOK_BYTES
-    if _containers(raw) > MAX_CONTAINERS:
+    if _values(raw) > MAX_VALUES:
         raise NotebookError("too-complex")
     try:
         document = json.loads(raw.decode("utf-8-sig", errors="replace"))
@@ -89,12 +91,14 @@ def parse_notebook(raw: bytes) -> dict[str, Any]:
     return {"cells": [_v3_cell(c) for c in cells]}
 
 
-def _containers(raw: bytes) -> int:
-    """Objects and arrays in the JSON text (strings, where brackets are just text, left out)."""
-    if raw.count(b"{") + raw.count(b"[") <= MAX_CONTAINERS:
-        return 0  # cheap: not even counting the brackets inside strings, it is small enough
+def _values(raw: bytes) -> int:
+    """About how many values json.loads would make of `raw` (one per array or object, and one per
+    comma: a value follows each), brackets and commas inside strings left out."""
+    count = raw.count(b"{") + raw.count(b"[") + raw.count(b",")
+    if count <= MAX_VALUES:
+        return count  # cheap: even counting those inside strings, it is small enough
     bare = _STRING.sub(b"", raw)
-    return bare.count(b"{") + bare.count(b"[")
+    return bare.count(b"{") + bare.count(b"[") + bare.count(b",")
 
 
 def read_notebook(path: Path) -> dict[str, Any]:
