@@ -79,7 +79,10 @@ def _cached(out_dir: Path, content_hash: str) -> GradeResult | None:
 
 
 def grade(path: Path, out_dir: Path, *, jobs: int | None = None, lang: str = "en", force: bool = False,
-          limits: Limits = Limits(), on_progress: Callable[[int, int], None] | None = None) -> RunSummary:
+          limits: Limits = Limits(), on_progress: Callable[[int, int], None] | None = None,
+          name: str | None = None) -> RunSummary:
+    """Grade PATH (one submission or a class) into OUT_DIR. `name` names a single submission in its
+    reports (default: its folder's name), e.g. "submission" for an upload on a grading platform."""
     started = time.perf_counter()
     catalog = Catalog(lang)
     dirs, is_class = find_submissions(path)
@@ -88,7 +91,7 @@ def grade(path: Path, out_dir: Path, *, jobs: int | None = None, lang: str = "en
     reused: list[GradeResult] = []
     out_of: dict[str, Path] = {}
     for directory in dirs:
-        submission = read_submission(directory)
+        submission = read_submission(directory, name if not is_class else None)
         key = hashlib.sha256((submission.content_hash + fingerprint).encode()).hexdigest()
         submission = Submission(submission.name, submission.path, submission.sources, key, submission.problems)
         target = out_dir / submission.name if is_class else out_dir
