@@ -1,4 +1,4 @@
-"""Subcommands of `grade` other than grading itself (release, nbgrader, gradescope)."""
+"""Subcommands of `grade` other than grading itself (release, nbgrader, gradescope, prairielearn)."""
 from __future__ import annotations
 
 import argparse
@@ -61,8 +61,37 @@ def _gradescope(argv: list[str]) -> int:
     return 0
 
 
+def _prairielearn(argv: list[str]) -> int:
+    from grader.classroom.prairielearn_question import (DEFAULT_IMAGE, DEFAULT_TIMEOUT, QUESTION_ID, SUBMIT_MODES,
+                                                        QuestionError, write_question)
+
+    parser = argparse.ArgumentParser(prog="grade prairielearn",
+                                     description="Write an externally graded PrairieLearn question and the recipe "
+                                                 "of the Docker image that grades it with this kit.")
+    parser.add_argument("out", type=Path, help="folder to write questions/ and grader-image/ to")
+    parser.add_argument("--lang", choices=LANGUAGES, default="en", help="language of the question and the feedback")
+    parser.add_argument("--image", default=DEFAULT_IMAGE,
+                        help=f"the grading image's Docker Hub name, e.g. you/attention-kit-grader (default: {DEFAULT_IMAGE})")
+    parser.add_argument("--submit", choices=SUBMIT_MODES, default="upload",
+                        help="students upload their .py files or notebooks (default), or write in seven editors")
+    parser.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT,
+                        help=f"seconds PrairieLearn allows a grading job (default: {DEFAULT_TIMEOUT}, at most 600)")
+    args = parser.parse_args(argv)
+    catalog = Catalog(args.lang)
+    try:
+        files = write_question(args.out, lang=args.lang, image=args.image, submit=args.submit, timeout=args.timeout)
+    except QuestionError as exc:
+        parser.exit(2, catalog.t("deploy.cli.cannot-write-question",
+                                 reason=catalog.t(f"prairielearn.error.{exc.key}", **exc.params)) + "\n")
+    print(catalog.t("deploy.cli.question-written", question=args.out / "questions" / QUESTION_ID,
+                    image=args.out / "grader-image", count=len(files)))
+    print(catalog.t("deploy.cli.question-next", readme=args.out / "README.md"))
+    return 0
+
+
 SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
     "release": _release,
     "nbgrader": _nbgrader,
     "gradescope": _gradescope,
+    "prairielearn": _prairielearn,
 }
