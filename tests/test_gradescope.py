@@ -110,10 +110,12 @@ def test_setup_installs_dependencies_only_and_locks_the_kit(autograder_zip, tmp_
     assert any("bubblewrap" in line for line in installs)
     assert any("python3.11" in line for line in installs) == (system_python == "3.10")
     assert f"venv {venv_from} {tmp_path / 'work' / 'venv'}" in log
-    pips = [line.split() for line in log if line.startswith("venv-python")]
-    assert pips[0][1:] == ["-m", "pip", "install", "--quiet", "--no-cache-dir", "torch==2.13.0",
-                           "--index-url", "https://download.pytorch.org/whl/cpu"]
-    assert pips[1][6:] == runtime_requirements() and len(pips) == 2  # the dependencies; never the kit
+    calls = [line.split()[1:] for line in log if line.startswith("venv-python")]
+    assert calls[0] == ["-m", "pip", "install", "--quiet", "--no-cache-dir", "torch==2.13.0",
+                        "--index-url", "https://download.pytorch.org/whl/cpu"]
+    assert calls[1][:5] == ["-m", "pip", "install", "--quiet", "--no-cache-dir"]
+    assert calls[1][5:] == runtime_requirements()  # the dependencies; never the kit
+    assert calls[2:] == [["-m", "compileall", "-q", str(root / "source" / "kit")]]
     assert readable_by_others(root / "source" / "kit") is None
     assert all(not p.stat().st_mode & 0o077 for p in (root / "source").rglob("*") if not p.is_symlink())
 

@@ -30,6 +30,7 @@ from grader.records import GradeResult, IntegrityNote
 
 ROOT = Path(__file__).resolve().parents[2]
 KIT_PARTS = ("grader", "solutions", "templates", "pyproject.toml", "README.md", "LICENSE")
+ANSWER_KEY_PARTS = ("solutions", "grader")  # the reference; the hidden suites and the buggy variants
 REPORT_FILES = ("results.json", "feedback.md", "feedback.html")
 # torch pinned and CPU-only: the build the kit is tested with (an unpinned torch pulls CUDA).
 TORCH_REQUIREMENT = "torch==2.13.0"
@@ -163,26 +164,28 @@ def answer_key_exposure(kit_root: Path = ROOT) -> list[IntegrityNote]:
 
 
 def readable_by_others(root: Path) -> str | None:
-    """A file under ROOT whose content a user other than its owner and group can read (every folder
-    on its path searchable by others, the file readable by others), or None when there is none."""
+    """A file of the answer key under ROOT (the reference in solutions/, the hidden suites and the buggy
+    variants in grader/) whose content a user other than its owner and group can read: every folder
+    on its path searchable by others and the file readable by others. None when there is none."""
     root = root.resolve()
-    for folder in reversed(root.parents):
+    for folder in (*reversed(root.parents), root):
         if not os.stat(folder).st_mode & stat.S_IXOTH:
             return None
     readable = []
-    for folder, dirs, names in os.walk(root):
-        dirs.sort()
-        if not os.stat(folder).st_mode & stat.S_IXOTH:
-            dirs[:] = []
-            continue
-        for name in sorted(names):
-            try:
-                info = os.lstat(os.path.join(folder, name))
-            except OSError:
+    for part in ANSWER_KEY_PARTS:
+        for folder, dirs, names in os.walk(root / part):
+            dirs.sort()
+            if not os.stat(folder).st_mode & stat.S_IXOTH:
+                dirs[:] = []
                 continue
-            if stat.S_ISREG(info.st_mode) and info.st_mode & stat.S_IROTH:
-                readable.append(os.path.relpath(os.path.join(folder, name), root))
-    # name a file of the answer key itself when there is one
+            for name in sorted(names):
+                try:
+                    info = os.lstat(os.path.join(folder, name))
+                except OSError:
+                    continue
+                if stat.S_ISREG(info.st_mode) and info.st_mode & stat.S_IROTH:
+                    readable.append(os.path.relpath(os.path.join(folder, name), root))
+    # name the reference or a hidden suite when one of them is readable
     secret = [path for prefix in ("solutions", os.path.join("grader", "suites", "hidden"))
               for path in readable if path.startswith(prefix)]
     return (secret or readable or [None])[0]
