@@ -248,6 +248,16 @@ def test_one_submissions_output_folder(tmp_path):
         {"id": "submission", "grades": {TITLE: 41.0}}]
 
 
+def test_a_student_named_results_json_is_one_of_a_class(tmp_path):
+    out = tmp_path / "reports"
+    for name, score in (("results.json", 7.0), ("alice", 9.0)):
+        (out / name).mkdir(parents=True)
+        (out / name / "results.json").write_text(results(name, score))
+    done = export(out, lms="moodle", assignment=TITLE, catalog=EN)
+    users = moodle_import(done.path.read_text(encoding="utf-8"), "Student")
+    assert {u["id"]: u["grades"][TITLE] for u in users} == {"results.json": 7.0, "alice": 9.0}
+
+
 def test_a_student_folder_never_becomes_the_export_and_a_link_is_replaced(tmp_path):
     out = tmp_path / "reports"
     (out / "canvas-grades.csv").mkdir(parents=True)  # a student named like the default export

@@ -117,6 +117,13 @@ def _grades(document: dict | None, folder_name: str) -> StudentGrades | None:
     return StudentGrades(name if isinstance(name, str) and name.strip() else folder_name, score, max_score, sections)
 
 
+def _is_file(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def read_output(out_dir: Path) -> tuple[list[StudentGrades], list[str]]:
     """(the graded students, the folders whose results.json is missing or unusable) of an output
     folder: one submission (results.json in it) or a class (one folder per student)."""
@@ -125,7 +132,7 @@ def read_output(out_dir: Path) -> tuple[list[StudentGrades], list[str]]:
             raise ExportError("not-a-folder", path=out_dir)
     except OSError:
         raise ExportError("missing", path=out_dir) from None
-    if os.path.lexists(out_dir / "results.json"):
+    if _is_file(out_dir / "results.json"):  # one submission's reports (a student *folder* named so is a class)
         grades = _grades(_read_json(out_dir / "results.json"), out_dir.name)
         return ([grades], []) if grades else ([], [out_dir.name])
     students, unreadable = [], []

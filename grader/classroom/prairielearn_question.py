@@ -127,6 +127,8 @@ def write_question(out: Path, *, lang: str = "en", image: str = DEFAULT_IMAGE, s
     write(image_dir / "requirements.txt", "\n".join(runtime_requirements()) + "\n")
     write(image_dir / "attention-kit-grade", text.get_template("entrypoint.sh.j2").render(context), 0o755)
     kit = image_dir / "kit"
+    if kit.is_symlink():
+        kit.unlink()
     shutil.rmtree(kit, ignore_errors=True)  # a fresh copy: nothing of an older kit lingers
     for path, name in kit_files(ROOT):
         target = kit / name
