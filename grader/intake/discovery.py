@@ -130,17 +130,17 @@ def find_submissions(path: Path) -> tuple[list[Path], bool]:
     return [c.path for c in found.candidates], found.is_class
 
 
-def find_upload(path: Path, depth: int = 4, folders: int = 200) -> Path | None:
+def find_upload(path: Path, depth: int = 4, folders: int = 200, *, follow_root: bool = True) -> Path | None:
     """The folder of an upload that holds the modules: the upload itself, or the first folder inside
     it that does (students often upload a zip with a folder in it), breadth first, never through a
-    link; None if there is none."""
+    link (nor through PATH itself when it is a link, unless `follow_root`); None if there is none."""
     queue = deque([(Path(path), 0)])
     seen = 0
     while queue and seen < folders:
         folder_path, level = queue.popleft()
         seen += 1
         try:
-            folder = Folder.open(folder_path, follow=level == 0)
+            folder = Folder.open(folder_path, follow=follow_root and level == 0)
         except Refused:
             continue
         with folder:
