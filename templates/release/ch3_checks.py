@@ -355,9 +355,10 @@ def run_checks(code_of, t, locate, modules=MODULES):
         row = {"module": module, "key": key, "section": t("section." + module), "text": t("items." + key),
                "status": "fail", "note": "", "code": ""}
         results.append(row)
-        code = codes[module] = codes[module] if module in codes else code_of(module)
-        if isinstance(code, Unavailable):
-            row["note"] = t(code.key, **code.params)
+        first_of_module = module not in codes
+        code = codes[module] = code_of(module) if first_of_module else codes[module]
+        if isinstance(code, Unavailable):  # said once per module
+            row["note"], row["code"] = (t(code.key, **code.params), code.code) if first_of_module else (t("see-above"), "")
             continue
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
