@@ -63,7 +63,8 @@ def fresh_clone(tmp_path_factory):
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(base / "project")], check=True, timeout=300,
                    capture_output=True)
     (base / "home").mkdir()
-    return base / "project", base / "home"
+    yield base / "project", base / "home"
+    shutil.rmtree(base, ignore_errors=True)  # the clone's own .venv is large
 
 
 def run_block(code: str, clone: Path, home: Path) -> subprocess.CompletedProcess:
@@ -79,7 +80,7 @@ def test_readme_blocks_run_in_a_clean_shell_on_a_fresh_clone(fresh_clone):
     assert blocks
     outputs = []
     for number, code in enumerate(blocks, start=1):
-        runnable = MAKE_TEST.sub('make test PYTEST_ARGS="--collect-only -q"', code)
+        runnable = MAKE_TEST.sub("make test PYTEST_ARGS=--collect-only", code)
         result = run_block(runnable, clone, home)
         output = result.stdout + result.stderr
         assert result.returncode == 0, f"README block {number} failed:\n{code}\n--- output (end) ---\n{output[-4000:]}"
@@ -88,4 +89,12 @@ def test_readme_blocks_run_in_a_clean_shell_on_a_fresh_clone(fresh_clone):
     quick_start = outputs[0]
     assert "Report: reports/example-class/summary.html" in quick_start
     assert (clone / "reports" / "example-class" / "summary.html").is_file()
-    assert re.search(r"^\d+ tests collected", quick_start, re.M)  # make test: the whole suite imports
+    collected = re.search(r"^(\d+) tests collected", quick_start, re.M)  # make test: the whole suite imports
+    assert collected and int(collected.group(1)) > 200, quick_start[-2000:]
+    # What the classroom blocks promise, beyond their exit status.
+    everything = "\n".join(outputs)
+    assert "19 of 19 checks pass" in everything  # the bundle's check.py on alice
+    assert "VALIDATION FAILED ON 7 CELL(S)" in everything  # nbgrader validate on the blank notebook
+    for made in ("bundle/check.py", "course/feedback/blank-student/ch3/ch3_attention.html", "course/grades.csv",
+                 "autograder.zip"):
+        assert (clone / made).is_file(), made

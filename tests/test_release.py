@@ -362,3 +362,40 @@ def test_correct_code_passes_in_any_notebook_layout(checker, tmp_path_factory, l
     write_layout(folder, *layout)
     failing = [(r["key"], r["note"]) for r in statuses(checker, folder) if r["status"] != "pass"]
     assert failing == []
+
+
+# -- the public checks in a notebook's test cell ---------------------------------------------------
+
+def notebook_namespace(folder: Path) -> dict:
+    """What a chapter notebook's kernel holds after running every cell: one namespace."""
+    namespace: dict = {}
+    for module in BOOK_ORDER:
+        exec(compile(module_code(folder, module), f"<cell {module}>", "exec"), namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_test_cell_reports_in_the_courses_language_within_validates_width(tmp_path, lang, capsys):
+    from grader.classroom.release import write_public_checks
+    from grader.i18n import Catalog
+
+    write_public_checks(tmp_path / "course", lang)
+    sys.path.insert(0, str(tmp_path / "course"))
+    try:
+        import ch3_checks
+
+        t = ch3_checks.Messages()
+        with pytest.raises(ch3_checks.ChecksNotPassed) as failed:
+            ch3_checks.check_section("sec3_5_causal_attention", notebook_namespace(stubs_as_submission(tmp_path / "s")))
+        lines = failed.value._render_traceback_()
+        assert all(len(line) <= 82 for line in lines), lines  # nbgrader validate cuts lines past 87 columns
+        text = "\n".join(lines)
+        assert t("next", check=t("items.sec3_5-simple-mask")) in text
+        assert text.count(t("start-here")) == 1 and "NotImplementedError" in text
+        assert Catalog(lang).t("sections.3_5") in text
+
+        ch3_checks.check_section("sec3_5_causal_attention", notebook_namespace(solutions_as_submission(tmp_path / "ok")))
+        assert t("section-all-pass") in " ".join(capsys.readouterr().out.split())
+    finally:
+        sys.path.remove(str(tmp_path / "course"))
+        sys.modules.pop("ch3_checks", None)

@@ -173,7 +173,7 @@ def restore_test_cells(nb: Any, db_url: str, notebook: str, assignment: str) -> 
     import nbformat
     from nbgrader.api import Gradebook, MissingEntry
 
-    present = {cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") for cell in nb.cells}
+    present = {_nbgrader_metadata(cell).get("grade_id") for cell in nb.cells}
     restored: set[str] = set()
     with Gradebook(db_url) as gradebook:
         try:
@@ -202,7 +202,7 @@ def _restore_position(cells: list, module: str) -> int:
     order = BOOK_ORDER[: BOOK_ORDER.index(module) + 1]
     best = None
     for index, cell in enumerate(cells):
-        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+        grade_id = str(_nbgrader_metadata(cell).get("grade_id", ""))
         owner = grade_id.removeprefix("test_").removeprefix("intro_")
         if owner in order and (best is None or order.index(owner) >= best[0]):
             best = (order.index(owner), index)
@@ -231,7 +231,10 @@ if _Base is not object:
             name = info.get("notebook") or NOTEBOOK_NAME
             restored = set()
             if info.get("db_url") and info.get("assignment"):
-                restored = restore_test_cells(nb, info["db_url"], name, info["assignment"])
+                try:
+                    restored = restore_test_cells(nb, info["db_url"], name, info["assignment"])
+                except Exception as exc:  # noqa: BLE001 - the cells present are still graded
+                    self.log.error("attention-kit could not put back deleted test cells of %s: %s", name, exc)
                 for module in sorted(restored):
                     self.log.info("attention-kit: %s's test cell for %s was deleted; put back and graded",
                                   info.get("student"), module)
@@ -309,13 +312,19 @@ if _Base is not object:
                 return {}
 
 
+def _nbgrader_metadata(cell: Any) -> dict:
+    """A cell's nbgrader metadata, or {} when the student's notebook holds something else there."""
+    metadata = cell.get("metadata") if isinstance(cell, dict) else None
+    nbgrader = metadata.get("nbgrader") if isinstance(metadata, dict) else None
+    return nbgrader if isinstance(nbgrader, dict) else {}
+
+
 def _is_kit_test_cell(cell: Any) -> bool:
-    meta = cell.get("metadata", {}).get("nbgrader", {})
+    meta = _nbgrader_metadata(cell)
     return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution") \
         and _module_of_test(cell) is not None
 
 
 def _module_of_test(cell: Any) -> str | None:
-    grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
-    module = grade_id.removeprefix("test_")
+    module = str(_nbgrader_metadata(cell).get("grade_id", "")).removeprefix("test_")
     return module if module in MODULES else None

@@ -58,7 +58,7 @@ class Locator:
                 for number, cell in enumerate(cells if isinstance(cells, list) else [], start=1):
                     if isinstance(cell, dict) and cell.get("cell_type") == "code":
                         source = cell.get("source", "")
-                        text = "".join(source) if isinstance(source, list) else str(source)
+                        text = "".join(p for p in source if isinstance(p, str)) if isinstance(source, list) else str(source)
                         self._cells.append((notebook.name, number, [line.strip() for line in text.splitlines()]))
         return self._cells
 
