@@ -431,3 +431,17 @@ class _Config(dict):
                 config[f"{section}.{name}"] = value
 
         return Section()
+
+
+def test_the_config_never_fails_over_a_gradebook_it_cannot_read(tmp_path, monkeypatch):
+    from grader.classroom.nbgrader_env import complete_gradebook, prepare_nbgrader
+
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    (tmp_path / "gradebook.db").write_bytes(b"not a database at all")
+    with warnings.catch_warnings():
+        assert prepare_nbgrader(tmp_path / "nbgrader_config.py") == str(tmp_path.resolve())
+    assert os.environ["PATH"] == os.pathsep.join([str(tools_dir()), "/usr/bin", "/bin"])
+    with sqlite3.connect(tmp_path / "other.db") as db:  # some other database: left alone
+        db.execute("CREATE TABLE notes (text TEXT)")
+    assert complete_gradebook(tmp_path / "other.db") is False
+    assert complete_gradebook(tmp_path / "missing.db") is False

@@ -399,3 +399,28 @@ def test_a_test_cell_reports_in_the_courses_language_within_validates_width(tmp_
     finally:
         sys.path.remove(str(tmp_path / "course"))
         sys.modules.pop("ch3_checks", None)
+
+
+def test_a_test_cell_run_before_the_code_cells_says_to_run_them(tmp_path):
+    from grader.classroom.release import write_public_checks
+
+    write_public_checks(tmp_path / "course", "en")
+    sys.path.insert(0, str(tmp_path / "course"))
+    try:
+        import ch3_checks
+
+        with pytest.raises(ch3_checks.ChecksNotPassed) as failed:
+            ch3_checks.check_section("sec3_3_simple_attention", {})
+        assert "softmax_naive is not defined. Run the cells above first" in failed.value.report
+    finally:
+        sys.path.remove(str(tmp_path / "course"))
+        sys.modules.pop("ch3_checks", None)
+
+
+def test_a_student_calling_exit_costs_only_that_check(checker, tmp_path):
+    folder = solutions_as_submission(tmp_path / "mine")
+    path = folder / "sec3_3_simple_attention.py"
+    path.write_text(path.read_text().replace('def softmax_naive(x):\n', 'def softmax_naive(x):\n    raise SystemExit(3)\n', 1))
+    results = statuses(checker, folder, ("sec3_3_simple_attention",))
+    assert [r["status"] for r in results] == ["fail", "pass", "pass", "pass"]
+    assert results[0]["note"].startswith("SystemExit: 3 (sec3_3_simple_attention.py, line")

@@ -90,5 +90,8 @@ def prepare_nbgrader(config_file: str | os.PathLike) -> str:
     root = Path(config_file).resolve().parent
     put_tools_on_path()
     silence_gradebook_cascade_warnings()
-    complete_gradebook(root / GRADEBOOK)
+    try:
+        complete_gradebook(root / GRADEBOOK)
+    except sqlite3.Error:  # busy, or not SQLite at all: nbgrader itself will say what is wrong
+        pass
     return str(root)

@@ -49,11 +49,11 @@ class Mismatch(Exception):
 
 
 class Undefined(Exception):
-    """The student's code does not define a name a check needs."""
+    """The student's code does not define a name a check needs; `key` is the message saying so."""
 
-    def __init__(self, module, name):
+    def __init__(self, module, name, key="undefined"):
         super().__init__(name)
-        self.module, self.name = module, name
+        self.module, self.name, self.key = module, name, key
 
 
 def phrase(key, **params):
@@ -265,8 +265,8 @@ class Code:
     """A student's module, or a notebook's namespace, as the checks see it: a name it does not
     define is reported as such, not as an AttributeError of the checks."""
 
-    def __init__(self, module, namespace, code_of=None):
-        self._module, self._namespace, self._code_of = module, namespace, code_of
+    def __init__(self, module, namespace, code_of=None, undefined="undefined"):
+        self._module, self._namespace, self._code_of, self._undefined = module, namespace, code_of, undefined
 
     def _sibling(self, module):
         """Another of the student's modules (a notebook has one namespace for all of them)."""
@@ -279,7 +279,7 @@ class Code:
         try:
             return self._namespace[name]
         except KeyError:
-            raise Undefined(self._module, name) from None
+            raise Undefined(self._module, name, self._undefined) from None
 
 
 class Unavailable:
@@ -368,7 +368,7 @@ def run_checks(code_of, t, locate, modules=MODULES):
             except Mismatch as exc:
                 row["note"] = t("reason", what=exc.what, expected=t.show(exc.expected), actual=t.show(exc.actual))
             except Undefined as exc:
-                row["note"] = t("undefined", module=exc.module, name=exc.name)
+                row["note"] = t(exc.key, module=exc.module, name=exc.name)
             except Blocked as exc:
                 row["note"] = t("blocked", module=exc.module, reason=t(exc.why.key, **exc.why.params))
             except NotImplementedError as exc:
@@ -376,7 +376,9 @@ def run_checks(code_of, t, locate, modules=MODULES):
                 row["status"] = "todo"
                 row["note"] = t("not-implemented", function=frame.function, where=locate(frame)) if frame \
                     else t("not-implemented-unlocated")
-            except Exception as exc:  # noqa: BLE001 - report any error of the student's code
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - report any error of the student's code, even exit()
                 frame = student_frame(exc)
                 error = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
                 row["note"] = t("error", error=error, where=locate(frame)) if frame else error
@@ -444,7 +446,7 @@ def check_section(module, namespace, lang=None):
         # Under `nbgrader autograde` the course's GradeWithKit preprocessor scores this cell and
         # replaces its output. Reaching this means that it is not configured: fail closed.
         raise RuntimeError(t("not-configured"))
-    code = Code(module, namespace)
+    code = Code(module, namespace, undefined="undefined-in-notebook")
     results = run_checks(lambda name: code, t, _notebook_locate(t), modules=(module,))
     report = render(results, t, section=t("section." + module))
     if next_step(results) is not None:
