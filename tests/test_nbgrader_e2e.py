@@ -353,6 +353,7 @@ def test_public_checks_fail_closed_under_autograde(monkeypatch, tmp_path):
             ch3_checks.check_section("sec3_3_simple_attention", {})
     finally:
         sys.modules.pop("ch3_checks", None)
+        sys.modules.pop("ch3_check_list", None)
 
 
 def course_config(course: Path, monkeypatch) -> dict:
@@ -398,7 +399,7 @@ def test_course_config_handles_nbgraders_traps(tmp_path, monkeypatch):
     assert len(solutions) == 7
     assert all("### BEGIN SOLUTION" in "".join(c["source"]) for c in solutions)
     assert {p.name for p in notebook.parent.iterdir()} == {
-        f"{NOTEBOOK_NAME}.ipynb", "ch3_checks.py", "check_messages.json", "check_report.txt.j2"}
+        f"{NOTEBOOK_NAME}.ipynb", "ch3_checks.py", "ch3_check_list.py", "check_messages.json", "check_report.txt.j2"}
 
 
 def test_cell_feedback_names_no_emoji_and_speaks_of_the_notebook():

@@ -84,7 +84,7 @@ def leaks(bundle: Path) -> list[str]:
 
 def test_bundle_layout(bundle):
     names = {str(f.relative_to(bundle)) for f in bundle.rglob("*") if f.is_file()}
-    assert {"README.md", "check.py", "ch3_checks.py", "check_messages.json", "check_report.txt.j2",
+    assert {"README.md", "check.py", "ch3_checks.py", "ch3_check_list.py", "check_messages.json", "check_report.txt.j2",
             "exercises/README.md", f"{KIT_DIR}/grader/intake/__init__.py"} <= names
     assert {f"exercises/{m}.py" for m in MODULES} <= names
     for module in MODULES:
@@ -267,6 +267,7 @@ def checker(bundle):
     yield module
     sys.path.remove(str(bundle))
     sys.modules.pop("ch3_checks", None)
+    sys.modules.pop("ch3_check_list", None)
 
 
 def statuses(checker, folder: Path, modules=tuple(BOOK_ORDER)) -> list[dict]:
@@ -399,6 +400,7 @@ def test_a_test_cell_reports_in_the_courses_language_within_validates_width(tmp_
     finally:
         sys.path.remove(str(tmp_path / "course"))
         sys.modules.pop("ch3_checks", None)
+        sys.modules.pop("ch3_check_list", None)
 
 
 def test_a_test_cell_run_before_the_code_cells_says_to_run_them(tmp_path):
@@ -415,6 +417,7 @@ def test_a_test_cell_run_before_the_code_cells_says_to_run_them(tmp_path):
     finally:
         sys.path.remove(str(tmp_path / "course"))
         sys.modules.pop("ch3_checks", None)
+        sys.modules.pop("ch3_check_list", None)
 
 
 def test_a_student_calling_exit_costs_only_that_check(checker, tmp_path):

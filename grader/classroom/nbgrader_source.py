@@ -2,8 +2,8 @@
 
 `create_course(COURSE_DIR)` writes ``nbgrader_config.py`` and ``source/<assignment>/``: the
 chapter's notebook ``ch3_attention.ipynb`` (both rendered from templates/nbgrader/) and the kit's
-public checks (``ch3_checks.py`` with its messages and report layout, the same as the student
-bundle's check.py runs). The notebook is one for the chapter, as the book's own ch03.ipynb: per
+public checks (``ch3_checks.py`` and ``ch3_check_list.py`` with their messages and report
+layout, the same as the student bundle's check.py runs). The notebook is one for the chapter, as the book's own ch03.ipynb: per
 section a solution cell (the stub's code, each body between ``### BEGIN SOLUTION`` / ``### END
 SOLUTION``) and a test cell worth that section's points in the hidden suites.
 
@@ -30,7 +30,6 @@ from grader.records import MODULE_SECTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 SIBLING_IMPORT = re.compile(r"^from (sec3_\w+|exercise3_\w+) import .*$\n?", re.MULTILINE)
-
 
 
 def suite_points() -> dict[str, float]:

@@ -4,8 +4,8 @@ Layout of OUT/:
     README.md              rendered from templates/release/README.md.j2 with the catalogue
     exercises/*.py         the stubs, and exercises/README.md
     check.py               the self-check: finds the student's code and runs the public checks
-    ch3_checks.py          the public checks (also shipped with the nbgrader notebook, see
-                           `write_public_checks`)
+    ch3_checks.py          runs the public checks and reports (also shipped with the nbgrader
+                           notebook, see `write_public_checks`); ch3_check_list.py: the checks
     check_report.txt.j2    the layout of their report (jinja2, which PyTorch installs anyway)
     check_messages.json    their strings in every language, taken from the message catalogues
     _kit/grader/...        a copy of the grader's intake (grader/intake/ and the kit modules it
@@ -23,7 +23,7 @@ from grader.records import MODULE_SECTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 RELEASE_TEMPLATES = TEMPLATES_DIR / "release"
-PUBLIC_CHECK_FILES = ("ch3_checks.py", "check_report.txt.j2")
+PUBLIC_CHECK_FILES = ("ch3_checks.py", "ch3_check_list.py", "check_report.txt.j2")
 KIT_DIR = "_kit"
 INTAKE = "grader.intake"
 # Never part of anything students get.
