@@ -85,6 +85,8 @@ def expect_close(what, actual, expected, torch, atol=1e-4):
 
 def expect_unchanged(what, after, before, torch, atol=1e-5):
     expect_tensor(what, after, torch, before.shape)
+    if bool(torch.isnan(after).any()) or bool(torch.isnan(before).any()):
+        raise Mismatch(what, phrase("unchanged"), phrase("nan"))
     difference = float((after.detach() - before.detach()).abs().max())
     if not difference <= atol:
         raise Mismatch(what, phrase("unchanged"), phrase("differs-by", value=fmt(difference)))
