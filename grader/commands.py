@@ -36,13 +36,18 @@ def _nbgrader(argv: list[str]) -> int:
                         help="autograde also runs each notebook in a Jupyter kernel so that feedback shows the "
                              "students' outputs (that kernel is not sandboxed; scores still come from the kit)")
     args = parser.parse_args(argv)
-    from grader.classroom.nbgrader_course import create_course
+    import shlex
+
+    from grader.classroom.nbgrader_env import nbgrader_executable
+    from grader.classroom.nbgrader_source import create_course
 
     notebook = create_course(args.course_dir, assignment=args.assignment, course_id=args.course_id, lang=args.lang,
                              run_student_kernel=args.run_student_kernel)
     catalog = Catalog(args.lang)
     print(catalog.t("cli.course-written", config=args.course_dir / "nbgrader_config.py", notebook=notebook))
-    print(catalog.t("cli.course-next", course=args.course_dir, assignment=args.assignment))
+    # nbgrader of this environment by its full path: the next step works in a shell where it is not activated.
+    print(catalog.t("cli.course-next", course=shlex.quote(str(args.course_dir)), assignment=args.assignment,
+                    nbgrader=shlex.quote(nbgrader_executable())))
     return 0
 
 
