@@ -23,11 +23,15 @@ from grader.intake.discovery import read_submission  # noqa: E402
 from grader.probes import PROBES, load_all  # noqa: E402
 from grader.records import MODULES  # noqa: E402
 from grader.runner import CACHE_DIR, grade  # noqa: E402
-from grader.sandbox import codec, pool as pool_module  # noqa: E402
+from grader.sandbox import codec, mounts, pool as pool_module  # noqa: E402
 from grader.sandbox.pool import Limits, SandboxPool, decode  # noqa: E402
 
 ATTACKS = ROOT / "tests" / "attacks"
-LIMITS = Limits(probe_seconds=3, submission_seconds=15, cpu_seconds=15)
+# Probes are timed in CPU seconds (their wall-clock backstop is ten times longer), so a loaded
+# machine never turns a correct probe into a timeout. 512 MiB of memory on top of the worker's:
+# the memory bomb's first 1 GiB request can never fit, so it fails at once, touching nothing.
+LIMITS = Limits(probe_seconds=3, probe_wall_seconds=30, submission_seconds=60, cpu_seconds=15,
+                memory_bytes=512 * 1024**2)
 MODULE = "sec3_3_simple_attention"
 SECTION_33 = [f"{MODULE}::{name}" for name in (
     "test_attention_scores_for_query", "test_softmax_naive", "test_context_vector_for_query",
@@ -242,7 +246,7 @@ def test_a_killed_worker_loses_no_result(tmp_path):
 
 
 def test_a_machine_without_bubblewrap_says_so(hostile, tmp_path, monkeypatch):
-    monkeypatch.setattr(pool_module, "_bwrap_available", lambda: False)
+    monkeypatch.setattr(mounts, "bubblewrap", lambda: mounts.Bubblewrap(installed=False, usable=False))
     cls = tmp_path / "class"
     _submission(cls, "alice")
     out = tmp_path / "reports"
