@@ -11,6 +11,7 @@ capped text with the sandbox's scratch folder taken out. Anything else becomes a
 from __future__ import annotations
 
 import re
+import sys
 from functools import lru_cache
 from typing import Any
 
@@ -18,7 +19,7 @@ from grader.i18n import Catalog
 from grader.records import MODULES, ProbeError, StudentFrame
 
 MAX_JSON = 256 * 1024  # a probe record's JSON document (the reference's largest: 0.5 kB)
-NODE_BYTES = 64  # charged per decoded JSON value: Python objects are larger than their text
+TENSOR_BYTES = 512  # a tensor object without its data
 MAX_MESSAGE = 1000
 MAX_CODE = 300
 MAX_FRAMES = 20
@@ -72,21 +73,23 @@ def is_contract_key(key: Any) -> bool:
 
 
 def decode(payload: bytes | bytearray, budget: Budget | None = None) -> dict[str, Any] | ProbeError:
-    """A child's probe record (its size already charged) as the trusted side holds it."""
+    """A child's probe record as the trusted side holds it. The payload's size is already charged
+to `budget`; the Python objects decoding made are charged here."""
     from grader.sandbox import codec
 
     try:
         record = codec.decode(payload, max_json=MAX_JSON)
-        nodes = _check_plain(record)
+        objects = _check_plain(record)
     except Exception as exc:  # noqa: BLE001 - anything unexpected is an integrity problem
         return ProbeError(kind="integrity", key="integrity.bad-result", params={"reason": _param(str(exc))})
-    if budget is not None and not budget.take(nodes * NODE_BYTES):
+    if budget is not None and not budget.take(objects):
         return status_error("over-budget", "", budget.total)
     return result_from_record(record)
 
 
 def _check_plain(value: Any, depth: int = 0) -> int:
-    """How many values `value` holds; ValueError unless all are plain tensors and data."""
+    """The bytes of Python objects that `value` holds beyond its tensors' data (which its payload
+    paid for); ValueError unless all of it is plain tensors and data."""
     import torch
 
     if depth > 10:
@@ -94,19 +97,19 @@ def _check_plain(value: Any, depth: int = 0) -> int:
     if isinstance(value, torch.Tensor):
         if type(value) is not torch.Tensor or value.requires_grad or value.is_sparse:
             raise ValueError(f"not a plain tensor: {type(value).__name__}")
-        return 1
+        return TENSOR_BYTES
     if isinstance(value, dict):
-        count = 1
+        size = sys.getsizeof(value)
         for key, item in value.items():
             if type(key) is not str:
                 raise ValueError("non-string key")
-            count += 1 + _check_plain(item, depth + 1)
-        return count
+            size += sys.getsizeof(key) + _check_plain(item, depth + 1)
+        return size
     if isinstance(value, list):
-        return 1 + sum(_check_plain(item, depth + 1) for item in value)
+        return sys.getsizeof(value) + sum(_check_plain(item, depth + 1) for item in value)
     if value is not None and type(value) not in (bool, int, float, str):
         raise ValueError(f"unexpected {type(value).__name__}")
-    return 1
+    return sys.getsizeof(value)
 
 
 def result_from_record(record: Any) -> dict[str, Any] | ProbeError:
