@@ -46,7 +46,8 @@ _SCRATCH = re.compile(r"/tmp/submission-[A-Za-z0-9_]+/?")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _NOT_PARAM = re.compile(r"[^\w .,:()\[\]'-]")
 _FILE = re.compile(r"[\w-][\w.-]{0,99}")
-_NOT_NAME = re.compile(r"[^\w<>.-]")
+_NOT_NAME = re.compile(r"[^\w.]")
+_SYNTHETIC = re.compile(r"<\w{1,20}>")  # <module>, <lambda>, <listcomp>, <genexpr>...
 
 
 class Budget:
@@ -129,6 +130,8 @@ def bad_record() -> ProbeError:
 def error_from_dict(data: dict) -> ProbeError:
     """An error record rebuilt from what is allowed in each field (see the module's docstring)."""
     kind, key = data.get("kind"), data.get("key", "")
+    if type(kind) is not str or type(key) is not str:
+        return bad_record()
     if key == "":
         allowed = KEYLESS_KINDS
     elif key in IMPORT_KEYS:
@@ -198,5 +201,7 @@ def _frames(value: Any) -> tuple[StudentFrame, ...]:
         line = item.get("line")
         line = line if type(line) is int and 0 <= line <= MAX_LINE else 0
         code = text(item.get("code"), MAX_CODE).replace("\n", " ").replace("\t", " ")
-        frames.append(StudentFrame(item["file"], line, _NOT_NAME.sub("", text(item.get("function"), 100)), code))
+        function = text(item.get("function"), 100)
+        function = function if _SYNTHETIC.fullmatch(function) else _NOT_NAME.sub("", function)
+        frames.append(StudentFrame(item["file"], line, function, code))
     return tuple(frames[-MAX_FRAMES:])

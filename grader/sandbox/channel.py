@@ -61,7 +61,7 @@ class FrameReader:
             left = remaining()
             if left <= 0:
                 raise TimeoutError
-            if select.select([self.fd], [], [], left)[0]:
+            if select.select([self.fd], [], [], min(left, 60.0))[0]:
                 return
 
     def _fill(self, count: int, remaining: Remaining) -> bool:
