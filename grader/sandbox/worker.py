@@ -149,6 +149,7 @@ def _run_child(job, remaining, poisoned, scratch, uid, submission_end, budget) -
     clock = ProbeClock(pid, uid if os.getuid() == 0 else None, limits["probe_seconds"], limits["probe_wall_seconds"],
                        submission_end)
     remaining = list(remaining)
+    started_with = len(remaining)
     current = importing = failure = None
     try:
         failure, current, importing = _watch(FrameReader(read_fd), clock, job, remaining, budget)
@@ -161,9 +162,11 @@ def _run_child(job, remaining, poisoned, scratch, uid, submission_end, budget) -
         cleanup.clear_leftovers(uid, scratch)
     if not remaining:
         return []
+    if current is None and len(remaining) < started_with:
+        return remaining  # ended between two probes after some results: the rest goes to a new child
     if failure is None:
         failure = _outcome_of_exit(status)
-    culprit = current if current in remaining else remaining[0]
+    culprit = current if current in remaining else remaining[0]  # a child that made no progress
     send({"id": job["id"], "probe": culprit, "status": failure, "module": importing or ""})
     remaining.remove(culprit)
     if importing:
