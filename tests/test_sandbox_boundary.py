@@ -246,9 +246,45 @@ def test_the_budget_pays_for_decoded_objects_not_only_bytes():
     assert isinstance(decode(lists, budget), dict)
     assert budget.left < 4 * 1024**2 - 20_000 * 56
     astral = codec.encode({"ok": {"x": "\U0001F600" + "a" * 100_000}})  # 100 kB of JSON, 400 kB of str
-    budget = Budget(10**6)
-    decode(astral, budget)
-    assert budget.left <= 10**6 - 400_000
+    budget = Budget(4 * 10**6)
+    assert isinstance(decode(astral, budget), dict)
+    assert budget.left <= 4 * 10**6 - 400_000
+
+
+tensor_specs = st.lists(st.one_of(st.sampled_from(sorted(codec.DTYPES)), st.text(max_size=8)), max_size=1).map(
+    lambda names: names[0] if names else "float32")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.recursive(
+    json_values | st.builds(lambda d, shape, o, n: {"$t": [d, shape, o, n]}, tensor_specs,
+                            st.lists(st.integers(-2, 5), max_size=3), st.integers(-4, 64), st.integers(-4, 64))
+    | st.builds(lambda f: {"$f": f}, st.sampled_from(["nan", "inf", "-inf", "1.0", ""])),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    max_leaves=10), st.binary(max_size=64))
+def test_the_codec_decodes_any_document_to_plain_data_or_refuses_it(document, tail):
+    """What `boundary.decode` relies on: whatever a child writes, decoding gives plain tensors,
+    dicts with string keys, lists, strings, numbers, booleans and None, or a CodecError."""
+    text = json.dumps(document).encode()
+    try:
+        value = codec.decode(struct.pack(">I", len(text)) + text + tail)
+    except codec.CodecError:
+        return
+
+    def plain(item):
+        if isinstance(item, torch.Tensor):
+            assert type(item) is torch.Tensor and not item.requires_grad and item.layout == torch.strided
+        elif isinstance(item, dict):
+            assert all(type(key) is str for key in item)
+            for child in item.values():
+                plain(child)
+        elif isinstance(item, list):
+            for child in item:
+                plain(child)
+        else:
+            assert item is None or type(item) in (bool, int, float, str)
+
+    plain(value)
 
 
 def test_status_errors_name_only_modules_of_the_exercise():
@@ -301,3 +337,97 @@ def test_a_deadline_is_only_what_the_reader_says(pipe):
     os.write(write_fd, struct.pack(">I", 100))  # a header that never comes
     with pytest.raises(TimeoutError):
         FrameReader(read_fd).header(lambda: 0.0)
+
+
+# -- the trusted side enforces its limits whatever the worker sends ----------------------------
+
+FAKE_WORKER = r'''
+import json, os, struct, sys
+
+fd = int(sys.argv[1])
+
+
+def send(header, payload=b"", chunked=False):
+    head = json.dumps(dict(header, size=len(payload))).encode()
+    os.write(fd, struct.pack(">I", len(head)) + head)
+    view = memoryview(payload)
+    while view:
+        view = view[os.write(fd, view[:1 << 20]):]
+
+
+def document(value, tail=0):
+    text = json.dumps(value).encode()
+    return struct.pack(">I", len(text)) + text + b"\0" * tail
+
+
+send({"status": "ready"})
+job = json.loads(sys.stdin.readline())
+for header, payload in json.loads(sys.argv[2]):
+    header = {key: job["id"] if value == "ID" else value for key, value in header.items()}
+    if isinstance(payload, list):  # [json value, bytes of padding]
+        payload = document(payload[0], payload[1])
+    send(header, payload.encode() if isinstance(payload, str) else payload)
+sys.stdin.readline()
+'''
+MIB = 1024**2
+
+
+def fake_run(frames: list, probes: list[str], budget: int = 5 * MIB):
+    import sys
+    import time
+    import tracemalloc
+
+    from grader.records import Submission
+    from grader.sandbox.connection import WorkerConnection, job_record
+
+    worker = WorkerConnection(lambda fd: [sys.executable, "-c", FAKE_WORKER, str(fd), json.dumps(frames)],
+                              {"PATH": "/usr/bin:/bin"})
+    try:
+        results, spent = {}, Budget(budget)
+        job = job_record(7, Submission("s", Path("."), {}, ""), probes, "grade", {})
+        tracemalloc.start()
+        done = worker.run(job, results, spent, time.monotonic() + 120, 4 * MIB)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return done, results, peak
+    finally:
+        worker.kill()
+
+
+def test_the_trusted_side_holds_to_its_limits_whatever_the_worker_sends():
+    ok = {"id": "ID", "status": "ok"}
+    frames = [
+        [dict(ok, probe="p1"), [{"ok": {"x": 1}}, 0]],
+        [dict(ok, probe="p2"), [{"ok": {}}, 64 * MIB]],  # over the per-result limit: skipped as it comes
+        [dict(ok, probe="p3"), [{"ok": {"y": 2}}, 3 * MIB]],
+        [dict(ok, probe="p4"), [{"ok": {}}, 3 * MIB]],  # within the limit, over what is left of the budget
+        [{"id": "ID", "probe": "p5", "status": "timeout", "module": "/etc"}, ""],
+        [{"id": "ID", "status": "done"}, ""],
+    ]
+    done, results, peak = fake_run(frames, ["p1", "p2", "p3", "p4", "p5"])
+    assert done
+    assert results["p1"] == {"x": 1} and results["p3"] == {"y": 2}
+    assert results["p2"].key == "sandbox.output-too-large" and results["p2"].params["limit"] == "4 MB"
+    assert results["p4"].key == "sandbox.over-budget"
+    assert (results["p5"].kind, results["p5"].module) == ("timeout", "")
+    assert peak < 12 * MIB  # 70 MB went by; at most one accepted payload (and its decoding) was held
+
+
+@pytest.mark.parametrize("frame", [
+    [{"id": 999, "probe": "p1", "status": "ok"}, [{"ok": {}}, 0]],  # another job's
+    [{"id": "ID", "probe": "p9", "status": "ok"}, [{"ok": {}}, 0]],  # a probe the job does not have
+    [{"id": "ID", "probe": ["p1"], "status": "ok"}, [{"ok": {}}, 0]],
+    [{"id": "ID", "probe": "p1", "status": "passed"}, ""],
+    [{"id": "ID", "probe": "p1", "status": {"s": 1}}, ""],
+    [{"id": "ID", "probe": "p1", "status": "timeout"}, "payload on a status"],
+    [{"id": "ID", "status": "done"}, "payload on done"],
+])
+def test_a_worker_that_breaks_the_protocol_is_given_up(frame):
+    done, results, _ = fake_run([frame, [{"id": "ID", "status": "done"}, ""]], ["p1"])
+    assert not done and "p9" not in results
+
+
+def test_a_result_for_a_probe_that_has_one_already_is_a_broken_protocol():
+    ok = {"id": "ID", "probe": "p1", "status": "ok"}
+    done, results, _ = fake_run([[ok, [{"ok": {"x": 1}}, 0]], [ok, [{"ok": {"x": 2}}, 0]]], ["p1"])
+    assert not done and results["p1"] == {"x": 1}

@@ -72,7 +72,8 @@ class WorkerConnection:
                 status, name, size = header.get("status"), header.get("probe"), header["size"]
                 if status == "done":
                     return size == 0
-                if name not in probes or name in results or (status != "ok" and status not in STATUSES):
+                if type(name) is not str or type(status) is not str or name not in probes or name in results \
+                        or (status != "ok" and status not in STATUSES):
                     return False
                 if status != "ok":
                     if size:

@@ -1,4 +1,5 @@
-"""A seccomp filter for the sandbox's child: the kernel's keyrings are out of reach.
+"""A seccomp filter for the sandbox's processes (installed in the warm worker, inherited by every
+child): the kernel's keyrings are out of reach.
 
 A uid's keyrings outlive its processes: a key one student's child adds to its user keyring is
 there for the next child of the same slot (the same uid), i.e. another student. Nothing in
