@@ -16,6 +16,7 @@ from grader.sandbox import driver, seccomp
 from grader.sandbox.channel import frame, frame_head, write_all
 
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_DUMPABLE = 4
 CLONE_NEWNET = 0x40000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
@@ -116,6 +117,7 @@ def isolate_ipc() -> bool:
     uid, gid = os.getuid(), os.getgid()
     if LIBC.unshare(CLONE_NEWUSER | CLONE_NEWIPC) != 0:
         return False
+    LIBC.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # after a change of uid, /proc/self is root's until this
     try:
         for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
             with open(f"/proc/self/{name}", "w") as handle:

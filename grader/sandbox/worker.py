@@ -33,6 +33,9 @@ RESULT_FD = 3
 PR_SET_CHILD_SUBREAPER = 36
 PID_NAMESPACE = False  # set from --pid-namespace: the worker runs in its own pid namespace
 TICKS = os.sysconf("SC_CLK_TCK")
+# A probe imports each of the seven modules at most once: more import notices than this are a
+# child keeping the worker busy (its parsing is CPU time no clock of the child's counts).
+MAX_NOTICES = 64
 
 
 def send(header: dict, payload: bytes = b"") -> None:
@@ -181,6 +184,7 @@ def _watch(reader: FrameReader, clock: ProbeClock, job: dict, remaining: list[st
     (start, imports, result, per probe, in the job's order). Returns (failure or None, the probe
     in progress, the module being imported); `remaining` loses each probe that got a result."""
     current = importing = None
+    notices = 0  # import notices of the probe in progress
     try:
         while remaining:
             header = reader.header(clock)
@@ -205,10 +209,12 @@ def _watch(reader: FrameReader, clock: ProbeClock, job: dict, remaining: list[st
             elif size:
                 raise ChannelError("only results carry a payload")
             elif kind == "start" and current is None and name == remaining[0]:
-                current = name
+                current, notices = name, 0
                 clock.start()
-            elif kind == "import" and current is not None and importing is None and _module_name(name):
+            elif kind == "import" and current is not None and importing is None and _module_name(name) \
+                    and notices < MAX_NOTICES:
                 importing = name
+                notices += 1
             elif kind == "imported" and importing is not None and name == importing:
                 importing = None
             else:
