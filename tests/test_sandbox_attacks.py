@@ -55,8 +55,10 @@ def run_all(pool: SandboxPool, submissions, probes=None) -> dict[str, dict]:
 
 # -- nothing persists between students ----------------------------------------------------------
 
+OPEN_FOLDER = Path("/tmp/.attention-kit-open")
 LEAK_FILES = [Path(p) for p in ("/tmp/attention-kit-leak", "/var/tmp/attention-kit-leak",
-                                "/dev/shm/attention-kit-leak", "/run/lock/attention-kit-leak")]
+                                "/dev/shm/attention-kit-leak", "/run/lock/attention-kit-leak",
+                                str(OPEN_FOLDER / "attention-kit-leak"))]
 
 
 @pytest.mark.parametrize("bubblewrap", [True, False], ids=["bubblewrap", "without-bubblewrap"])
@@ -65,6 +67,8 @@ def test_nothing_one_student_leaves_reaches_the_next_in_the_same_worker(tmp_path
         monkeypatch.setattr(mounts, "bubblewrap", lambda: NO_BUBBLEWRAP)
     for leftover in LEAK_FILES:
         leftover.unlink(missing_ok=True)
+    OPEN_FOLDER.mkdir(exist_ok=True)  # like /tmp/.X11-unix: root's, anyone may write into it
+    OPEN_FOLDER.chmod(0o1777)
     leave = attacked(tmp_path, "leave", "persist_state.py", PERSIST="leave")
     find = attacked(tmp_path, "find", "persist_state.py", PERSIST="find")
     with SandboxPool(1, LIMITS, probes=[PROBE]) as pool:  # one worker: the same slot, the same uid
@@ -79,11 +83,13 @@ def test_nothing_one_student_leaves_reaches_the_next_in_the_same_worker(tmp_path
     assert left <= seen
     assert "keyring" not in left  # keyrings are out of reach
     shared = {f"file {path}" for path in LEAK_FILES}
-    assert not (left & shared) if bubblewrap else "file /tmp/attention-kit-leak" in left
+    assert not (left & shared) if bubblewrap else {"file /tmp/attention-kit-leak",
+                                                    f"file {OPEN_FOLDER}/attention-kit-leak"} <= left
     found = results["find"][PROBE]
     assert isinstance(found, dict), found.message
     assert torch.allclose(found["book"], book_inputs() @ book_inputs().T)
     assert not [path for path in LEAK_FILES if path.exists()]
+    shutil.rmtree(OPEN_FOLDER, ignore_errors=True)
 
 
 # -- deadlines ----------------------------------------------------------------------------------

@@ -57,20 +57,28 @@ def reap_orphans() -> None:
 
 
 def clear_leftovers(uid: int, scratch: str) -> None:
-    """Remove what a child of the slot's uid left in the folders every process may write to, so
-    that the next student's child finds nothing of it (the scratch folder stays for the rest of
-    this submission). Every process of the uid is dead by now. Only as root: otherwise the child
-    runs as the grading user, whose own files cannot be told apart (reported as no uid separation)."""
+    """Remove what a child of the slot's uid left in the folders every process may write to (and
+    in their world-writable subfolders, such as /tmp/.X11-unix), so that the next student's child
+    finds nothing of it; the scratch folder stays for the rest of this submission. Every process of
+    the uid is dead by now. Only as root: otherwise the child runs as the grading user, whose own
+    files cannot be told apart (reported as no uid separation)."""
     if os.getuid() != 0:
         return
-    for folder in SHARED_DIRS:
+    folders = list(SHARED_DIRS)
+    while folders:
+        folder = folders.pop()
         try:
             entries = list(os.scandir(folder))
         except OSError:
             continue
         for entry in entries:
             try:
-                if entry.path == scratch or entry.stat(follow_symlinks=False).st_uid != uid:
+                status = entry.stat(follow_symlinks=False)
+                if entry.path == scratch:
+                    continue
+                if status.st_uid != uid:
+                    if entry.is_dir(follow_symlinks=False) and status.st_mode & 0o002 and folder in SHARED_DIRS:
+                        folders.append(entry.path)  # another owner's folder anyone may write to
                     continue
                 if entry.is_dir(follow_symlinks=False):
                     shutil.rmtree(entry.path, ignore_errors=True)

@@ -13,7 +13,8 @@ import socket
 PERSIST = "{PERSIST}"
 KEY = 0x4B1700
 NAME = "attention-kit-leak"
-FILES = ["/tmp/" + NAME, "/var/tmp/" + NAME, "/dev/shm/" + NAME, "/run/lock/" + NAME, "../" + NAME, NAME]
+FILES = ["/tmp/" + NAME, "/var/tmp/" + NAME, "/dev/shm/" + NAME, "/run/lock/" + NAME, "../" + NAME, NAME,
+         "/tmp/.attention-kit-open/" + NAME]  # a world-writable folder of another owner (made by the test)
 IPC_CREAT, O_CREAT, O_RDWR = 0o1000, 0o100, 0o2
 SYSCALLS = {"x86_64": (248, 250), "aarch64": (217, 219)}  # add_key, keyctl
 KEY_SPEC_USER_KEYRING, KEYCTL_SEARCH = -4, 10
