@@ -63,7 +63,7 @@ def run_grade(args: argparse.Namespace) -> int:
         console.print(catalog.t("cli.cannot-run", reason=str(exc)))
         return 2
     for note in summary.protections:
-        console.print(catalog.t("cli.protection-missing", what=catalog.t(f"integrity.{note.kind}")))
+        console.print(catalog.t("cli.protection-missing", what=catalog.t(f"integrity.{note.kind}", detail=note.detail)))
     out = Console(soft_wrap=True, markup=False, highlight=False, emoji=False)
     if summary.is_class:
         out.print(catalog.t("cli.class-done", count=len(summary.results), graded=summary.graded,

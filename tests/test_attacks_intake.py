@@ -215,7 +215,9 @@ def test_injected_text_stays_quoted_student_output(graded):
     assert "<img" not in rendered and "javascript:" not in re.sub(r"<code>.*?</code>", "", rendered, flags=re.S)
     document = json.loads((folder / "results.json").read_text(encoding="utf-8"))
     softmax = {t["id"]: t for t in document["tests"]}[f"{M33}::test_softmax_naive"]
-    assert softmax["message"].startswith("Your code raised ") and f"`{INJECTION_TYPE}`" in softmax["message"]
+    # The sandbox boundary keeps only identifier characters of an exception's type name.
+    safe_type = re.sub(r"[^\w.]", "", INJECTION_TYPE)
+    assert softmax["message"].startswith("Your code raised ") and f"`{safe_type}`" in softmax["message"]
     assert "problem of the grader" not in softmax["message"] and "problem of the grader" in softmax["output"]
 
 

@@ -12,7 +12,7 @@ from grader.report.text import Said, output_block, say, student, trusted, words
 
 # Namespaces of catalogue keys that an error may name. A key from anywhere else (or one the
 # catalogue lacks) is never shown: the sentence of the error's kind is used instead.
-ERROR_KEY_PREFIXES = ("contract.", "import.", "sandbox.", "integrity.bad-result", "internal.", "mismatch.")
+ERROR_KEY_PREFIXES = ("contract.", "import.", "sandbox.", "integrity.bad-result", "integrity.forged-result", "internal.", "mismatch.")
 ERROR_KINDS = {"import", "exception", "contract", "timeout", "crash", "resource", "exit", "integrity", "internal"}
 
 
