@@ -143,9 +143,13 @@ def _baselines(fingerprint: str, cache_dir: Path | None) -> tuple[Seam, list[Var
         document = {"reference": {name: _record(r) for name, r in reference.items()},
                     "variants": [{name: _record(r) for name, r in run.results.items()} for run in runs]}
         try:
+            # the reference's outputs are the answer key: only the grader's own user may read them
             cache.parent.mkdir(parents=True, exist_ok=True)
+            os.chmod(cache.parent, 0o700)
             temporary = cache.with_name(f".{cache.name}.{os.getpid()}")
-            temporary.write_bytes(codec.encode(document))
+            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(codec.encode(document))
             os.replace(temporary, cache)
             for old in cache.parent.glob("baselines-*.bin"):
                 if old != cache:

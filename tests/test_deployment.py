@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import grader.classroom.deployment as deployment
+import grader.sandbox.exposure as exposure
 from grader.classroom.deployment import (answer_key_exposure, kit_files, protection_lines, readable_by_others,
                                          runtime_requirements)
 from grader.classroom.textsafe import clean, clip, fit_json, json_size
@@ -57,7 +58,7 @@ def test_what_keeps_the_kit_out_of_reach(kit):
 
 
 def test_a_kit_inside_site_packages_is_named(kit, monkeypatch):
-    monkeypatch.setattr(deployment, "_site_packages", lambda: [kit.parent])
+    monkeypatch.setattr(exposure, "_site_packages", lambda: [kit.parent])
     kit.chmod(0o700)
     assert [n.kind for n in answer_key_exposure(kit)] == ["deploy.kit-in-site-packages"]
 

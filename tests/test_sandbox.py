@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import sys
 import threading
 import time
@@ -325,3 +326,13 @@ def test_an_interrupted_run_resumes(hostile, tmp_path):
     resumed = grade(cls, out, jobs=1, limits=LIMITS)
     assert (resumed.graded, resumed.reused) == (2, 2)
     assert all(r.score == r.max_score for r in resumed.results)
+
+
+def test_the_reference_cache_is_readable_by_the_grader_alone(hostile):
+    """The cached reference outputs are the answer key: without bubblewrap a child runs as another
+    user on the same file system, so the cache folder and files are the grader's only."""
+    cache = hostile["out"] / CACHE_DIR
+    files = list(cache.glob("baselines-*.bin"))
+    assert files
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+    assert all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in files)

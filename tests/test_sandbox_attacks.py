@@ -21,7 +21,7 @@ from grader.i18n import Catalog
 from grader.intake.discovery import read_submission
 from grader.probes import book_inputs
 from grader.records import ProbeError
-from grader.sandbox import mounts, pool as pool_module
+from grader.sandbox import exposure, mounts, pool as pool_module
 from grader.sandbox.pool import Limits, SandboxPool
 from tests.conftest import MODULES, solutions_as_submission
 
@@ -291,6 +291,21 @@ def test_the_notice_says_which_protection_is_missing(monkeypatch, status, kind, 
         assert text != f"integrity.{kind}"
         if kind == "sandbox.bubblewrap-unusable":
             assert detail in text and text != Catalog(lang).t("integrity.sandbox.no-bubblewrap")
+
+
+@pytest.mark.parametrize("usable", [True, False], ids=["bubblewrap", "no-bubblewrap"])
+@pytest.mark.parametrize("readable", [None, "solutions/sec3_5_causal_attention.py"])
+def test_an_answer_key_readable_by_the_childs_uid_is_named(monkeypatch, usable, readable):
+    """Without bubblewrap a root grader's children run under their own uid: the kit's file
+    permissions are then all that hides the answer key, and the notice says when they do not."""
+    monkeypatch.setattr(mounts, "bubblewrap", lambda: mounts.Bubblewrap(installed=True, usable=usable,
+                                                                         reason="" if usable else "bwrap: denied"))
+    monkeypatch.setattr(exposure, "readable_by_others", lambda root: readable)
+    monkeypatch.setattr(exposure, "_site_packages", lambda: [])
+    with SandboxPool(1, LIMITS, probes=[]) as pool:
+        notes = [(n.kind, n.detail) for n in pool.protections() if n.kind.startswith("deploy.")]
+        named = not usable and readable is not None and pool.is_root
+    assert notes == ([("deploy.kit-readable", readable)] if named else [])
 
 
 def test_a_child_without_root_still_gets_an_ipc_namespace_of_its_own():

@@ -16,9 +16,7 @@ import json
 import os
 import re
 import shutil
-import site
 import stat
-import sysconfig
 import tempfile
 import tomllib
 from dataclasses import dataclass, field
@@ -26,10 +24,10 @@ from pathlib import Path
 
 from grader.i18n import Catalog
 from grader.records import GradeResult, IntegrityNote
+from grader.sandbox.exposure import ANSWER_KEY_PARTS, answer_key_exposure, readable_by_others  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
 KIT_PARTS = ("grader", "solutions", "templates", "pyproject.toml", "README.md", "LICENSE")
-ANSWER_KEY_PARTS = ("solutions", "grader")  # the reference; the hidden suites and the buggy variants
 REPORT_FILES = ("results.json", "feedback.md", "feedback.html")
 # torch pinned and CPU-only: the build the kit is tested with (an unpinned torch pulls CUDA).
 TORCH_REQUIREMENT = "torch==2.13.0"
@@ -119,62 +117,11 @@ def restrict_to_owner(path: Path) -> None:
         pass
 
 
-# -- is the answer key out of reach? -------------------------------------------------------------
-
-def answer_key_exposure(kit_root: Path = ROOT) -> list[IntegrityNote]:
-    """What keeps the answer key (solutions, hidden suites, buggy variants) from student code, and
-    what is missing: the kit inside site-packages (which the sandbox mounts), or any file of the kit
-    readable by other users (the sandbox's uid) where bubblewrap cannot hide it."""
-    notes = []
-    kit_root = kit_root.resolve()
-    if any(kit_root == p or p in kit_root.parents for p in _site_packages()):
-        notes.append(IntegrityNote("deploy.kit-in-site-packages", str(kit_root)))
-    readable = readable_by_others(kit_root)
-    if readable is not None:
-        notes.append(IntegrityNote("deploy.kit-readable", readable))
-    return notes
-
-
-def readable_by_others(root: Path) -> str | None:
-    """A file of the answer key under ROOT (the reference in solutions/, the hidden suites and the buggy
-    variants in grader/) whose content a user other than its owner and group can read: every folder
-    on its path searchable by others and the file readable by others. None when there is none."""
-    root = root.resolve()
-    for folder in (*reversed(root.parents), root):
-        if not os.stat(folder).st_mode & stat.S_IXOTH:
-            return None
-    readable = []
-    for part in ANSWER_KEY_PARTS:
-        for folder, dirs, names in os.walk(root / part):
-            dirs.sort()
-            if not os.stat(folder).st_mode & stat.S_IXOTH:
-                dirs[:] = []
-                continue
-            for name in sorted(names):
-                try:
-                    info = os.lstat(os.path.join(folder, name))
-                except OSError:
-                    continue
-                if stat.S_ISREG(info.st_mode) and info.st_mode & stat.S_IROTH:
-                    readable.append(os.path.relpath(os.path.join(folder, name), root))
-    # name the reference or a hidden suite when one of them is readable
-    secret = [path for prefix in ("solutions", os.path.join("grader", "suites", "hidden"))
-              for path in readable if path.startswith(prefix)]
-    return (secret or readable or [None])[0]
-
-
-def _site_packages() -> list[Path]:
-    paths = set(site.getsitepackages()) | {sysconfig.get_paths()[key] for key in ("purelib", "platlib")}
-    if site.ENABLE_USER_SITE:
-        paths.add(site.getusersitepackages())
-    return [Path(p).resolve() for p in paths if p and os.path.isdir(p)]
-
-
 def protection_lines(graded_protections: list[IntegrityNote], exposure: list[IntegrityNote],
                      catalog: Catalog) -> list[str]:
     """For the instructor (a platform's log): each protection that is missing, in words, or one line
     saying that all of them are in place."""
-    notes = list(graded_protections) + list(exposure)
+    notes = list({(n.kind, n.detail): n for n in [*graded_protections, *exposure]}.values())  # each once
     if not notes:
         return [catalog.t("deploy.all-protections")]
     return [catalog.t("deploy.protection-missing", what=catalog.t(f"integrity.{n.kind}", detail=n.detail))

@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 import grader
 from grader.records import IntegrityNote, ProbeError, Submission
-from grader.sandbox import mounts
+from grader.sandbox import exposure, mounts
 from grader.sandbox.boundary import Budget, decode, error_from_dict, result_from_record
 from grader.sandbox.connection import WorkerConnection, environment, job_record
 
@@ -120,6 +120,10 @@ class SandboxPool:
             notes.append(IntegrityNote("sandbox.no-uid-separation", str(os.getuid())))
         if not self.use_bwrap and not self.is_root:
             notes.append(IntegrityNote("sandbox.no-network-isolation", "unshare"))
+        # a kit in site-packages is mounted for the child; without bubblewrap, a root grader's
+        # children run under their own uid, so file permissions alone keep the answer key from them
+        notes += [note for note in exposure.answer_key_exposure()
+                  if note.kind == "deploy.kit-in-site-packages" or (not self.use_bwrap and self.is_root)]
         return notes
 
     def submit(self, submission: Submission, probes: list[str] | None = None, mode: str = "grade") -> int:
