@@ -150,6 +150,7 @@ def test_student_names_never_collide_with_class_outputs(graded):
     docs = documents(out)
     assert docs["gradebook.csv"]["_folder"] == "gradebook.csv-2"
     assert docs["summary.html"]["_folder"] == "summary.html-2"
+    assert docs["canvas-grades.csv"]["_folder"] == "canvas-grades.csv-2"  # grade export's default file
     assert docs["\\xd5\\xc5\\xc8\\xfd"]["_folder"] == "_xd5_xc5_xc8_xfd"
 
 
