@@ -24,7 +24,9 @@ from grader.sandbox.pool import Limits, SandboxPool
 
 CACHE_DIR = ".grader-cache"  # in the output folder: reference and variant outputs, per kit fingerprint
 # What a class run writes at the top of its output folder: no student's folder may take these names.
-CLASS_OUTPUTS = {"gradebook.csv", "summary.html", CACHE_DIR, "results.json", "feedback.html", "feedback.md"}
+# (`grade export` writes its LMS gradebooks there too, by default.)
+CLASS_OUTPUTS = {"gradebook.csv", "summary.html", CACHE_DIR, "results.json", "feedback.html", "feedback.md",
+                 "canvas-grades.csv", "moodle-grades.csv"}
 
 
 class GraderError(Exception):

@@ -96,7 +96,9 @@ def test_the_batch_finishes_with_exit_0_and_every_class_report(graded):
                                   "link_environ", "link_mem", "fifo", "device", "hardlink", "dir_module",
                                   "sparse_module", "sparse_notebook", "json_bomb", "container_bomb",
                                   "worksheets_not_a_list", "wrong_types", "ast_bomb", "helpers",
-                                  "\\xd5\\xc5\\xc8\\xfd", "gradebook.csv", "summary.html", *FORMULA_NAMES])
+                                  "surrogate_notebook", "gbk_declared",
+                                  "\\xd5\\xc5\\xc8\\xfd", "gradebook.csv", "summary.html", "canvas-grades.csv",
+                                  *FORMULA_NAMES])
 def test_an_attack_costs_exactly_its_file_and_says_so(graded, name):
     docs = documents(graded["out"])
     expect = graded["expect"][name]
@@ -150,6 +152,7 @@ def test_student_names_never_collide_with_class_outputs(graded):
     docs = documents(out)
     assert docs["gradebook.csv"]["_folder"] == "gradebook.csv-2"
     assert docs["summary.html"]["_folder"] == "summary.html-2"
+    assert docs["canvas-grades.csv"]["_folder"] == "canvas-grades.csv-2"  # grade export's default file
     assert docs["\\xd5\\xc5\\xc8\\xfd"]["_folder"] == "_xd5_xc5_xc8_xfd"
 
 

@@ -363,3 +363,70 @@ def test_many_small_values_are_too_complex_too():
     assert _reason(b'{"cells": [], "x": [' + b'"ab",' * 400_000 + b'""]}') == "too-complex"  # 2 MB, 400,000 strings
     assert _reason(b'{"cells": [], "x": [' + b"1.5," * 400_000 + b"1]}") == "too-complex"
     assert _reason(json.dumps({"cells": [], "x": ["a,b,c[{" * 100_000]}).encode()) is None  # inside a string
+
+
+# -- text that travels on: always UTF-8, read as Python reads it --------------------------------------
+
+def _sources_travel(submission) -> None:
+    """What the sandbox is sent: every source as UTF-8 (a source that cannot be encoded was a dead
+    worker and a zero for the whole submission, not only for that file)."""
+    from grader.sandbox.connection import job_record
+
+    for source in submission.sources.values():
+        source.encode("utf-8")
+    job_record(1, submission, [], "grade", {})
+
+
+def test_a_lone_surrogate_in_a_notebook_is_graded_as_the_kernel_would_see_it(tmp_path):
+    folder = tmp_path / "s"
+    folder.mkdir()
+    source = "def f(x):\n    return x  # PLACE\n"
+    (folder / f"{M33}.ipynb").write_text(json.dumps({"cells": [{"cell_type": "code", "metadata": {},
+                                                                  "source": source}]}).replace("PLACE", "\\ud800"))
+    submission = read_submission(folder)
+    assert not submission.problems
+    assert "return x  # \ufffd" in submission.sources[M33]
+    _sources_travel(submission)
+
+
+def test_a_declared_encoding_is_read_as_python_reads_it(tmp_path):
+    from grader.intake.text import decode_source
+
+    gbk = "# -*- coding: gbk -*-\n# 注意力\nTITLE = '第三章'\n"
+    assert decode_source(gbk.encode("gbk")) == gbk.replace("gbk", "utf-8")
+    latin = "#!/usr/bin/env python\n# vim: set fileencoding=latin-1 :\nNAME = 'é'\n"
+    assert decode_source(latin.encode("latin-1")) == latin.replace("latin-1", "utf-8")
+    # only line 1 or 2 declares, line 2 only after a comment or a blank line; unknown or non-text
+    # codecs, and a BOM, mean UTF-8 (undecodable bytes replaced, as before)
+    for raw in (b"x = 1\n# coding: gbk\n\xd6\xd0\n", b"# coding: nope\n\xd6\xd0\n", b"# coding: hex\nx = 1\n",
+                b"\xef\xbb\xbf# coding: gbk\nx = 1\n", b"\n\n# coding: gbk\n\xd6\xd0\n"):
+        assert decode_source(raw) == raw.decode("utf-8", errors="replace")
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / f"{M33}.py").write_bytes(gbk.encode("gbk"))
+    submission = read_submission(folder)
+    assert submission.sources[M33] == gbk.replace("gbk", "utf-8")
+    _sources_travel(submission)
+
+
+# (st.text never draws a lone surrogate, so the text is built from characters)
+ANY_CHARACTER = st.characters(exclude_categories=()) | st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300), st.lists(st.lists(ANY_CHARACTER, max_size=30).map("".join), max_size=4),
+       st.sampled_from(["gbk", "latin-1", "utf-8", "cp1252", "shift_jis", "utf-16", "nope"]))
+def test_any_module_bytes_and_any_notebook_text_travel_as_utf8(raw, texts, encoding):
+    cells = [{"cell_type": "code", "metadata": {}, "source": f"# module: {M35}\n{text}"} for text in texts]
+    files = {f"{M33}.py": f"# coding: {encoding}\n".encode() + raw,
+             f"{M36}.py": raw,
+             "chapter.ipynb": json.dumps({"cells": cells}).encode()}  # (ensure_ascii: lone surrogates escaped)
+    from grader.intake.submission import submission_from_files
+
+    _sources_travel(submission_from_files("s", tmp_path_of_nothing(), files))
+
+
+def tmp_path_of_nothing():
+    from pathlib import Path
+
+    return Path("/nonexistent-submission")

@@ -272,6 +272,13 @@ def test_a_student_folder_never_becomes_the_export_and_a_link_is_replaced(tmp_pa
     assert victim.read_text() == "untouched" and not (tmp_path / "link.csv").is_symlink()
 
 
+def test_grade_never_names_a_students_folder_like_a_default_export():
+    from grader.classroom.lms_export import LMS
+    from grader.runner import CLASS_OUTPUTS
+
+    assert {f"{lms}-grades.csv" for lms in LMS} <= CLASS_OUTPUTS  # grade renames such a student's folder
+
+
 # -- rosters: the LMS's own export tells who is who -----------------------------------------------
 
 CANVAS_ROSTER = ("\ufeffStudent,ID,SIS User ID,SIS Login ID,Section,Homework 1 (101),Final Score\n"

@@ -393,6 +393,22 @@ _TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size
     st.builds(lambda piece, count: piece * count, st.text(max_size=8), st.integers(0, 200_000))
 
 
+def test_syntax_errors_raised_by_imported_code_use_an_attempt():
+    """Only a module that fails to parse when imported is "not gradable" (no attempt used); a module
+    that imports and whose functions raise SyntaxError would otherwise choose whether an attempt
+    counts, a free oracle on the probes' inputs."""
+    def result(kind: str) -> GradeResult:
+        tests = [records.TestOutcome(f"{module}::test_x", module, "test_x", "3.5", "error", 0.0, 1.0, "m",
+                                     error=ProbeError(kind=kind, exc_type="SyntaxError", message="invalid syntax",
+                                                      module=module))
+                 for module in MODULES]
+        return GradeResult("s", "hash", 0.0, 7.0, [SectionScore("3.5", "t", 0.0, 7.0)], tests, [])
+
+    assert to_prairielearn(Graded({}, "", result("import"), []), Catalog("en"))["gradable"] is False
+    called = to_prairielearn(Graded({}, "", result("exception"), []), Catalog("en"))
+    assert called["gradable"] is True and called["score"] == 0.0
+
+
 @st.composite
 def grade_results(draw):
     tests = []

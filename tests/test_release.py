@@ -255,6 +255,22 @@ def test_check_reports_an_unreadable_notebook_and_a_missing_module(bundle, tmp_p
     assert "sec3_6_multi_head_attention: no code found" in out and "# module: sec3_6_multi_head_attention" in out
 
 
+def test_check_reads_a_gbk_module_and_a_notebook_with_a_lone_surrogate(bundle, tmp_path):
+    """As the grader reads them (the same intake): a module in GBK with its coding declaration, and
+    a notebook whose JSON holds a lone surrogate (check.py used to die with a UnicodeEncodeError)."""
+    folder = solutions_as_submission(tmp_path / "mine")
+    source = (folder / "sec3_3_simple_attention.py").read_text()
+    (folder / "sec3_3_simple_attention.py").write_bytes(
+        ("# -*- coding: gbk -*-\n# 第三章 注意力机制\n" + source + "\nTITLE = '注意力'\n").encode("gbk"))
+    source = (folder / "sec3_4_self_attention.py").read_text()
+    (folder / "sec3_4_self_attention.py").unlink()
+    (folder / "sec3_4_self_attention.ipynb").write_text(
+        json.dumps(notebook([code_cell(source + "\nNOTE = 'PLACE'\n")])).replace("PLACE", "\\udc80"))
+    run = _check(bundle, folder)
+    assert ALL_PASS in run.stdout, run.stdout + run.stderr
+    assert run.returncode == 0
+
+
 # -- in-process, on many inputs ------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -89,7 +89,9 @@ def _images(check: Any, catalog: Catalog) -> list[dict[str, str]]:
 
 def format_errors(result: GradeResult, catalog: Catalog) -> list[str]:
     """Why nothing of a submission could be graded (it is then "not gradable": no attempt used):
-    every module is missing, unreadable or fails to parse. Empty when anything could be graded."""
+    every module is missing, unreadable or fails to parse when imported. Empty when anything could be
+    graded: code that imports and then raises SyntaxError from its functions must not be able to
+    choose, probe by probe, whether an attempt counts."""
     errors: dict[str, str] = {}
     for outcome in result.tests:
         error = outcome.error
@@ -97,8 +99,8 @@ def format_errors(result: GradeResult, catalog: Catalog) -> list[str]:
             return []
         if error.key == "import.missing":
             continue
-        if error.exc_type not in PARSE_ERRORS:
-            return []
+        if error.kind != "import" or error.exc_type not in PARSE_ERRORS:
+            return []  # (a SyntaxError that student code raises when called is an answer, not a parse error)
         errors.setdefault(error.module or outcome.module, outcome.message)
     notes = [n for n in result.integrity if n.kind.startswith("submission.")]
     if not errors and not notes and result.tests:

@@ -38,6 +38,7 @@ from typing import Any
 
 from grader.intake.cells import (CHAPTER_NOTEBOOK_MARKER, GeneratedModule, chapter_modules, python_code,
                                  section_module, tags)
+from grader.intake.text import replace_surrogates
 from grader.records import MODULES
 
 __all__ = ["CHAPTER_NOTEBOOK_MARKER", "MAX_NOTEBOOK_BYTES", "GeneratedModule", "NotebookError", "code_cells",
@@ -120,11 +121,13 @@ def _v3_cell(cell: dict) -> dict:
 
 
 def _text(source: Any) -> str:
+    """A cell's source as text Python can take: its own line ends, and a lone surrogate (JSON can
+    escape one, "\\ud800"; no file can hold it) as U+FFFD, as an undecodable byte of a .py file is."""
     if isinstance(source, list):
         text = "".join(part for part in source if isinstance(part, str))
     else:
         text = source if isinstance(source, str) else ""
-    return text.replace("\r\n", "\n").replace("\r", "\n")  # Python's own line ends
+    return replace_surrogates(text.replace("\r\n", "\n").replace("\r", "\n"))  # Python's own line ends
 
 
 def _dict(value: Any) -> dict:

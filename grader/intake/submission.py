@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, notebook_modules
-from grader.intake.text import decode_name
+from grader.intake.text import decode_name, decode_source
 from grader.records import MODULES, IntegrityNote, LineOrigin, Submission
 
 MAX_SOURCE_BYTES = 512 * 1024
@@ -67,7 +67,7 @@ class Assembly:
             self.notebooks += 1
             self._notebook(filename, data)
         elif is_module_file(filename):
-            self.py[filename[:-3]] = data.decode("utf-8", errors="replace")
+            self.py[filename[:-3]] = decode_source(data)
 
     def _notebook(self, filename: str, data: bytes) -> None:
         shown_name = decode_name(filename)

@@ -10,9 +10,12 @@ Everything here is pure and standard-library only (the student bundle ships a co
 * `folder_names(names, reserved)`: one output folder name per student: a safe path component on
   Linux, macOS and Windows, unique even on case-insensitive file systems, never one of the class
   outputs written beside it.
+* `decode_source(data)`: a .py file's bytes as the text Python would read (PEP 263), always
+  encodable as UTF-8; `replace_surrogates(text)`: any text made so.
 """
 from __future__ import annotations
 
+import codecs
 import hashlib
 import os
 import re
@@ -24,6 +27,9 @@ _INVISIBLE = {0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *r
 _WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
 _UNSAFE_IN_NAME = re.compile(r'[\\/:*?"<>|\x00-\x1f\x7f]')
 MAX_NAME_CHARS = 120
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# PEP 263: a comment on line 1 or 2 naming the file's encoding ("# -*- coding: gbk -*-").
+_CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 
 
 def _escape(char: str, keep: str) -> str:
@@ -130,3 +136,39 @@ def folder_names(names: list[str], reserved: set[str]) -> dict[str, str]:
         taken.add(candidate.casefold())
         out[name] = candidate
     return out
+
+
+def replace_surrogates(text: str) -> str:
+    """`text` with every lone surrogate (which UTF-8 cannot encode) as U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
+def decode_source(data: bytes) -> str:
+    """A .py file's bytes as text, as Python reads the file: in the encoding its coding declaration
+    names (PEP 263; ``# -*- coding: gbk -*-`` is common in Chinese classes), else UTF-8, bytes that
+    do not decode as U+FFFD. The text travels on as UTF-8, so a declaration of another encoding is
+    rewritten, on its own line, to say utf-8 (line numbers and the code are unchanged)."""
+    lines = data.split(b"\n", 2)
+    for index, line in enumerate(lines[:2]):
+        match = _CODING.match(line.decode("latin-1"))
+        if match is None:
+            if index == 0 and line.lstrip(b" \t\f\r").startswith(b"#") or not line.strip(b" \t\f\r"):
+                continue  # a declaration may follow on line 2 after a comment or a blank line
+            break
+        try:
+            encoding = codecs.lookup(match.group(1)).name
+        except LookupError:
+            break  # an encoding Python does not know: the file is read as UTF-8
+        if encoding in ("utf-8", "utf-8-sig") or data.startswith(codecs.BOM_UTF8):
+            break
+        try:
+            text = data.decode(encoding, errors="replace")
+        except Exception:  # noqa: BLE001 - a codec that cannot decode text (e.g. a bytes-to-bytes one)
+            break
+        text_lines = text.split("\n", 2)
+        found = _CODING.match(text_lines[index]) if index < len(text_lines) else None
+        if found is None:
+            break
+        text_lines[index] = text_lines[index][:found.start(1)] + "utf-8" + text_lines[index][found.end(1):]
+        return replace_surrogates("\n".join(text_lines))
+    return data.decode("utf-8", errors="replace")

@@ -175,10 +175,23 @@ def build(base: Path) -> tuple[Path, dict[str, Expect]]:
     (folder / "chapter.ipynb").write_text(notebook([code("x = 1"), code("y = 2"), code(cell)]))
     expect["notebook_syntax"] = Expect(extra={"cell": 3, "line": 4})
 
+    # text a notebook's JSON can hold but no file can (a lone surrogate, "\\ud800"): graded like the
+    # .py file, not a dead worker for the whole submission
+    folder = student(klass, "surrogate_notebook", without=(M33,))
+    (folder / f"{M33}.ipynb").write_text(notebook([code(solution(M33) + "\nNOTE = 'SURROGATE'\n")])
+                                         .replace("SURROGATE", "\\ud800"))
+    expect["surrogate_notebook"] = Expect(same_as="honest")
+
+    # a module saved in GBK with its coding declaration (PEP 263), as Python itself reads it
+    folder = student(klass, "gbk_declared", without=(M33,))
+    (folder / f"{M33}.py").write_bytes(f"# -*- coding: gbk -*-\n# 注意力机制：{M33}\n{solution(M33)}\n"
+                                       f"TITLE = '第三章 注意力机制'\n".encode("gbk"))
+    expect["gbk_declared"] = Expect(same_as="honest")
+
     # names: not UTF-8, a class output's name, spreadsheet formulas
     student(klass, GBK_NAME)
     expect["\\xd5\\xc5\\xc8\\xfd"] = Expect(same_as="honest", extra={"folder": "_xd5_xc5_xc8_xfd"})
-    for name in ("gradebook.csv", "summary.html", *FORMULA_NAMES):
+    for name in ("gradebook.csv", "summary.html", "canvas-grades.csv", *FORMULA_NAMES):
         student(klass, name)
         expect[name] = Expect(same_as="honest")
 
