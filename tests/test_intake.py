@@ -122,6 +122,25 @@ def test_a_student_folder_that_is_a_link_is_refused_as_a_whole(tmp_path):
     assert read_submission(klass / "mallory", follow=True).sources == {M33: "X = 1\n"}  # unless asked
 
 
+def test_a_students_modules_in_a_folder_of_their_folder_are_graded_but_never_through_a_link(tmp_path):
+    """An unzipped hand-in often is alice/ch3/*.py: the class reads the first folder in the student's
+    folder that holds the modules, as the grading platforms read an upload; never through a link."""
+    from grader.intake.discovery import read_candidate
+
+    klass = tmp_path / "class"
+    (klass / "alice" / "ch3").mkdir(parents=True)
+    (klass / "alice" / "ch3" / f"{M33}.py").write_text("X = 1\n")
+    (klass / "bob").mkdir()
+    (klass / "bob" / "ch3").symlink_to(ROOT / "solutions")
+    (klass / "carol" / "zip" / "ch3").mkdir(parents=True)
+    (klass / "carol" / f"{M33}.py").write_text("Y = 2\n")  # her own file at the top wins
+    (klass / "carol" / "zip" / "ch3" / f"{M33}.py").write_text("X = 1\n")
+    found = {c.name: read_candidate(c) for c in discover(klass).candidates}
+    assert found["alice"].sources == {M33: "X = 1\n"} and found["alice"].name == "alice"
+    assert found["bob"].sources == {}
+    assert found["carol"].sources == {M33: "Y = 2\n"}
+
+
 def test_discovery_lists_without_following_links(tmp_path):
     (tmp_path / "ann").mkdir()
     (tmp_path / "ann" / f"{M33}.py").symlink_to("/etc/shadow")

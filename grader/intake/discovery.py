@@ -174,7 +174,14 @@ def read_candidate(candidate: Candidate, follow: bool = False) -> Submission:
         if candidate.refused:
             return submission_from_files(candidate.name, candidate.path, {},
                                          [_folder_note(candidate.refused, candidate.path)])
-        return read_submission(candidate.path, candidate.name, follow=follow)
+        submission = read_submission(candidate.path, candidate.name, follow=follow)
+        if not submission.sources and not submission.problems:
+            # students often hand in a folder inside their folder (an unzipped alice/ch3/): grade
+            # the first folder in it that holds the modules, as the grading platforms do
+            inner = find_upload(candidate.path, follow_root=follow)
+            if inner is not None and inner != candidate.path:
+                submission = read_submission(inner, candidate.name)
+        return submission
     except Exception as exc:  # noqa: BLE001 - one student's files never stop the class
         return submission_from_files(candidate.name, candidate.path, {},
                                      [IntegrityNote("submission.unreadable", shown(type(exc).__name__))])
