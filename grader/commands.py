@@ -132,7 +132,8 @@ def _export(argv: list[str]) -> int:
     else:
         print(catalog.t("deploy.cli.export-moodle-next", column=done.identity_column))
     for key, names in (("export-unreadable", done.unreadable), ("export-unmatched", done.unmatched),
-                       ("export-not-submitted", done.not_submitted), ("export-altered", done.altered_ids)):
+                       ("export-not-submitted", done.not_submitted), ("export-altered", done.altered_ids),
+                       ("export-ambiguous", done.ambiguous)):
         if names:
             print(catalog.t(f"deploy.cli.{key}", names=", ".join(names)))
     return 0

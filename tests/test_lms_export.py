@@ -241,6 +241,20 @@ def test_broken_results_are_left_out_and_listed(tmp_path):
     assert [s["login"] for s in students] == ["ok"]
 
 
+@pytest.mark.parametrize("first, second", [("Alice", "alice"), ("Zo\u00eb", "Zoe\u0308"), ("bob", "BOB ")])
+@pytest.mark.parametrize("lms", ["canvas", "moodle"])
+def test_students_an_lms_cannot_tell_apart_are_left_out_and_named(tmp_path, first, second, lms):
+    """Canvas and Moodle match logins without regard to case: one grade must never overwrite another."""
+    out = tmp_path / "reports"
+    for name, score in ((first, 9.0), (second, 3.0), ("carol", 5.0)):
+        (out / name).mkdir(parents=True)
+        (out / name / "results.json").write_text(results(name, score))
+    done = export(out, lms=lms, assignment=TITLE, catalog=EN)
+    assert sorted(done.ambiguous) == sorted([first, second]) and done.rows == 1
+    text = done.path.read_text(encoding="utf-8")
+    assert first not in text and second.strip() not in text and "carol" in text
+
+
 def test_one_submissions_output_folder(tmp_path):
     (tmp_path / "results.json").write_text(results("submission", 41.0))
     done = export(tmp_path, lms="moodle", assignment=TITLE, catalog=EN)

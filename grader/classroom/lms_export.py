@@ -26,6 +26,7 @@ import math
 import os
 import stat
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,6 +71,7 @@ class Export:
     unmatched: list[str] = field(default_factory=list)  # graded students the roster does not list
     not_submitted: list[str] = field(default_factory=list)  # roster rows with no graded submission
     altered_ids: list[str] = field(default_factory=list)  # identifiers changed to stay inert in spreadsheets
+    ambiguous: list[str] = field(default_factory=list)  # students an LMS could not tell apart (Alice, alice)
     identity_column: str = ""  # the column that identifies a student (what Moodle maps from)
 
 
@@ -250,11 +252,16 @@ def export(out_dir: Path, *, lms: str, by: str = "assignment", assignment: str, 
     if not assignment.strip():
         raise ExportError("empty-title")
     students, unreadable = read_output(out_dir)
+    # names an LMS would take for one student (case, Unicode form, spaces): neither grade may
+    # overwrite the other, so both are left out and named
+    keys = Counter(_key(s.name) for s in students)
+    ambiguous = sorted(s.name for s in students if keys[_key(s.name)] > 1)
+    students = [s for s in students if keys[_key(s.name)] == 1]
     target = to if to is not None else out_dir / f"{lms}-grades.csv"
     if os.path.isdir(target) or (os.path.lexists(target) and not os.path.isfile(target)):
         raise ExportError("target-is-folder", path=target)
     matched: dict[str, dict[str, str]] | None = None
-    report = Export(target, 0, [], unreadable)
+    report = Export(target, 0, [], unreadable, ambiguous=ambiguous)
     if roster is not None:
         header, rows = read_roster(roster)
         key, matched = match_roster(students, header, rows, roster_key)
