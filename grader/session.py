@@ -234,13 +234,15 @@ def _grade_result(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome], info
             outcome.error = ProbeError(kind="import", key="import.missing", module=outcome.module,
                                        params={"module": outcome.module})
             outcome.blocked_by = None
+    try:  # blame and diagnosis read the sandbox's own file names; the notebook's cells come after
+        diagnoser.diagnose_submission(outcomes, seam, {info.id: info.uses for info in infos}, submission.sources)
+    except Exception:  # noqa: BLE001
+        log.exception("diagnosis of %s failed", shown(submission.name))
+        for outcome in outcomes:
+            outcome.misconception, outcome.diagnosis = None, None
+        partial.append("diagnosis")
+    for outcome in outcomes:
         outcome.error = _in_notebook_terms(outcome.error, submission)
-        try:
-            outcome.misconception = diagnoser.diagnose(outcome, seam)
-        except Exception:  # noqa: BLE001
-            log.exception("diagnosis of %s for %s failed", outcome.id, shown(submission.name))
-            outcome.misconception = None
-            partial.append("diagnosis")
     _attribute_to_earlier_sections(outcomes, infos)
     for outcome in outcomes:
         try:
