@@ -15,7 +15,7 @@ shapes the wording of the student's own feedback, never a score.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 import torch
@@ -23,7 +23,7 @@ import torch
 from grader.diagnosis.blame import BUILDERS, decide_blame
 from grader.diagnosis.catalogue import CATALOGUE, Misconception
 from grader.diagnosis.patterns import all_patterns
-from grader.diagnosis.signatures import signatures
+from grader.diagnosis.signatures import configuration_differs, signatures
 from grader.diagnosis.variants import Variant, all_variants
 from grader.probes import PROBES, load_all
 from grader.records import Diagnosis, ProbeError, StudentFrame, TestOutcome
@@ -125,8 +125,10 @@ class Diagnoser:
         `traces`: probe -> the tracer's document (untrusted; see grader.diagnosis.traces)."""
         from grader.diagnosis.evidence import Evidence
 
-        moved = decide_blame(outcomes, uses or {})
-        evidence = Evidence(traces or {}, sources or {})
+        uses = uses or {}
+        moved = decide_blame(outcomes, uses)
+        healthy = dependencies_pass(outcomes, uses)
+        evidence = Evidence(traces or {}, sources or {}, healthy)
         for outcome in outcomes:
             if outcome.status == "passed" or outcome.blocked_by:
                 continue
@@ -143,6 +145,9 @@ class Diagnoser:
             named += found.misconceptions
             if outcome.error is None:
                 named += signatures(outcome, student, self.reference)
+                if outcome.module in BUILDERS and healthy(outcome) and configuration_differs(outcome, student,
+                                                                                            self.reference):
+                    named.append("wrong-config")
             named = [m for m in dict.fromkeys(named) if m in CATALOGUE]
             outcome.misconception = named[0] if named else None
             location = found.location_of(named[0]) if named else found.location
@@ -154,6 +159,43 @@ class Diagnoser:
             if named or found.checkpoint or location:
                 outcome.diagnosis = Diagnosis(tuple(named), found.checkpoint_of(named[0]) if named else found.checkpoint,
                                               location, evidence_kind if named else found.kind)
+
+
+        consolidate(outcomes)
+
+
+# a cause that is a special case of another in the same module: a divisor that is sometimes 1
+SPECIAL_CASES = {"missing-scaling": "wrong-scaling"}
+
+
+def consolidate(outcomes: list[TestOutcome]) -> None:
+    """One cause, one name: when a submission shows both a cause and its special case (a divisor that
+    is a wrong size, which is 1 for some inputs), the special case is the general one."""
+    named = {m for o in outcomes if o.diagnosis for m in o.diagnosis.misconceptions}
+    for outcome in outcomes:
+        diagnosis = outcome.diagnosis
+        if diagnosis is None:
+            continue
+        causes = [SPECIAL_CASES[m] if m in SPECIAL_CASES and SPECIAL_CASES[m] in named else m
+                  for m in diagnosis.misconceptions]
+        causes = list(dict.fromkeys(causes))
+        if causes != list(diagnosis.misconceptions):
+            outcome.diagnosis = replace(diagnosis, misconceptions=tuple(causes))
+            outcome.misconception = causes[0]
+
+
+def dependencies_pass(outcomes: list[TestOutcome], uses: Mapping[str, tuple[str, ...]]):
+    """A test's modules of earlier sections work: the tests it (or its module's tests) `uses` pass."""
+    status = {o.id: o.status for o in outcomes}
+    by_module: dict[str, set[str]] = {}
+    for test, used in uses.items():
+        by_module.setdefault(test.split("::")[0], set()).update(used)
+
+    def healthy(outcome: TestOutcome) -> bool:
+        used = set(uses.get(outcome.id, ())) or by_module.get(outcome.module, set())
+        return all(status.get(test, "passed") == "passed" for test in used)
+
+    return healthy
 
 
 __all__ = ["CATALOGUE", "Diagnoser", "Misconception", "VariantRun", "variant_runs"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from grader.diagnosis import recognise
 from grader.diagnosis.blame import BUILDERS
@@ -17,6 +17,7 @@ from grader.records import StudentFrame, TestOutcome
 
 log = logging.getLogger(__name__)
 CONSTRUCTION = {"bias": "qkv-bias-ignored", "order": "wrong-init", "kind": "wrong-init"}
+BUILT = {"wrong-config", "heads-not-registered"}  # decided where the module is built
 
 
 @dataclass
@@ -36,8 +37,8 @@ class Found:
     def location_of(self, misconception: str) -> StudentFrame | None:
         if misconception in self.by_id:
             return self.by_id[misconception][1]
-        if misconception == "wrong-config" and self.built_at is not None:
-            return self.built_at  # a configuration is given where the module is built
+        if misconception in BUILT:
+            return self.built_at  # given where the module is built
         return self.location
 
     def checkpoint_of(self, misconception: str) -> str | None:
@@ -50,9 +51,11 @@ class Found:
 
 
 class Evidence:
-    def __init__(self, documents: Mapping[str, Any], sources: Mapping[str, str]):
+    def __init__(self, documents: Mapping[str, Any], sources: Mapping[str, str],
+                 healthy: Callable[[TestOutcome], bool] = lambda outcome: True):
         self.documents = documents
         self.sources = sources
+        self.healthy = healthy  # whether the modules a test also relies on pass their own tests
         self._findings: dict[str, recognise.Finding | None] = {}
 
     def finding(self, probe: str) -> recognise.Finding | None:
@@ -96,7 +99,11 @@ class Evidence:
                     and finding.built_at.file.removesuffix(".py") == outcome.module:
                 found.built_at = self.frame(finding.built_at)
             if outcome.error is not None:
-                if outcome.module in BUILDERS:
+                if finding.failure is not None:
+                    if finding.failure.misconception:
+                        found.name(finding.failure.misconception, finding.failure.stage,
+                                   self.frame(finding.failure.site), "trace")
+                if outcome.module in BUILDERS and self.healthy(outcome):
                     self._construction(finding, outcome, outcomes, found)
                 continue
             for mistake in finding.mistakes:
@@ -104,6 +111,10 @@ class Evidence:
                     found.name(mistake.misconception, mistake.stage, self.frame(mistake.site), "trace")
             self._construction(finding, outcome, outcomes, found)
             first = finding.mistakes[0] if finding.mistakes else None
+            if found.checkpoint is None and first is None and finding.departure is None \
+                    and finding.construction is not None:
+                found.checkpoint, found.location = "parameters", self.frame(finding.construction.site)
+                found.kind = found.kind or "construction"
             if found.checkpoint is None and (first is not None or finding.departure is not None):
                 found.checkpoint = first.stage if first is not None else finding.departure.stage  # type: ignore[union-attr]
                 found.location = self.frame(first.site if first is not None else finding.departure.site)  # type: ignore[union-attr]
@@ -115,9 +126,11 @@ class Evidence:
         """Causes that lie in how modules were constructed rather than in what they compute."""
         difference = finding.construction
         departs_at_parameters = finding.departure is not None and finding.departure.stage == "parameters"
-        swapped = any(m.key == "queries-and-keys-swapped" for m in finding.mistakes)
+        unexplained = finding.departure is not None or any(m.misconception is None for m in finding.mistakes)
         if difference is not None:
             if difference.kind in ("sizes", "bias") and outcome.module in BUILDERS:
+                if not self.healthy(outcome):
+                    return  # the modules it configures are broken themselves
                 outer = difference.outer if difference.outer.file.removesuffix(".py") == outcome.module \
                     else difference.site
                 found.name("wrong-config", "parameters", self.frame(outer), "construction")
@@ -126,8 +139,10 @@ class Evidence:
                 return  # other sizes than asked: not how the parameters were made
             if difference.kind == "bias":
                 found.name("qkv-bias-ignored", "parameters", self.frame(difference.site), "construction")
-            elif difference.kind in ("order", "kind") and finding.seeded and (departs_at_parameters or swapped):
+            elif difference.kind in ("order", "kind") and finding.seeded and unexplained:
                 found.name("wrong-init", "parameters", self.frame(difference.site), "construction")
-        if finding.seeded and (departs_at_parameters or swapped) and not found.by_id \
+        # the module computes right with given weights (only the book's seeded runs fail): what is
+        # left is how it made its own parameters
+        if finding.seeded and (departs_at_parameters or unexplained) and not found.by_id \
                 and self.seeded_only(outcome.module, outcomes):
             found.name("wrong-init", "parameters", self.frame(finding.parameters), "construction")

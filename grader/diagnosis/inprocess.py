@@ -48,7 +48,11 @@ def trace_probes(directory: Path, probes: list[str]) -> dict[str, dict]:
     """The tracer's documents of `probes` run on the submission in `directory` (see grader.probes.trace)."""
     load_all()
     with student_modules(directory) as ns:
-        return {name: traced(driver.run_probe, PROBES[name], ns, ns.directory)["trace"] for name in probes}
+        documents = {}
+        for name in probes:  # each on its own, as the sandbox traces it: nothing built by another probe
+            alone = driver.StudentNamespace(ns.directory)
+            documents[name] = traced(driver.run_probe, PROBES[name], alone, alone.directory)["trace"]
+        return documents
 
 
 def read_sources(directory: Path) -> dict[str, str]:
@@ -64,6 +68,9 @@ def grade_in_process(directories: list[Path], sink: Callable[[Path, Seam, list[T
     from grader.suites.plugin import GradingPlugin, run_suites
     from grader.suites.seam import Seam, reference_results
 
+    import torch
+
+    torch.set_num_threads(1)  # small probes: a second thread only waits (and slows down a busy machine)
     reference = Seam(reference_results())
     diagnoser = Diagnoser(reference, variant_runs())
 

@@ -11,12 +11,18 @@
 """
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
 from grader.diagnosis.traces import LAYOUT_OPS, Node, Op, Ref, Site, Trace
 
+# ops that create parameters (how they are drawn is the initialisation)
+PARAMETER_INIT = frozenset({"rand", "randn", "randint", "rand_like", "randn_like", "empty", "kaiming_uniform_",
+                            "kaiming_normal_", "uniform_", "normal_", "xavier_uniform_", "xavier_normal_",
+                            "trunc_normal_", "orthogonal_"})
 RANDOM_INIT = frozenset({"rand", "randn", "randint", "rand_like", "randn_like", "empty", "zeros", "ones", "full",
                          "kaiming_uniform_", "kaiming_normal_", "uniform_", "normal_", "xavier_uniform_",
                          "xavier_normal_", "trunc_normal_", "orthogonal_", "eye", "triu", "tril", "arange"})
@@ -33,7 +39,8 @@ def producer_site(trace: Trace, nodes: tuple[int, ...] | None) -> Site | None:
 
 
 def _node_origin(trace: Trace, node: int) -> Op | None:
-    """The op that made a node's tensor: its producer, or for a leaf the producer of its origin."""
+    """The op that made a node's tensor: its producer, or for a leaf the producer of its origin (the
+    same tensor, or failing that an earlier tensor with the same values: a buffer the probe converted)."""
     seen = 0
     while seen < 20:
         seen += 1
@@ -41,8 +48,18 @@ def _node_origin(trace: Trace, node: int) -> Op | None:
         if current.op >= 0:
             return trace.ops[current.op]
         if current.origin is None:
-            return None
+            return _same_values(trace, current)
         node = current.origin
+    return None
+
+
+def _same_values(trace: Trace, leaf: Node) -> Op | None:
+    if leaf.value is None or leaf.value.is_complex():
+        return None
+    for node in trace.nodes[:leaf.index]:
+        if node.op >= 0 and node.value is not None and node.value.shape == leaf.value.shape \
+                and torch.equal(node.value.double(), leaf.value.double()):
+            return trace.ops[node.op]
     return None
 
 
@@ -104,7 +121,7 @@ def mask_culprit(trace: Trace, masking: Op | None) -> Site | None:
         node = tensors[0] if tensors else None
     for op in reversed(chain):  # from where the mask is made towards where it is used
         kinds = [pattern(trace.nodes[out].value) for out in op.outputs]
-        if any(kind is not None and kind not in CAUSAL for kind in kinds):
+        if any(kind is not None and kind not in CAUSAL | {"everything", "nothing"} for kind in kinds):
             return op.site
     return masking.site
 
@@ -119,8 +136,9 @@ def dead_op(trace: Trace, names: frozenset[str] | set[str], call: int | None = N
     return None
 
 
-def frontier(trace: Trace, nodes: tuple[int, ...] | None) -> Site | None:
-    """The first op (views and copies looked through) that computes something from `nodes`."""
+def frontier(trace: Trace, nodes: tuple[int, ...] | None, known: Callable[[Node], bool] | None = None) -> Site | None:
+    """The first op (views and copies looked through, and ops whose results the reference computed
+    too when `known` says so) that computes something new from `nodes`."""
     if not nodes:
         return None
     live = trace.live
@@ -133,11 +151,28 @@ def frontier(trace: Trace, nodes: tuple[int, ...] | None) -> Site | None:
         for op in trace.consumers(node):
             if not any(out in live for out in op.outputs):
                 continue
-            if op.name in LAYOUT_OPS:
+            if op.name in LAYOUT_OPS or (known is not None and op.outputs
+                                         and all(known(trace.nodes[out]) for out in op.outputs)):
                 todo += list(op.outputs)
             else:
                 return op.site
     return None
+
+
+def last_rearrangement(trace: Trace, nodes: tuple[int, ...] | None) -> Site | None:
+    """The last view or transpose applied to `nodes` before something computes with them: where a
+    rearrangement (splitting or merging heads) went wrong."""
+    if not nodes:
+        return None
+    live = trace.live
+    node, last = nodes[0], None
+    for _ in range(50):
+        following = [op for op in trace.consumers(node) if op.name in LAYOUT_OPS and any(o in live for o in op.outputs)]
+        if not following:
+            break
+        last = following[0]
+        node = last.outputs[0]
+    return last.site if last is not None else None
 
 
 def _signature(trace: Trace, op: Op) -> tuple:
@@ -178,8 +213,11 @@ def init_calls(trace: Trace) -> list[int]:
 
 
 def _shapes(groups: list[tuple[Site, Site, tuple]], biases: bool) -> list[tuple[int, ...]]:
-    return sorted(shape for _, _, signature in groups for _, shapes in signature for shape in shapes
-                  if (len(shape) == 1) == biases)
+    """The shapes of the tensors created: which ones for the weights and buffers (however many ops
+    fill them), how many for the biases (one missing or added changes the count)."""
+    shapes = [shape for _, _, signature in groups for _, found in signature for shape in found
+              if (len(shape) == 1) == biases]
+    return sorted(shapes) if biases else sorted(set(shapes))
 
 
 def init_difference(reference: Trace, student: Trace) -> InitDifference | None:
@@ -188,18 +226,35 @@ def init_difference(reference: Trace, student: Trace) -> InitDifference | None:
         want, got = init_groups(reference, ref_call), init_groups(student, st_call)
         if not got:
             continue
-        first = next((i for i, (w, g) in enumerate(zip(want, got)) if w[2] != g[2]),
-                     min(len(want), len(got) - 1) if len(want) != len(got) else None)
-        if first is None:
+        difference = _difference(want, got, lambda signature: signature)
+        if difference is None:
             continue
-        site, outer = got[first][0], got[first][1]
+        site, outer = difference
         if _shapes(want, False) != _shapes(got, False):
             return InitDifference("sizes", site, outer)
         if _shapes(want, True) != _shapes(got, True):
             return InitDifference("bias", site, outer)
-        names = lambda groups: sorted(n for _, _, sig in groups for n, _ in sig)  # noqa: E731
-        return InitDifference("order" if names(want) == names(got) else "kind", site, outer)
+        # order and kind: the parameters only (a mask made another way is the masks' business)
+        parameters = lambda signature: tuple(item for item in signature if item[0] in PARAMETER_INIT)  # noqa: E731
+        difference = _difference([g for g in want if parameters(g[2])], [g for g in got if parameters(g[2])],
+                                 parameters)
+        if difference is None:
+            continue
+        names = lambda groups: sorted(n for _, _, sig in groups for n, _ in sig if n in PARAMETER_INIT)  # noqa: E731
+        return InitDifference("order" if names(want) == names(got) else "kind", *difference)
     return None
+
+
+def _difference(want: list, got: list, key: Callable) -> tuple[Site, Site] | None:
+    """The student's first statement where the two sequences of statements part."""
+    if not got:
+        return None
+    matcher = difflib.SequenceMatcher(None, [key(w[2]) for w in want], [key(g[2]) for g in got], autojunk=False)
+    changes = [code for code in matcher.get_opcodes() if code[0] != "equal"]
+    if not changes:
+        return None
+    first = min(changes[0][3], len(got) - 1)
+    return got[first][0], got[first][1]
 
 
 def parameter_origin(trace: Trace, op: Op) -> Site | None:

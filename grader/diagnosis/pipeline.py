@@ -366,3 +366,21 @@ def depends(later: str, earlier: str, present: set[str] | list[str]) -> bool:
 
 def stage_order(name: str) -> int:
     return STAGES[name].rank if name in STAGES else 99
+
+
+def mask_misconception(hidden: torch.Tensor) -> str | None:
+    """What hiding the (T, T) pattern `hidden` (True: not attended to) instead of the future says:
+    nothing hidden, the token itself hidden too, or the past hidden instead of the future."""
+    t = hidden.shape[-1]
+    future = triangle(t, True, 1)
+    past = triangle(t, False, -1)
+    itself = torch.eye(t, dtype=torch.bool)
+    if torch.equal(hidden, future):
+        return ""
+    if not bool(hidden.any()):
+        return "mask-not-applied"
+    if bool((hidden & future).sum() == future.sum()) and bool((hidden & itself).any()):
+        return "mask-includes-diagonal"
+    if bool((hidden & past).any()) and bool((hidden & future).sum() < future.sum()):
+        return "mask-inverted"
+    return None

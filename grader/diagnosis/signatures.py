@@ -48,8 +48,8 @@ def first_token_nan(got: dict, want: dict) -> bool:
         nan = torch.isnan(value) & ~torch.isnan(reference)
         if not bool(nan.any()):
             continue
-        if not bool(nan[:, 0].all()):
-            return False
+        if not bool(nan[:, 0].all()) or bool(nan[:, 1:].any()):
+            return False  # NaN elsewhere than the first token: not a fully masked first row
         seen = True
     return seen
 
@@ -85,3 +85,18 @@ def signatures(outcome: TestOutcome, student: Seam, reference: Seam) -> list[str
                     {n for n in expected if not n.endswith(".bias")}:
                 found.append("qkv-bias-ignored")
     return list(dict.fromkeys(found))
+
+
+# the probes that read an exercise's configuration (sizes, heads, biases, parameter counts)
+CONFIGURATION_PROBES = ("exercise3_2_two_dim_output:structure", "exercise3_3_gpt2_attention:configuration")
+
+
+def configuration_differs(outcome: TestOutcome, student: Seam, reference: Seam) -> bool:
+    """An exercise built a module whose sizes, heads or biases differ from those asked for (seen by
+    its module's configuration probe, whichever test failed)."""
+    for probe in CONFIGURATION_PROBES:
+        if probe.split(":")[0] == outcome.module:
+            got, want = student.outputs(probe), reference.outputs(probe)
+            if got is not None and want is not None and got != want:
+                return True
+    return False

@@ -56,6 +56,7 @@ class Op:
     kwargs: dict[str, Any]
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
+    failed: bool = False  # the op raised: the code under test stopped here
 
     @property
     def site(self) -> Site:
@@ -76,6 +77,7 @@ class Call:
     line: int
     args: dict[str, Any]
     result: tuple[int, ...]
+    returned: int = 0  # the line it returned from (0: not seen)
 
 
 @dataclass
@@ -93,6 +95,11 @@ class Trace:
 
     def consumers(self, node: int) -> list[Op]:
         return [self.ops[i] for i in self._consumers.get(node, [])]
+
+    @property
+    def failed(self) -> Op | None:
+        """The op that raised, if the code under test stopped with an error."""
+        return next((op for op in reversed(self.ops) if op.failed), None)
 
     def producer(self, node: int) -> Op | None:
         op = self.nodes[node].op
@@ -209,7 +216,8 @@ def parse_trace(document: Any) -> Trace:
         nodes.append(Node(index, op, tuple(shape), dtype, value, origin))
     ops: list[Op] = []
     for index, data in enumerate(raw_ops):
-        if type(data) is not dict or set(data) != {"name", "call", "stack", "args", "kwargs", "in", "out"}:
+        if type(data) is not dict or not {"name", "call", "stack", "args", "kwargs", "in", "out"} <= set(data) \
+                <= {"name", "call", "stack", "args", "kwargs", "in", "out", "failed"} or data.get("failed", True) is not True:
             raise TraceError("bad op")
         if type(data["name"]) is not str or type(data["call"]) is not int \
                 or not -1 <= data["call"] < max(len(raw_calls), 1):
@@ -226,20 +234,22 @@ def parse_trace(document: Any) -> Trace:
                       _argument(data["args"], len(nodes)),
                       {str(k)[:MAX_NAME]: _argument(v, len(nodes)) for k, v in data["kwargs"].items()},
                       tuple(i for i in _int_list(data["in"], 2 * tracer.MAX_ARGS, len(nodes)) if i >= 0),
-                      tuple(i for i in outputs if i >= 0)))
+                      tuple(i for i in outputs if i >= 0), "failed" in data))
     for node in nodes:
         if node.op >= 0 and node.index not in ops[node.op].outputs:
             raise TraceError("node not made by its op")
     calls: list[Call] = []
     for index, data in enumerate(raw_calls):
-        if type(data) is not dict or set(data) != {"function", "file", "line", "args", "result"}:
+        if type(data) is not dict or not {"function", "file", "line", "args", "result"} <= set(data) \
+                <= {"function", "file", "line", "args", "result", "returned"} or type(data.get("returned", 0)) is not int:
             raise TraceError("bad call")
         if type(data["function"]) is not str or not (data["file"] is None or type(data["file"]) is str) \
                 or type(data["line"]) is not int or type(data["args"]) is not dict:
             raise TraceError("bad call")
         args = {str(k)[:MAX_NAME]: _argument(v, len(nodes)) for k, v in list(data["args"].items())[:tracer.MAX_ARGS]}
         calls.append(Call(index, data["function"][:MAX_NAME], data["file"], data["line"], args,
-                          tuple(i for i in _int_list(data["result"], tracer.MAX_ARGS, len(nodes)) if i >= 0)))
+                          tuple(i for i in _int_list(data["result"], tracer.MAX_ARGS, len(nodes)) if i >= 0),
+                          data.get("returned", 0)))
     return Trace(ops, nodes, calls, document["truncated"])
 
 

@@ -110,6 +110,7 @@ class Tracer(TorchFunctionMode):
             call = self.calls[self._call_frames.pop(id(frame))]
             self._frames.pop()
             call["result"] = [self._node_of(t) for t in _tensors(arg)][:MAX_ARGS]
+            call["returned"] = frame.f_lineno or 0  # the line it returned from
 
     def _start_call(self, frame: Any) -> None:
         if len(self.calls) >= MAX_OPS:
@@ -193,26 +194,34 @@ class Tracer(TorchFunctionMode):
                 self.truncated = True
             finally:
                 self._busy = False
-        out = func(*args, **kwargs)
-        if not self.truncated and not self._busy:
-            self._busy = True
-            try:
-                self._record(func, args, kwargs, out)
-            except Exception:  # noqa: BLE001 - a trace that cannot be kept must never change the result
-                self.truncated = True
-            finally:
-                self._busy = False
+        try:
+            out = func(*args, **kwargs)
+        except BaseException:
+            self._keep_op(func, args, kwargs, None, failed=True)  # the op where the code under test stopped
+            raise
+        self._keep_op(func, args, kwargs, out)
         return out
 
-    def _record(self, func: Callable, args: tuple, kwargs: dict, out: Any) -> None:
+    def _keep_op(self, func: Callable, args: tuple, kwargs: dict, out: Any, failed: bool = False) -> None:
+        if self.truncated or self._busy:
+            return
+        self._busy = True
+        try:
+            self._record(func, args, kwargs, out, failed)
+        except Exception:  # noqa: BLE001 - a trace that cannot be kept must never change the result
+            self.truncated = True
+        finally:
+            self._busy = False
+
+    def _record(self, func: Callable, args: tuple, kwargs: dict, out: Any, failed: bool = False) -> None:
         name = getattr(func, "__name__", "") or ""
         if name == "__get__":
             name = getattr(getattr(func, "__self__", None), "__name__", "") or ""
         if name in IGNORED:
             return
         mutated = args[0] if name == "__setitem__" and args and isinstance(args[0], torch.Tensor) else None
-        outputs = [mutated] if mutated is not None else _tensors(out)
-        if not outputs:
+        outputs = [] if failed else [mutated] if mutated is not None else _tensors(out)
+        if not outputs and not failed:
             return
         stack, outermost = self._student_stack(sys._getframe(2))
         if not stack:
@@ -227,6 +236,8 @@ class Tracer(TorchFunctionMode):
                     "args": [self._argument(a) for a in args[:MAX_ARGS]],
                     "kwargs": {str(k)[:MAX_TEXT]: self._argument(v) for k, v in list(kwargs.items())[:MAX_ARGS]}}
         op["in"] = sorted({ref["node"] for ref in _refs(op["args"]) + _refs(list(op["kwargs"].values()))})
+        if failed:
+            op["failed"] = True
         self.ops.append(op)
         op["out"] = [self._new_node(t, index) for t in outputs[:MAX_ARGS]]
 
