@@ -138,12 +138,12 @@ class Diagnoser:
                 named.append("wrong-config")  # a builder's only task is the configuration
             if pattern:
                 named.append(pattern)
-            variant = self.variant(outcome, student) if outcome.probes else None
-            if variant:
-                named.append(variant)
             found = evidence.for_outcome(outcome, outcomes)
-            named += found.misconceptions
-            if outcome.error is None:
+            named += found.misconceptions  # the student's own values say it
+            variant = self.variant(outcome, student) if outcome.probes else None
+            if variant and not found.misconceptions:
+                named.append(variant)  # else a variant equal on few, small outputs is the weaker evidence
+            if outcome.error is None and not named:
                 named += signatures(outcome, student, self.reference)
                 if outcome.module in BUILDERS and healthy(outcome) and configuration_differs(outcome, student,
                                                                                             self.reference):

@@ -116,8 +116,12 @@ class Evidence:
                 found.checkpoint, found.location = "parameters", self.frame(finding.construction.site)
                 found.kind = found.kind or "construction"
             if found.checkpoint is None and (first is not None or finding.departure is not None):
-                found.checkpoint = first.stage if first is not None else finding.departure.stage  # type: ignore[union-attr]
-                found.location = self.frame(first.site if first is not None else finding.departure.site)  # type: ignore[union-attr]
+                departure = finding.departure
+                found.checkpoint = first.stage if first is not None else departure.stage  # type: ignore[union-attr]
+                site = first.site if first is not None else departure.site  # type: ignore[union-attr]
+                if first is None and departure.forward is not None and "wrong-init" not in found.by_id:
+                    site = departure.forward  # the forward, not the constructor, differs
+                found.location = self.frame(site)
                 found.kind = found.kind or "trace"
         return found
 
@@ -143,6 +147,7 @@ class Evidence:
                 found.name("wrong-init", "parameters", self.frame(difference.site), "construction")
         # the module computes right with given weights (only the book's seeded runs fail): what is
         # left is how it made its own parameters
+        owner = finding.parameters.file.removesuffix(".py") if finding.parameters else outcome.module
         if finding.seeded and (departs_at_parameters or unexplained) and not found.by_id \
-                and self.seeded_only(outcome.module, outcomes):
+                and self.seeded_only(owner, outcomes):
             found.name("wrong-init", "parameters", self.frame(finding.parameters), "construction")

@@ -236,12 +236,11 @@ def init_difference(reference: Trace, student: Trace) -> InitDifference | None:
             return InitDifference("bias", site, outer)
         # order and kind: the parameters only (a mask made another way is the masks' business)
         parameters = lambda signature: tuple(item for item in signature if item[0] in PARAMETER_INIT)  # noqa: E731
-        difference = _difference([g for g in want if parameters(g[2])], [g for g in got if parameters(g[2])],
-                                 parameters)
-        if difference is None:
+        if _difference([g for g in want if parameters(g[2])], [g for g in got if parameters(g[2])],
+                       parameters) is None:
             continue
         names = lambda groups: sorted(n for _, _, sig in groups for n, _ in sig if n in PARAMETER_INIT)  # noqa: E731
-        return InitDifference("order" if names(want) == names(got) else "kind", *difference)
+        return InitDifference("order" if names(want) == names(got) else "kind", site, outer)
     return None
 
 
