@@ -66,3 +66,14 @@ def outcome_hint(outcome: TestOutcome, catalog: Catalog) -> str:
             return catalog.t(key)
     key = f"tests.{outcome.id}.hint"
     return catalog.t(key) if catalog.has(key) else ""
+
+
+def diagnosis_record(outcome: TestOutcome) -> dict | None:
+    """The diagnosis in results.json: every cause named, the checkpoint and the student's line."""
+    diagnosis = outcome.diagnosis
+    if diagnosis is None:
+        return None
+    location = diagnosis.location
+    return {"misconceptions": list(diagnosis.misconceptions), "checkpoint": diagnosis.checkpoint,
+            "file": location.file if location else None, "line": location.line if location else None,
+            "evidence": diagnosis.evidence}

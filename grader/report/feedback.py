@@ -7,7 +7,7 @@ from typing import Any
 
 from grader.i18n import Catalog, section_key
 from grader.records import MODULE_SECTIONS, SECTIONS, GradeResult, StudentFrame, TestOutcome
-from grader.report.diagnosis import DiagnosisView, diagnosis_view, outcome_hint
+from grader.report.diagnosis import DiagnosisView, diagnosis_record, diagnosis_view, outcome_hint
 from grader.report.heatmaps import HeatmapView, heatmap_view
 from grader.report.messages import (Card, NoteView, _not_implemented, _note, check_title, error_message,
                                     error_output, location_params, misconception_card, module_name,
@@ -26,7 +26,7 @@ def results_document(result: GradeResult, catalog: Catalog) -> dict:
         "tests": [
             {"id": o.id, "section": o.section, "points": o.points, "max_points": o.max_points,
              "status": o.status, "message": str(o.message), "output": error_output(o.error),
-             "misconception": o.misconception, "blocked_by": o.blocked_by}
+             "misconception": o.misconception, "blocked_by": o.blocked_by, "diagnosis": diagnosis_record(o)}
             for o in result.tests
         ],
         "integrity": [asdict(note) for note in result.integrity],

@@ -33,5 +33,5 @@ class SelfAttention_v2(nn.Module):
     def forward(self, x):
         queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
         scores = queries @ keys.T
-        weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)
+        weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)  # <- the mistake
         return scores @ values  # <- the mistake
