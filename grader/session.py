@@ -23,7 +23,7 @@ from grader.intake.cells import in_notebook_terms, message_in_notebook_terms
 from grader.intake.text import shown
 from grader.suites.plugin import GradingPlugin, SuiteItem, run_suites
 from grader.probes import BOOK_TOKENS, load_all
-from grader.records import SECTIONS, GradeResult, Heatmap, IntegrityNote, ProbeError, Submission, TestOutcome
+from grader.records import SECTIONS, Diagnosis, GradeResult, Heatmap, IntegrityNote, ProbeError, Submission, TestOutcome
 from grader.report import outcome_message, write_submission_reports
 from grader.report.text import words
 from grader.sandbox import codec
@@ -82,17 +82,34 @@ def grade_with_suites(pool: SandboxPool, out_of: dict[str, Path], cache_dir: Pat
         reference, runs = _baselines(fingerprint, cache_dir)
         diagnoser = Diagnoser(reference, runs)
 
+        waiting: dict[int, tuple[SandboxRun, Seam, list[TestOutcome]]] = {}  # trace job -> its submission
+
         def source():
             for run in pool.results():
+                if run.mode == "trace":  # the second pass of a submission whose tests failed
+                    finish(*waiting.pop(run.job), traces=traces_of(run))
+                    continue
                 run.results = _screened(run.results)
                 yield run, Seam(run.results)
 
         def sink(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome]) -> None:
+            """The probes that failed go back to the sandbox, traced; the rest is `finish`'s."""
+            try:
+                probes = diagnoser.probes_to_trace(outcomes, seam) if run.submission.sources else []
+            except Exception:  # noqa: BLE001
+                log.exception("choosing the probes to trace for %s failed", shown(run.submission.name))
+                probes = []
+            if probes:
+                waiting[pool.submit(run.submission, probes, mode="trace")] = (run, seam, outcomes)
+            else:
+                finish(run, seam, outcomes, traces={})
+
+        def finish(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome], traces: dict[str, dict]) -> None:
             """One submission's result and reports; nothing in them stops the class."""
             submission = run.submission
             try:
                 result = _grade_result(run, seam, outcomes, plugin.infos, reference, diagnoser, catalog,
-                                       titles, protections)
+                                       titles, protections, traces)
             except Exception as exc:  # noqa: BLE001
                 log.exception("grading %s failed", shown(submission.name))
                 result = _failed_result(submission, plugin.infos, catalog, titles, protections,
@@ -112,6 +129,13 @@ def grade_with_suites(pool: SandboxPool, out_of: dict[str, Path], cache_dir: Pat
         raise KeyboardInterrupt
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         raise SuitesCannotRun(int(code))
+
+
+def traces_of(run: SandboxRun) -> dict[str, dict]:
+    """The tracer's documents of a trace job (untrusted: parsed and checked by the diagnosis, which
+    ignores one it cannot read); a probe whose trace did not come back has none."""
+    return {name: result["trace"] for name, result in run.results.items()
+            if type(result) is dict and set(result) == {"trace"} and type(result["trace"]) is dict}
 
 
 def _record(result: Any) -> dict:
@@ -212,6 +236,13 @@ def _screened(results: dict[str, Any]) -> dict[str, Any]:
     return screened
 
 
+def diagnosis_in_notebook_terms(diagnosis: Diagnosis | None, submission: Submission) -> Diagnosis | None:
+    """A diagnosis's line in a module made from a notebook, as the cell and its line."""
+    if diagnosis is None or diagnosis.location is None or not submission.origins:
+        return diagnosis
+    return replace(diagnosis, location=in_notebook_terms(diagnosis.location, submission.origins))
+
+
 def _in_notebook_terms(error: ProbeError | None, submission: Submission) -> ProbeError | None:
     """Frames (and a syntax error's "file, line") of modules made from notebooks, as cells."""
     if error is None or not submission.origins:
@@ -222,7 +253,7 @@ def _in_notebook_terms(error: ProbeError | None, submission: Submission) -> Prob
 
 def _grade_result(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome], infos: list[SuiteItem],
                   reference: Seam, diagnoser: Diagnoser, catalog: Catalog, titles: dict[str, str],
-                  protections: list[IntegrityNote]) -> GradeResult:
+                  protections: list[IntegrityNote], traces: dict[str, dict] | None = None) -> GradeResult:
     submission = run.submission
     integrity = list(protections) + list(submission.problems)
     for name, result in run.results.items():
@@ -235,7 +266,8 @@ def _grade_result(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome], info
                                        params={"module": outcome.module})
             outcome.blocked_by = None
     try:  # blame and diagnosis read the sandbox's own file names; the notebook's cells come after
-        diagnoser.diagnose_submission(outcomes, seam, {info.id: info.uses for info in infos}, submission.sources)
+        diagnoser.diagnose_submission(outcomes, seam, {info.id: info.uses for info in infos}, submission.sources,
+                                      traces)
     except Exception:  # noqa: BLE001
         log.exception("diagnosis of %s failed", shown(submission.name))
         for outcome in outcomes:
@@ -243,6 +275,7 @@ def _grade_result(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome], info
         partial.append("diagnosis")
     for outcome in outcomes:
         outcome.error = _in_notebook_terms(outcome.error, submission)
+        outcome.diagnosis = diagnosis_in_notebook_terms(outcome.diagnosis, submission)
     _attribute_to_earlier_sections(outcomes, infos)
     for outcome in outcomes:
         try:

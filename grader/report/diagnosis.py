@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 from grader.i18n import Catalog
 from grader.records import StudentFrame, TestOutcome
+from grader.report.messages import location_params
+from grader.report.text import Said, inline, say
 
 
 @dataclass
@@ -23,7 +25,8 @@ class DiagnosisView:
     causes: list[CauseView]
     checkpoint: str  # the step of the pipeline that differs first, in the student's language ("" if unknown)
     location: StudentFrame | None  # the student's line, with its code
-    where: str  # "sec3_5_causal_attention.py, line 49, in forward:"
+    where: Said | str  # "sec3_5_causal_attention.py, line 49, in forward:" (a notebook's cell and line)
+    code: str  # the student's line of code there, one line, escaped
     causes_label: str  # "Likely cause:" or "Two mistakes:"
 
 
@@ -39,12 +42,12 @@ def diagnosis_view(outcome: TestOutcome, catalog: Catalog) -> DiagnosisView | No
     checkpoint_key = f"diagnosis.checkpoints.{diagnosis.checkpoint}"
     checkpoint = catalog.t(checkpoint_key) if diagnosis.checkpoint and catalog.has(checkpoint_key) else ""
     location = diagnosis.location
-    where = catalog.t("report.where", file=location.file, line=location.line, function=location.function) \
-        if location is not None else ""
+    where = say(catalog, "report.where", **location_params(location, catalog)) if location is not None else ""
+    code = inline(str(location.code).strip(), limit=300) if location is not None else ""
     if not causes and not checkpoint and location is None:
         return None
     label = catalog.t("diagnosis.causes-one" if len(causes) == 1 else "diagnosis.causes-many", count=len(causes))
-    return DiagnosisView(causes, checkpoint, location, where, label)
+    return DiagnosisView(causes, checkpoint, location, where, code, label)
 
 
 def outcome_hint(outcome: TestOutcome, catalog: Catalog) -> str:
@@ -76,4 +79,5 @@ def diagnosis_record(outcome: TestOutcome) -> dict | None:
     location = diagnosis.location
     return {"misconceptions": list(diagnosis.misconceptions), "checkpoint": diagnosis.checkpoint,
             "file": location.file if location else None, "line": location.line if location else None,
+            "cell": location.cell if location and location.cell else None,
             "evidence": diagnosis.evidence}
