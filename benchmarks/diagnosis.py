@@ -15,7 +15,7 @@ grader's answer. Prints:
 - the share of value failures (failed tests of the mutated module) located to the mutated line;
 - two-mistake mutants with both causes named;
 - false diagnoses on correct code (the correct alternatives and every mutant that loses nothing).
-Not part of the test run; tests/test_diagnosis_benchmark.py runs a sample of it.
+Not part of the test run; tests/test_diagnosis_recogniser.py runs a sample of it.
 """
 from __future__ import annotations
 

@@ -84,8 +84,8 @@ def test_a_notebook_diagnosis_names_the_cell_and_its_line(graded):
     assert f"{MODULE}.ipynb" in reports["nb"] and f"{MODULE}.py, line" not in reports["nb"]
 
 
-def test_the_scores_do_not_depend_on_the_traces(graded):
-    """The notebook and the .py files earn the same points, test by test; the traces are text."""
+def test_the_notebook_earns_what_its_py_files_earn(graded):
+    """Naming cells instead of lines changes the text only: the same points, test by test."""
     results, _, _ = graded
     points = lambda name: {t["id"]: t["points"] for t in results[name]["tests"]}  # noqa: E731
     assert points("py") == points("nb")
@@ -113,3 +113,32 @@ def test_a_trace_is_cut_to_fit_and_still_parses(reference_trace, cap):
     if fitted is not reference_trace:
         assert document["truncated"] is True
         assert document["ops"] == reference_trace["ops"][:len(document["ops"])]
+
+
+# -- a trace is data that shapes text, never a score ---------------------------------------------------
+
+JUNK = [None, [], "x" * 100, {"ops": [], "nodes": [], "calls": [], "truncated": False},
+        {"ops": [{"name": "softmax", "call": 0, "stack": [["../../etc/passwd", 1, "f"]], "args": [], "kwargs": {},
+                  "in": [7], "out": [99]}], "nodes": [], "calls": [], "truncated": False}]
+
+
+@pytest.mark.parametrize("junk", JUNK, ids=["none", "list", "text", "empty", "dangling"])
+def test_a_hostile_trace_changes_no_score_and_no_status(tmp_path, monkeypatch, junk):
+    from grader.diagnosis import inprocess
+
+    student = solutions_as_submission(tmp_path / "student")
+    shutil.copy(SHAPE / f"{MODULE}.py", student / f"{MODULE}.py")
+    seen: dict[str, list] = {}
+
+    def keep(name):
+        return lambda directory, seam, outcomes: seen.__setitem__(name, outcomes)
+
+    inprocess.grade_in_process([student], keep("plain"), trace=False)
+    monkeypatch.setattr(inprocess, "trace_probes", lambda directory, probes: {p: junk for p in probes})
+    inprocess.grade_in_process([student], keep("junk"))
+    plain = {o.id: (o.status, o.points) for o in seen["plain"]}
+    assert plain == {o.id: (o.status, o.points) for o in seen["junk"]}
+    assert any(status == "failed" for status, _ in plain.values())
+    for outcome in seen["junk"]:
+        location = outcome.diagnosis.location if outcome.diagnosis else None
+        assert location is None or "passwd" not in location.file

@@ -107,14 +107,21 @@ class Diagnoser:
         return self.pattern(outcome) or (self.variant(outcome, student) if outcome.probes else None)
 
     def probes_to_trace(self, outcomes: list[TestOutcome], student: Seam) -> list[str]:
-        """The probes worth tracing: those of failing tests whose results differ from the reference's."""
+        """The probes worth tracing: those of failing tests whose results differ from the reference's,
+        where the student's code ran: values, or an exception of its own (not a missing module, an
+        unfinished stub, a timeout or a crash, which a second run would only repeat)."""
         names: list[str] = []
         for outcome in outcomes:
             if outcome.status == "passed":
                 continue
             for name in outcome.probes:
-                if name not in names and not same(student.results.get(name), self.reference.results.get(name)):
-                    names.append(name)
+                result = student.results.get(name)
+                if name in names or same(result, self.reference.results.get(name)):
+                    continue
+                if isinstance(result, ProbeError) and (result.kind not in ("exception", "contract")
+                                                       or result.exc_type == "NotImplementedError"):
+                    continue
+                names.append(name)
         return names
 
     def diagnose_submission(self, outcomes: list[TestOutcome], student: Seam,

@@ -132,7 +132,7 @@ class Evidence:
         departs_at_parameters = finding.departure is not None and finding.departure.stage == "parameters"
         unexplained = finding.departure is not None or any(m.misconception is None for m in finding.mistakes)
         if difference is not None:
-            if difference.kind in ("sizes", "bias") and outcome.module in BUILDERS:
+            if outcome.module in BUILDERS:  # it writes no parameters: only its arguments can differ
                 if not self.healthy(outcome):
                     return  # the modules it configures are broken themselves
                 outer = difference.outer if difference.outer.file.removesuffix(".py") == outcome.module \
@@ -148,6 +148,8 @@ class Evidence:
         # the module computes right with given weights (only the book's seeded runs fail): what is
         # left is how it made its own parameters
         owner = finding.parameters.file.removesuffix(".py") if finding.parameters else outcome.module
+        if outcome.module in BUILDERS and owner != outcome.module and self.healthy(outcome):
+            return  # a working module it built: its parameters differ only by the arguments given
         if finding.seeded and (departs_at_parameters or unexplained) and not found.by_id \
                 and self.seeded_only(owner, outcomes):
             found.name("wrong-init", "parameters", self.frame(finding.parameters), "construction")

@@ -76,10 +76,10 @@ class Placing:
             self.departure = Departure("parameters", self._projection_site(), self._projection_op())
             return
         site = self._unused_right(name) or self.unused
+        if site is None and name in PROJECTIONS:  # siblings, not a chain: the projection that differs
+            site = self._projection_op()
         if site is None and previous:
             site = self._broken_layout(order, index)
-        if site is None and name in PROJECTIONS:
-            site = self._projection_op()
         if site is None and previous:
             dead = [op for op in self.student.consumers(previous[0]) if op.name not in locate.LAYOUT_OPS
                     and op.outputs and not any(out in self.student.live for out in op.outputs)]
@@ -124,18 +124,30 @@ class Placing:
         return nodes or None
 
     def _projection_op(self) -> Site | None:
-        """The student's projection that differs from the reference's at the same position (the
-        ops that compute from the call's input, in order), or one whose result nobody used."""
+        """The student's projection (an op computing from the call's input) that holds none of the
+        reference's projections, or one another projection already holds (W_key used twice), in the
+        student's own order; else one whose result nobody used."""
         inputs = self._call_inputs()
         if not inputs:
             return None
-        ours = [self.instance.ops[p] for p in self.instance.order if p in PROJECTIONS]
+        wanted = [self.reference.trace.nodes[self.instance.ops[p].outputs[0]].value for p in self.instance.order
+                  if p in PROJECTIONS and self.instance.ops[p].outputs]
+        wanted = [comparable(w) for w in wanted if w is not None]
         theirs = [op for op in self.student.consumers(inputs[0]) if op.name not in locate.LAYOUT_OPS and op.outputs]
-        for mine, op in zip(ours, theirs):
-            want = self.reference.trace.nodes[mine.outputs[0]].value if mine.outputs else None
+        holds: list[set[int]] = []
+        for op in theirs:
             got = self.student.nodes[op.outputs[0]].value
-            if want is None or got is None or want.shape != got.shape or not close(comparable(want), comparable(got)):
-                return op.site
+            got = comparable(got) if got is not None else None
+            holds.append({i for i, want in enumerate(wanted) if got is not None and want.shape == got.shape
+                          and close(want, got)})
+        # suspects: an op holding no projection, or one another op holds too (both, for now)
+        suspects = [k for k, held in enumerate(holds)
+                    if not held or any(held & other for j, other in enumerate(holds) if j != k)]
+        for k in suspects:  # of two that hold the same, the one unlike the reference's at its place
+            if k < len(wanted) and k not in holds[k] and not (holds[k] == {k}):
+                return theirs[k].site
+        if suspects:
+            return theirs[suspects[0]].site
         for op in theirs:
             if not any(out in self.student.live for out in op.outputs):
                 return op.site
