@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from grader.diagnosis import Diagnoser, VariantRun, variant_runs
+from grader.diagnosis.traces import documents_of
 from grader.diagnosis.variants import all_variants
 from grader.i18n import Catalog, section_key
 from grader.intake.cells import in_notebook_terms, message_in_notebook_terms
@@ -87,7 +88,7 @@ def grade_with_suites(pool: SandboxPool, out_of: dict[str, Path], cache_dir: Pat
         def source():
             for run in pool.results():
                 if run.mode == "trace":  # the second pass of a submission whose tests failed
-                    finish(*waiting.pop(run.job), traces=traces_of(run))
+                    finish(*waiting.pop(run.job), traces=documents_of(run.results))
                     continue
                 run.results = _screened(run.results)
                 yield run, Seam(run.results)
@@ -129,13 +130,6 @@ def grade_with_suites(pool: SandboxPool, out_of: dict[str, Path], cache_dir: Pat
         raise KeyboardInterrupt
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         raise SuitesCannotRun(int(code))
-
-
-def traces_of(run: SandboxRun) -> dict[str, dict]:
-    """The tracer's documents of a trace job (untrusted: parsed and checked by the diagnosis, which
-    ignores one it cannot read); a probe whose trace did not come back has none."""
-    return {name: result["trace"] for name, result in run.results.items()
-            if type(result) is dict and set(result) == {"trace"} and type(result["trace"]) is dict}
 
 
 def _record(result: Any) -> dict:

@@ -142,3 +142,13 @@ def test_a_hostile_trace_changes_no_score_and_no_status(tmp_path, monkeypatch, j
     for outcome in seen["junk"]:
         location = outcome.diagnosis.location if outcome.diagnosis else None
         assert location is None or "passwd" not in location.file
+
+
+def test_only_trace_records_are_read_from_a_trace_job():
+    from grader.diagnosis.traces import documents_of
+    from grader.records import ProbeError
+
+    good = {"ops": [], "nodes": [], "calls": [], "truncated": False}
+    results = {"a": {"trace": good}, "b": ProbeError(kind="resource", key="sandbox.over-budget"),
+               "c": {"trace": good, "extra": 1}, "d": {"trace": [good]}, "e": {"out": good}}
+    assert documents_of(results) == {"a": good}

@@ -8,6 +8,8 @@ from typing import Callable
 
 import torch
 
+from grader.diagnosis.masks import MASKS, mask_misconception, triangle  # noqa: F401 - part of this table
+
 State = dict[str, torch.Tensor]
 
 
@@ -42,21 +44,7 @@ class Stage:
     needs: tuple[str, ...] = ()  # the checkpoints it may be computed from
 
 
-# -- masks ---------------------------------------------------------------------------------------------
-def triangle(t: int, upper: bool, diagonal: int, like: torch.Tensor | None = None) -> torch.Tensor:
-    ones = torch.ones(t, t, dtype=torch.bool)
-    return torch.triu(ones, diagonal) if upper else torch.tril(ones, diagonal)
-
-
-# what each wrong mask hides, given the sequence length (the reference hides triu(1))
-MASKS: dict[str, tuple[str | None, Callable[[int], torch.Tensor]]] = {
-    "hides-nothing": ("mask-not-applied", lambda t: torch.zeros(t, t, dtype=torch.bool)),
-    "hides-diagonal-too": ("mask-includes-diagonal", lambda t: triangle(t, True, 0)),
-    "hides-two-diagonals": ("mask-includes-diagonal", lambda t: triangle(t, True, -1)),
-    "hides-past": ("mask-inverted", lambda t: triangle(t, False, -1)),
-    "hides-past-and-self": ("mask-inverted", lambda t: triangle(t, False, 0)),
-    "shows-next": (None, lambda t: triangle(t, True, 2)),
-}
+# -- masks: which (query, key) pairs are hidden (grader.diagnosis.masks) ---------------------------
 
 
 def _hidden(ctx: Context, t: int) -> torch.Tensor:
@@ -302,21 +290,3 @@ def _joined(state: State, ctx: Context) -> torch.Tensor | None:
 def _given(name: str) -> Callable[[State, Context], torch.Tensor | None]:
     """A stage whose right value is the reference's own (its inputs are not known to the recogniser)."""
     return lambda state, ctx: None
-
-
-def mask_misconception(hidden: torch.Tensor) -> str | None:
-    """What hiding the (T, T) pattern `hidden` (True: not attended to) instead of the future says:
-    nothing hidden, the token itself hidden too, or the past hidden instead of the future."""
-    t = hidden.shape[-1]
-    future = triangle(t, True, 1)
-    past = triangle(t, False, -1)
-    itself = torch.eye(t, dtype=torch.bool)
-    if torch.equal(hidden, future):
-        return ""
-    if not bool(hidden.any()):
-        return "mask-not-applied"
-    if bool((hidden & future).sum() == future.sum()) and bool((hidden & itself).any()):
-        return "mask-includes-diagonal"
-    if bool((hidden & past).any()) and bool((hidden & future).sum() < future.sum()):
-        return "mask-inverted"
-    return None

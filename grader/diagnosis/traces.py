@@ -255,3 +255,11 @@ def parse_trace(document: Any) -> Trace:
 
 def finite_or_none(value: Any) -> float | None:
     return float(value) if type(value) in (int, float) and math.isfinite(value) else None
+
+
+def documents_of(results: dict[str, Any]) -> dict[str, dict]:
+    """The tracer's documents in a trace job's results (probe -> {"trace": document}, as the sandbox's
+    boundary let them through); a probe whose trace did not come back (an error, over the budget)
+    has none. Still untrusted: `parse_trace` reads each one."""
+    return {name: result["trace"] for name, result in results.items()
+            if type(result) is dict and set(result) == {"trace"} and type(result["trace"]) is dict}
