@@ -70,10 +70,13 @@ def probe_names() -> list[str]:
 
 def grade_with_suites(pool: SandboxPool, out_of: dict[str, Path], cache_dir: Path, fingerprint: str,
                       catalog: Catalog, protections: list[IntegrityNote],
-                      on_result: Callable[[GradeResult], None]) -> None:
+                      on_result: Callable[[GradeResult], None],
+                      on_released: Callable[[], None] = lambda: None) -> None:
     """Grade the submissions submitted to `pool`: one pytest session runs the hidden suites on each
     sandbox result as it arrives, and each result's reports are written at once (to `out_of[name]`).
-    The reference's and the variants' outputs are cached in `cache_dir`, per kit `fingerprint`."""
+    The reference's and the variants' outputs are cached in `cache_dir`, per kit `fingerprint`.
+    `on_released()` is called once per submission when its grade job's result has been read (the
+    pool may take another submission, while this one's trace job, if any, is still to come)."""
     titles = {s: catalog.t(section_key(s)) for s in SECTIONS}
     threads = torch.get_num_threads()
     # the workers are busy with the submissions while this process computes the baselines;
@@ -102,8 +105,10 @@ def grade_with_suites(pool: SandboxPool, out_of: dict[str, Path], cache_dir: Pat
                 probes = []
             if probes:
                 waiting[pool.submit(run.submission, probes, mode="trace")] = (run, seam, outcomes)
+                on_released()
             else:
                 finish(run, seam, outcomes, traces={})
+                on_released()
 
         def finish(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome], traces: dict[str, dict]) -> None:
             """One submission's result and reports; nothing in them stops the class."""

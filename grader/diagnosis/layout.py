@@ -131,13 +131,32 @@ def _prepared(value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, _Sums]:
     return comparable_value, ordered, sums
 
 
-@dataclass
 class _Entry:
-    node: int
-    made: bool  # by an op of the trace (not a tensor that came in from outside)
-    value: torch.Tensor  # comparable
-    ordered: torch.Tensor  # its values sorted (a layout-free fingerprint)
-    sums: _Sums
+    """A node of the trace; its comparable value, sorted values and sums made when first needed
+    (most nodes are never compared: no checkpoint has their size)."""
+
+    def __init__(self, node: int, made: bool, raw: torch.Tensor):
+        self.node = node
+        self.made = made  # by an op of the trace (not a tensor that came in from outside)
+        self._raw = raw
+        self._prepared: tuple[torch.Tensor, torch.Tensor, _Sums] | None = None
+
+    def _get(self) -> tuple[torch.Tensor, torch.Tensor, _Sums]:
+        if self._prepared is None:
+            self._prepared = _prepared(self._raw)
+        return self._prepared
+
+    @property
+    def value(self) -> torch.Tensor:  # comparable
+        return self._get()[0]
+
+    @property
+    def ordered(self) -> torch.Tensor:  # its values sorted (a layout-free fingerprint)
+        return self._get()[1]
+
+    @property
+    def sums(self) -> _Sums:
+        return self._get()[2]
 
 
 class Finder:
@@ -149,8 +168,7 @@ class Finder:
         for node in trace.nodes:
             if node.value is None or node.index not in allowed or node.value.is_complex():
                 continue
-            value, ordered, sums = _prepared(node.value)
-            self.by_size.setdefault(value.numel(), []).append(_Entry(node.index, node.op >= 0, value, ordered, sums))
+            self.by_size.setdefault(node.value.numel(), []).append(_Entry(node.index, node.op >= 0, node.value))
 
     def find(self, value: torch.Tensor, kind: str = FREE, sliced: bool = True,
              exclude: frozenset[int] = frozenset()) -> tuple[int, ...] | None:
