@@ -30,9 +30,6 @@ from grader.records import Diagnosis, ProbeError, StudentFrame, TestOutcome
 from grader.suites.seam import ModuleNamespace, ProbeResults, Seam, run_in_process
 
 MATCH_ATOL = 1e-4
-# failing probes traced per module: a module's tests mostly fail for one cause, and each trace costs
-# a sandbox run under the tracer and a walk through the checkpoints in the trusted process
-TRACED_PER_MODULE = 2
 
 
 @dataclass(frozen=True)
@@ -114,20 +111,17 @@ class Diagnoser:
         where the student's code ran: values, or an exception of its own (not a missing module, an
         unfinished stub, a timeout or a crash, which a second run would only repeat)."""
         names: list[str] = []
-        per_module: dict[str, int] = {}
         for outcome in outcomes:
             if outcome.status == "passed":
                 continue
             for name in outcome.probes:
                 result = student.results.get(name)
-                if name in names or same(result, self.reference.results.get(name)) \
-                        or per_module.get(outcome.module, 0) >= TRACED_PER_MODULE:
+                if name in names or same(result, self.reference.results.get(name)):
                     continue
                 if isinstance(result, ProbeError) and (result.kind not in ("exception", "contract")
                                                        or result.exc_type == "NotImplementedError"):
                     continue
                 names.append(name)
-                per_module[outcome.module] = per_module.get(outcome.module, 0) + 1
         return names
 
     def diagnose_submission(self, outcomes: list[TestOutcome], student: Seam,
@@ -142,26 +136,16 @@ class Diagnoser:
         moved = decide_blame(outcomes, uses)
         healthy = dependencies_pass(outcomes, uses)
         evidence = Evidence(traces or {}, sources or {}, healthy)
-        failing = [o for o in outcomes if o.status != "passed" and not o.blocked_by]
-        founds = {o.id: evidence.for_outcome(o, outcomes) for o in failing}
-        # a failing value test whose probes were not traced (TRACED_PER_MODULE) has its module's
-        # trace evidence: the first traced test of the module that found where the values depart
-        by_module: dict[str, Any] = {}
-        for o in failing:
-            found = founds[o.id]
-            if o.error is None and (found.misconceptions or found.location) and o.module not in by_module:
-                by_module[o.module] = found
-        for outcome in failing:
+        for outcome in outcomes:
+            if outcome.status == "passed" or outcome.blocked_by:
+                continue
             named: list[str] = []
             pattern = self.pattern(outcome)
             if outcome.id in moved and outcome.module in BUILDERS:
                 named.append("wrong-config")  # a builder's only task is the configuration
             if pattern:
                 named.append(pattern)
-            found = founds[outcome.id]
-            if outcome.error is None and not any(p in evidence.documents for p in outcome.probes) \
-                    and outcome.module in by_module:
-                found = by_module[outcome.module]
+            found = evidence.for_outcome(outcome, outcomes)
             named += found.misconceptions  # the student's own values say it
             variant = self.variant(outcome, student) if outcome.probes else None
             if variant and not found.misconceptions:
