@@ -212,16 +212,23 @@ def _rounded(t: torch.Tensor) -> list[list[float]]:
 
 
 def _attribute_to_earlier_sections(outcomes: list[TestOutcome], infos: list[SuiteItem]) -> None:
-    """A failure with no diagnosis of its own, in a test that also runs code of an earlier section
-    that fails its own tests, is blamed on that section ("blocked by")."""
+    """A failure in a test that also runs code of an earlier section that fails its own tests is
+    blamed on that section ("blocked by") when it has no diagnosis of its own, or when its
+    diagnosis locates the cause in that section's file (the cause is there, not here)."""
     status = {o.id: o.status for o in outcomes}
     uses = {info.id: info.uses for info in infos}
     for outcome in outcomes:
-        if outcome.status == "passed" or outcome.misconception or outcome.blocked_by:
+        if outcome.status == "passed" or outcome.blocked_by:
             continue
-        broken = [test_id for test_id in uses.get(outcome.id, ()) if status.get(test_id, "passed") != "passed"]
+        broken = [test_id.split("::")[0] for test_id in uses.get(outcome.id, ())
+                  if status.get(test_id, "passed") != "passed"]
+        location = outcome.diagnosis.location if outcome.diagnosis is not None else None
+        elsewhere = location.file.removesuffix(".py") if location is not None else ""
+        if outcome.misconception and not (elsewhere != outcome.module and elsewhere in broken):
+            continue
         if broken:
-            outcome.blocked_by = broken[0].split("::")[0]
+            outcome.blocked_by = elsewhere if elsewhere in broken else broken[0]
+            outcome.misconception = None  # that section's own tests name it; the diagnosis shows its line
 
 
 def _screened(results: dict[str, Any]) -> dict[str, Any]:
@@ -272,10 +279,10 @@ def _grade_result(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome], info
         for outcome in outcomes:
             outcome.misconception, outcome.diagnosis = None, None
         partial.append("diagnosis")
+    _attribute_to_earlier_sections(outcomes, infos)  # on the modules' own file names
     for outcome in outcomes:
         outcome.error = _in_notebook_terms(outcome.error, submission)
         outcome.diagnosis = diagnosis_in_notebook_terms(outcome.diagnosis, submission)
-    _attribute_to_earlier_sections(outcomes, infos)
     for outcome in outcomes:
         try:
             outcome.message = outcome_message(outcome, catalog)
