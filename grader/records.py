@@ -95,6 +95,24 @@ class Detail:
     differs: Any = None  # nested lists of bools marking differing entries
 
 
+@dataclass(frozen=True)
+class Diagnosis:
+    """Why a test failed, in the student's terms (see grader.diagnosis).
+
+    misconceptions: the named causes, the main one first (it is also `TestOutcome.misconception`);
+    checkpoint: the step of the chapter's pipeline where the student's computation first departs
+    from the reference ("scores", "weights", "merged"...), when known;
+    location: the student's line there;
+    evidence: how it was found: "error" (the exception), "variant" (the outputs are a known buggy
+    variant's), "trace" (the student's own intermediate values), "behaviour" (a signature such as
+    NaN rows or two different eval outputs), "construction" (the constructor's parameters)."""
+
+    misconceptions: tuple[str, ...] = ()
+    checkpoint: str | None = None
+    location: StudentFrame | None = None
+    evidence: str = ""
+
+
 @dataclass
 class TestOutcome:
     id: str  # "<module>::<test>"
@@ -110,6 +128,7 @@ class TestOutcome:
     misconception: str | None = None
     blocked_by: str | None = None  # a broken module this test depends on, e.g. "sec3_5_causal_attention"
     probes: tuple[str, ...] = ()
+    diagnosis: Diagnosis | None = None
 
 
 @dataclass

@@ -175,12 +175,14 @@ def _grade(loaders: list[Loader], out_dir: Path, is_class: bool, jobs: int | Non
             def on_result(result: GradeResult) -> None:
                 results.append(result)
                 progress(len(results), total_count)
+
+            def on_released() -> None:  # a grade job's result was read: the pool can take the next one
                 if queue:
                     submit_next()
 
             try:
                 session.grade_with_suites(pool, out_of, out_dir / CACHE_DIR, fingerprint, catalog, protections,
-                                          on_result)
+                                          on_result, on_released)
             except session.SuitesCannotRun as exc:
                 raise GraderError(f"the hidden suites could not run (pytest exit code {exc})") from None
     if is_class:

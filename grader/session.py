@@ -17,13 +17,14 @@ import pytest
 import torch
 
 from grader.diagnosis import Diagnoser, VariantRun, variant_runs
+from grader.diagnosis.traces import documents_of
 from grader.diagnosis.variants import all_variants
 from grader.i18n import Catalog, section_key
 from grader.intake.cells import in_notebook_terms, message_in_notebook_terms
 from grader.intake.text import shown
 from grader.suites.plugin import GradingPlugin, SuiteItem, run_suites
 from grader.probes import BOOK_TOKENS, load_all
-from grader.records import SECTIONS, GradeResult, Heatmap, IntegrityNote, ProbeError, Submission, TestOutcome
+from grader.records import SECTIONS, Diagnosis, GradeResult, Heatmap, IntegrityNote, ProbeError, Submission, TestOutcome
 from grader.report import outcome_message, write_submission_reports
 from grader.report.text import words
 from grader.sandbox import codec
@@ -69,10 +70,13 @@ def probe_names() -> list[str]:
 
 def grade_with_suites(pool: SandboxPool, out_of: dict[str, Path], cache_dir: Path, fingerprint: str,
                       catalog: Catalog, protections: list[IntegrityNote],
-                      on_result: Callable[[GradeResult], None]) -> None:
+                      on_result: Callable[[GradeResult], None],
+                      on_released: Callable[[], None] = lambda: None) -> None:
     """Grade the submissions submitted to `pool`: one pytest session runs the hidden suites on each
     sandbox result as it arrives, and each result's reports are written at once (to `out_of[name]`).
-    The reference's and the variants' outputs are cached in `cache_dir`, per kit `fingerprint`."""
+    The reference's and the variants' outputs are cached in `cache_dir`, per kit `fingerprint`.
+    `on_released()` is called once per submission when its grade job's result has been read (the
+    pool may take another submission, while this one's trace job, if any, is still to come)."""
     titles = {s: catalog.t(section_key(s)) for s in SECTIONS}
     threads = torch.get_num_threads()
     # the workers are busy with the submissions while this process computes the baselines;
@@ -82,17 +86,36 @@ def grade_with_suites(pool: SandboxPool, out_of: dict[str, Path], cache_dir: Pat
         reference, runs = _baselines(fingerprint, cache_dir)
         diagnoser = Diagnoser(reference, runs)
 
+        waiting: dict[int, tuple[SandboxRun, Seam, list[TestOutcome]]] = {}  # trace job -> its submission
+
         def source():
             for run in pool.results():
+                if run.mode == "trace":  # the second pass of a submission whose tests failed
+                    finish(*waiting.pop(run.job), traces=documents_of(run.results))
+                    continue
                 run.results = _screened(run.results)
                 yield run, Seam(run.results)
 
         def sink(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome]) -> None:
+            """The probes that failed go back to the sandbox, traced; the rest is `finish`'s."""
+            try:
+                probes = diagnoser.probes_to_trace(outcomes, seam) if run.submission.sources else []
+            except Exception:  # noqa: BLE001
+                log.exception("choosing the probes to trace for %s failed", shown(run.submission.name))
+                probes = []
+            if probes:
+                waiting[pool.submit(run.submission, probes, mode="trace")] = (run, seam, outcomes)
+                on_released()
+            else:
+                finish(run, seam, outcomes, traces={})
+                on_released()
+
+        def finish(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome], traces: dict[str, dict]) -> None:
             """One submission's result and reports; nothing in them stops the class."""
             submission = run.submission
             try:
                 result = _grade_result(run, seam, outcomes, plugin.infos, reference, diagnoser, catalog,
-                                       titles, protections)
+                                       titles, protections, traces)
             except Exception as exc:  # noqa: BLE001
                 log.exception("grading %s failed", shown(submission.name))
                 result = _failed_result(submission, plugin.infos, catalog, titles, protections,
@@ -189,16 +212,23 @@ def _rounded(t: torch.Tensor) -> list[list[float]]:
 
 
 def _attribute_to_earlier_sections(outcomes: list[TestOutcome], infos: list[SuiteItem]) -> None:
-    """A failure with no diagnosis of its own, in a test that also runs code of an earlier section
-    that fails its own tests, is blamed on that section ("blocked by")."""
+    """A failure in a test that also runs code of an earlier section that fails its own tests is
+    blamed on that section ("blocked by") when it has no diagnosis of its own, or when its
+    diagnosis locates the cause in that section's file (the cause is there, not here)."""
     status = {o.id: o.status for o in outcomes}
     uses = {info.id: info.uses for info in infos}
     for outcome in outcomes:
-        if outcome.status == "passed" or outcome.misconception or outcome.blocked_by:
+        if outcome.status == "passed" or outcome.blocked_by:
             continue
-        broken = [test_id for test_id in uses.get(outcome.id, ()) if status.get(test_id, "passed") != "passed"]
+        broken = [test_id.split("::")[0] for test_id in uses.get(outcome.id, ())
+                  if status.get(test_id, "passed") != "passed"]
+        location = outcome.diagnosis.location if outcome.diagnosis is not None else None
+        elsewhere = location.file.removesuffix(".py") if location is not None else ""
+        if outcome.misconception and not (elsewhere != outcome.module and elsewhere in broken):
+            continue
         if broken:
-            outcome.blocked_by = broken[0].split("::")[0]
+            outcome.blocked_by = elsewhere if elsewhere in broken else broken[0]
+            outcome.misconception = None  # that section's own tests name it; the diagnosis shows its line
 
 
 def _screened(results: dict[str, Any]) -> dict[str, Any]:
@@ -212,6 +242,13 @@ def _screened(results: dict[str, Any]) -> dict[str, Any]:
     return screened
 
 
+def diagnosis_in_notebook_terms(diagnosis: Diagnosis | None, submission: Submission) -> Diagnosis | None:
+    """A diagnosis's line in a module made from a notebook, as the cell and its line."""
+    if diagnosis is None or diagnosis.location is None or not submission.origins:
+        return diagnosis
+    return replace(diagnosis, location=in_notebook_terms(diagnosis.location, submission.origins))
+
+
 def _in_notebook_terms(error: ProbeError | None, submission: Submission) -> ProbeError | None:
     """Frames (and a syntax error's "file, line") of modules made from notebooks, as cells."""
     if error is None or not submission.origins:
@@ -222,7 +259,7 @@ def _in_notebook_terms(error: ProbeError | None, submission: Submission) -> Prob
 
 def _grade_result(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome], infos: list[SuiteItem],
                   reference: Seam, diagnoser: Diagnoser, catalog: Catalog, titles: dict[str, str],
-                  protections: list[IntegrityNote]) -> GradeResult:
+                  protections: list[IntegrityNote], traces: dict[str, dict] | None = None) -> GradeResult:
     submission = run.submission
     integrity = list(protections) + list(submission.problems)
     for name, result in run.results.items():
@@ -234,14 +271,18 @@ def _grade_result(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome], info
             outcome.error = ProbeError(kind="import", key="import.missing", module=outcome.module,
                                        params={"module": outcome.module})
             outcome.blocked_by = None
+    try:  # blame and diagnosis read the sandbox's own file names; the notebook's cells come after
+        diagnoser.diagnose_submission(outcomes, seam, {info.id: info.uses for info in infos}, submission.sources,
+                                      traces)
+    except Exception:  # noqa: BLE001
+        log.exception("diagnosis of %s failed", shown(submission.name))
+        for outcome in outcomes:
+            outcome.misconception, outcome.diagnosis = None, None
+        partial.append("diagnosis")
+    _attribute_to_earlier_sections(outcomes, infos)  # on the modules' own file names
+    for outcome in outcomes:
         outcome.error = _in_notebook_terms(outcome.error, submission)
-        try:
-            outcome.misconception = diagnoser.diagnose(outcome, seam)
-        except Exception:  # noqa: BLE001
-            log.exception("diagnosis of %s for %s failed", outcome.id, shown(submission.name))
-            outcome.misconception = None
-            partial.append("diagnosis")
-    _attribute_to_earlier_sections(outcomes, infos)
+        outcome.diagnosis = diagnosis_in_notebook_terms(outcome.diagnosis, submission)
     for outcome in outcomes:
         try:
             outcome.message = outcome_message(outcome, catalog)

@@ -9,6 +9,6 @@ def transfer_weights(sa_v2, sa_v1):
     SelfAttention_v1's (d_in, d_out) matrices receive the transposed weights.
     """
     with torch.no_grad():
-        sa_v1.W_query.copy_(sa_v2.W_query.weight.T)  # (d_out, d_in).T -> (d_in, d_out)
-        sa_v1.W_key.copy_(sa_v2.W_key.weight.T)
-        sa_v1.W_value.copy_(sa_v2.W_value.weight.T)
+        sa_v1.W_query.copy_(sa_v2.W_query.weight.T)  # (d_out, d_in).T -> (d_in, d_out)  [checkpoint: copied_query]
+        sa_v1.W_key.copy_(sa_v2.W_key.weight.T)  # [checkpoint: copied_key]
+        sa_v1.W_value.copy_(sa_v2.W_value.weight.T)  # [checkpoint: copied_value]

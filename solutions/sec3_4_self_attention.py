@@ -5,17 +5,17 @@ import torch.nn as nn
 
 def project_qkv(x, W_query, W_key, W_value):
     """3.4.1: project the inputs to queries, keys and values."""
-    queries = x @ W_query  # (T, d_in) @ (d_in, d_out) -> (T, d_out)
-    keys = x @ W_key  # (T, d_out)
-    values = x @ W_value  # (T, d_out)
+    queries = x @ W_query  # (T, d_in) @ (d_in, d_out) -> (T, d_out)  [checkpoint: queries]
+    keys = x @ W_key  # (T, d_out)  [checkpoint: keys]
+    values = x @ W_value  # (T, d_out)  [checkpoint: values]
     return queries, keys, values
 
 
 def scaled_attention_weights(queries, keys):
     """3.4.1: softmax(queries @ keys.T / sqrt(d_k)) over the last dimension."""
     d_k = keys.shape[-1]
-    attn_scores = queries @ keys.T  # (T, d_k) @ (d_k, T) -> (T, T)
-    return torch.softmax(attn_scores / d_k**0.5, dim=-1)  # (T, T)
+    attn_scores = queries @ keys.T  # (T, d_k) @ (d_k, T) -> (T, T)  [checkpoint: scores]
+    return torch.softmax(attn_scores / d_k**0.5, dim=-1)  # (T, T)  [checkpoint: div=scaled, softmax=weights]
 
 
 class SelfAttention_v1(nn.Module):
@@ -28,14 +28,14 @@ class SelfAttention_v1(nn.Module):
         self.W_value = nn.Parameter(torch.rand(d_in, d_out))
 
     def forward(self, x):
-        keys = x @ self.W_key  # (T, d_in) -> (T, d_out)
-        queries = x @ self.W_query  # (T, d_out)
-        values = x @ self.W_value  # (T, d_out)
+        keys = x @ self.W_key  # (T, d_in) -> (T, d_out)  [checkpoint: keys]
+        queries = x @ self.W_query  # (T, d_out)  [checkpoint: queries]
+        values = x @ self.W_value  # (T, d_out)  [checkpoint: values]
 
-        attn_scores = queries @ keys.T  # (T, T)
-        attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)  # (T, T)
+        attn_scores = queries @ keys.T  # (T, T)  [checkpoint: scores]
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)  # (T, T)  [checkpoint: div=scaled, softmax=weights]
 
-        context_vec = attn_weights @ values  # (T, T) @ (T, d_out) -> (T, d_out)
+        context_vec = attn_weights @ values  # (T, T) @ (T, d_out) -> (T, d_out)  [checkpoint: context]
         return context_vec
 
 
@@ -49,12 +49,12 @@ class SelfAttention_v2(nn.Module):
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
 
     def forward(self, x):
-        keys = self.W_key(x)  # (T, d_in) -> (T, d_out)
-        queries = self.W_query(x)  # (T, d_out)
-        values = self.W_value(x)  # (T, d_out)
+        keys = self.W_key(x)  # (T, d_in) -> (T, d_out)  [checkpoint: keys]
+        queries = self.W_query(x)  # (T, d_out)  [checkpoint: queries]
+        values = self.W_value(x)  # (T, d_out)  [checkpoint: values]
 
-        attn_scores = queries @ keys.T  # (T, T)
-        attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)  # (T, T)
+        attn_scores = queries @ keys.T  # (T, T)  [checkpoint: scores]
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)  # (T, T)  [checkpoint: div=scaled, softmax=weights]
 
-        context_vec = attn_weights @ values  # (T, d_out)
+        context_vec = attn_weights @ values  # (T, d_out)  [checkpoint: context]
         return context_vec

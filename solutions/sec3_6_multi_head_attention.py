@@ -17,7 +17,7 @@ class MultiHeadAttentionWrapper(nn.Module):
 
     def forward(self, x):
         # num_heads x (b, T, d_out) -> (b, T, num_heads * d_out)
-        return torch.cat([head(x) for head in self.heads], dim=-1)
+        return torch.cat([head(x) for head in self.heads], dim=-1)  # [checkpoint: concat]
 
 
 class MultiHeadAttention(nn.Module):
@@ -46,9 +46,9 @@ class MultiHeadAttention(nn.Module):
     def forward(self, x):
         b, num_tokens, d_in = x.shape  # (b, T, d_in)
 
-        keys = self.W_key(x)  # (b, T, d_out)
-        queries = self.W_query(x)  # (b, T, d_out)
-        values = self.W_value(x)  # (b, T, d_out)
+        keys = self.W_key(x)  # (b, T, d_out)  [checkpoint: keys]
+        queries = self.W_query(x)  # (b, T, d_out)  [checkpoint: queries]
+        values = self.W_value(x)  # (b, T, d_out)  [checkpoint: values]
 
         # split the last dim: (b, T, d_out) -> (b, T, num_heads, head_dim)
         keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)
@@ -56,22 +56,22 @@ class MultiHeadAttention(nn.Module):
         queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)
 
         # (b, T, num_heads, head_dim) -> (b, num_heads, T, head_dim)
-        keys = keys.transpose(1, 2)
-        queries = queries.transpose(1, 2)
-        values = values.transpose(1, 2)
+        keys = keys.transpose(1, 2)  # [checkpoint: split_keys]
+        queries = queries.transpose(1, 2)  # [checkpoint: split_queries]
+        values = values.transpose(1, 2)  # [checkpoint: split_values]
 
         # one attention matrix per head: (b, num_heads, T, T)
-        attn_scores = queries @ keys.transpose(2, 3)
+        attn_scores = queries @ keys.transpose(2, 3)  # [checkpoint: scores]
         mask_bool = self.mask.bool()[:num_tokens, :num_tokens]  # (T, T)
-        attn_scores.masked_fill_(mask_bool, -torch.inf)
+        attn_scores.masked_fill_(mask_bool, -torch.inf)  # [checkpoint: masked]
 
-        attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)  # (b, num_heads, T, T)
-        attn_weights = self.dropout(attn_weights)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)  # (b, num_heads, T, T)  [checkpoint: div=scaled, softmax=weights]
+        attn_weights = self.dropout(attn_weights)  # [checkpoint: dropped]
 
         # (b, num_heads, T, head_dim) -> (b, T, num_heads, head_dim)
-        context_vec = (attn_weights @ values).transpose(1, 2)
+        context_vec = (attn_weights @ values).transpose(1, 2)  # [checkpoint: matmul=context]
 
         # merge the heads: (b, T, num_heads, head_dim) -> (b, T, d_out)
-        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
-        context_vec = self.out_proj(context_vec)  # (b, T, d_out)
+        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)  # [checkpoint: merged]
+        context_vec = self.out_proj(context_vec)  # (b, T, d_out)  [checkpoint: output]
         return context_vec

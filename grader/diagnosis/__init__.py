@@ -1,26 +1,33 @@
-"""Diagnosis: name the misconception behind a failing test, from behaviour alone.
+"""Diagnosis: name the misconception behind a failing test and point at the student's line.
 
-Two recognisers, tried in order:
+Blame first (`blame`): a failure whose exception surfaced in another module that passes its own
+tests is its own module's. Then, for each failing test, the evidence in order:
 1. error patterns: an exception whose type and message are the telltale of a known mistake;
-2. known-buggy variants of the reference: each variant reproduces one misconception; the student's
-   outputs on every probe the failing test used are compared with the variant's outputs on the
-   same probes (computed once per run). A variant names a test only if it differs from the
-   reference there and the student matches it everywhere the test looked.
-Correct code passes its tests and so is never diagnosed.
+2. known-buggy variants of the reference (`variants`, generated from the pipeline description):
+   the student's outputs on every probe the test used equal a variant's, where it differs from
+   the reference (computed once per run);
+3. the recogniser (`recognise`) on the student's traces of the test's probes, when the trusted
+   side has them: the checkpoint where the computation departs, the named mistakes (two when
+   they sit at different checkpoints), the constructor statements that differ, and the line;
+4. behaviour signatures (`signatures`): NaN at the first token, eval outputs that differ...
+Correct code passes its tests and so is never diagnosed. A trace is untrusted data: it only
+shapes the wording of the student's own feedback, never a score.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Mapping
 
 import torch
 
-from grader.probes import PROBES, load_all
-from grader.records import ProbeError, TestOutcome
-from grader.suites.seam import ModuleNamespace, ProbeResults, Seam, run_in_process
+from grader.diagnosis.blame import BUILDERS, decide_blame
 from grader.diagnosis.catalogue import CATALOGUE, Misconception
 from grader.diagnosis.patterns import all_patterns
+from grader.diagnosis.signatures import configuration_differs, signatures
 from grader.diagnosis.variants import Variant, all_variants
+from grader.probes import PROBES, load_all
+from grader.records import Diagnosis, ProbeError, StudentFrame, TestOutcome
+from grader.suites.seam import ModuleNamespace, ProbeResults, Seam, run_in_process
 
 MATCH_ATOL = 1e-4
 
@@ -76,22 +83,134 @@ class Diagnoser:
             self._differs[key] = any(not same(results[name], self.reference.results.get(name)) for name in relevant)
         return self._differs[key]
 
-    def diagnose(self, outcome: TestOutcome, student: Seam) -> str | None:
-        if outcome.status == "passed" or outcome.blocked_by:
+    def pattern(self, outcome: TestOutcome) -> str | None:
+        if outcome.error is None:
             return None
         for pattern in self.patterns:
-            if pattern.module in ("", outcome.module) and outcome.error is not None and pattern.matches(outcome):
+            if pattern.module in ("", outcome.module) and pattern.matches(outcome):
                 return pattern.id
-        probes = outcome.probes
-        if not probes:
-            return None
+        return None
+
+    def variant(self, outcome: TestOutcome, student: Seam) -> str | None:
         for index, run in enumerate(self.runs):
-            relevant = tuple(name for name in probes if name in run.results)
+            relevant = tuple(name for name in outcome.probes if name in run.results)
             if not relevant or not self._differs_from_reference(index, relevant):
                 continue  # this variant behaves like the reference where the test looked
             if all(same(student.results.get(name), run.results[name]) for name in relevant):
                 return run.variant.id
         return None
 
+    def diagnose(self, outcome: TestOutcome, student: Seam) -> str | None:
+        """The misconception from the test's own evidence (error pattern or variant), if any."""
+        if outcome.status == "passed" or outcome.blocked_by:
+            return None
+        return self.pattern(outcome) or (self.variant(outcome, student) if outcome.probes else None)
+
+    def probes_to_trace(self, outcomes: list[TestOutcome], student: Seam) -> list[str]:
+        """The probes worth tracing: those of failing tests whose results differ from the reference's,
+        where the student's code ran: values, or an exception of its own (not a missing module, an
+        unfinished stub, a timeout or a crash, which a second run would only repeat)."""
+        names: list[str] = []
+        for outcome in outcomes:
+            if outcome.status == "passed":
+                continue
+            for name in outcome.probes:
+                result = student.results.get(name)
+                if name in names or same(result, self.reference.results.get(name)):
+                    continue
+                if isinstance(result, ProbeError) and (result.kind not in ("exception", "contract")
+                                                       or result.exc_type == "NotImplementedError"):
+                    continue
+                names.append(name)
+        return names
+
+    def diagnose_submission(self, outcomes: list[TestOutcome], student: Seam,
+                            uses: Mapping[str, tuple[str, ...]] | None = None,
+                            sources: Mapping[str, str] | None = None,
+                            traces: Mapping[str, Any] | None = None) -> None:
+        """Blame, then a misconception and a `Diagnosis` for every failing test of one submission.
+        `traces`: probe -> the tracer's document (untrusted; see grader.diagnosis.traces)."""
+        from grader.diagnosis.evidence import Evidence
+
+        uses = uses or {}
+        moved = decide_blame(outcomes, uses)
+        healthy = dependencies_pass(outcomes, uses)
+        evidence = Evidence(traces or {}, sources or {}, healthy)
+        for outcome in outcomes:
+            if outcome.status == "passed" or outcome.blocked_by:
+                continue
+            named: list[str] = []
+            pattern = self.pattern(outcome)
+            if outcome.id in moved and outcome.module in BUILDERS:
+                named.append("wrong-config")  # a builder's only task is the configuration
+            if pattern:
+                named.append(pattern)
+            found = evidence.for_outcome(outcome, outcomes)
+            named += found.misconceptions  # the student's own values say it
+            variant = self.variant(outcome, student) if outcome.probes else None
+            if variant and not found.misconceptions:
+                named.append(variant)  # else a variant equal on few, small outputs is the weaker evidence
+            if outcome.error is None and not named:
+                named += signatures(outcome, student, self.reference)
+                if outcome.module in BUILDERS and healthy(outcome) and configuration_differs(outcome, student,
+                                                                                            self.reference):
+                    named.append("wrong-config")
+            named = [m for m in dict.fromkeys(named) if m in CATALOGUE]
+            outcome.misconception = named[0] if named else None
+            location = found.location_of(named[0]) if named else found.location
+            if outcome.error is not None and location is not None and outcome.error.location is not None \
+                    and (location.file, location.line) == (outcome.error.location.file, outcome.error.location.line):
+                location = None  # the error message shows it already
+            evidence_kind = ("error" if pattern or outcome.id in moved else "variant" if variant == (named or [None])[0]
+                             and variant not in found.misconceptions else found.kind or "behaviour")
+            if named or found.checkpoint or location:
+                outcome.diagnosis = Diagnosis(tuple(named), found.checkpoint_of(named[0]) if named else found.checkpoint,
+                                              location, evidence_kind if named else found.kind)
+
+
+        consolidate(outcomes)
+
+
+# a cause that is a special case of another in the same module: a divisor that is sometimes 1
+SPECIAL_CASES = {"missing-scaling": "wrong-scaling"}
+
+
+def consolidate(outcomes: list[TestOutcome]) -> None:
+    """One cause, one name: when a submission shows both a cause and its special case (a divisor that
+    is a wrong size, which is 1 for some inputs), the special case is the general one."""
+    named = {m for o in outcomes if o.diagnosis for m in o.diagnosis.misconceptions}
+    for outcome in outcomes:
+        diagnosis = outcome.diagnosis
+        if diagnosis is None:
+            continue
+        causes = [SPECIAL_CASES[m] if m in SPECIAL_CASES and SPECIAL_CASES[m] in named else m
+                  for m in diagnosis.misconceptions]
+        causes = list(dict.fromkeys(causes))
+        if causes != list(diagnosis.misconceptions):
+            outcome.diagnosis = replace(diagnosis, misconceptions=tuple(causes))
+            outcome.misconception = causes[0]
+
+
+def dependencies_pass(outcomes: list[TestOutcome], uses: Mapping[str, tuple[str, ...]]):
+    """A test's modules of earlier sections work: the tests it (or its module's tests) `uses` pass."""
+    status = {o.id: o.status for o in outcomes}
+    by_module: dict[str, set[str]] = {}
+    for test, used in uses.items():
+        by_module.setdefault(test.split("::")[0], set()).update(used)
+
+    def healthy(outcome: TestOutcome) -> bool:
+        used = set(uses.get(outcome.id, ())) or by_module.get(outcome.module, set())
+        return all(status.get(test, "passed") == "passed" for test in used)
+
+    return healthy
+
 
 __all__ = ["CATALOGUE", "Diagnoser", "Misconception", "VariantRun", "variant_runs"]
+
+
+def frame(file: str, line: int, function: str, sources: Mapping[str, str]) -> StudentFrame:
+    """A student's line with its code, read from the submission's own sources."""
+    module = file.removesuffix(".py")
+    lines = sources.get(module, "").splitlines()
+    code = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    return StudentFrame(file, line, function, code[:300])

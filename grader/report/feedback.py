@@ -7,6 +7,7 @@ from typing import Any
 
 from grader.i18n import Catalog, section_key
 from grader.records import MODULE_SECTIONS, SECTIONS, GradeResult, StudentFrame, TestOutcome
+from grader.report.diagnosis import DiagnosisView, diagnosis_record, diagnosis_view, outcome_hint
 from grader.report.heatmaps import HeatmapView, heatmap_view
 from grader.report.messages import (Card, NoteView, _not_implemented, _note, check_title, error_message,
                                     error_output, location_params, misconception_card, module_name,
@@ -25,7 +26,7 @@ def results_document(result: GradeResult, catalog: Catalog) -> dict:
         "tests": [
             {"id": o.id, "section": o.section, "points": o.points, "max_points": o.max_points,
              "status": o.status, "message": str(o.message), "output": error_output(o.error),
-             "misconception": o.misconception, "blocked_by": o.blocked_by}
+             "misconception": o.misconception, "blocked_by": o.blocked_by, "diagnosis": diagnosis_record(o)}
             for o in result.tests
         ],
         "integrity": [asdict(note) for note in result.integrity],
@@ -69,6 +70,7 @@ class CheckView:
     output: str = ""  # the student's own text (an exception's message), shown as quoted output
     where: Said | None = None  # the location as a sentence ("file, line, in function:")
     code: str = ""  # the student's line of code there, one line, escaped
+    diagnosis: "DiagnosisView | None" = None  # the student's line, the checkpoint missed, the causes
 
     @property
     def passed(self) -> bool:
@@ -180,8 +182,7 @@ def _check_view(outcome: TestOutcome, catalog: Catalog, heatmap: "HeatmapView | 
         message = error_message(outcome.error, catalog)  # the blocked note is shown on its own
     elif outcome.detail is not None:
         message = outcome_message(outcome, catalog)
-    hint_key = f"tests.{outcome.id}.hint"
-    hint = catalog.t(hint_key) if outcome.status != "passed" and catalog.has(hint_key) else ""
+    hint = outcome_hint(outcome, catalog)
     location = outcome.error.location if outcome.error is not None else None
     where = None
     code = ""
@@ -190,7 +191,8 @@ def _check_view(outcome: TestOutcome, catalog: Catalog, heatmap: "HeatmapView | 
         code = inline(str(location.code).strip(), limit=300)
     return CheckView(outcome.id, check_title(outcome.id, catalog), outcome.status, outcome.points,
                      outcome.max_points, message, hint, location, _table(outcome), outcome.misconception,
-                     blocked, heatmap, error_output(outcome.error), where, code)
+                     blocked, heatmap, error_output(outcome.error), where, code,
+                     diagnosis_view(outcome, catalog))
 
 
 def _start(tests: list[TestOutcome], catalog: Catalog) -> Guidance | None:

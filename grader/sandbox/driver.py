@@ -192,10 +192,53 @@ def run_probe(probe: Probe, ns: Namespace, directory: str) -> dict:
         return {"error": describe_error(exc, directory)}
 
 
+# A trace's JSON document at most (the reference's largest: 29 kB); its tensors are capped by the
+# tracer. A submission's traces share the job's result budget with nothing else.
+TRACE_JSON = 64 * 1024
+
+
+def trace_probe(probe: Probe, ns: Namespace, directory: str) -> dict:
+    """Mode "trace": the probe run again under the tracer (grader.probes.trace); its record is
+    {"ok": {"trace": document}} whether the probe passed or raised (the grade run has its outputs).
+    A document too large to send keeps its first ops only, marked truncated."""
+    from grader.probes.trace import traced
+
+    document = traced(run_probe, probe, ns, directory)["trace"]
+    return {"ok": {"trace": fitted(document, TRACE_JSON)}}
+
+
+def fitted(document: dict, max_json: int) -> dict:
+    """`document` cut to its first ops (the nodes made until then, the calls they belong to) until
+    its JSON fits; a reference past the cut is dropped, so that the trusted side can parse the rest."""
+    keep = len(document["ops"])
+    while keep and _json_size({"trace": document}) > max_json:
+        keep //= 2
+        ops = document["ops"][:keep]
+        last = next((i for i, n in enumerate(document["nodes"]) if n["op"] >= keep), len(document["nodes"]))
+        nodes = [n if n.get("origin", -1) < last else {k: v for k, v in n.items() if k != "origin"}
+                 for n in document["nodes"][:last]]
+        calls = [_call_within(call, last) for call in document["calls"][:max((op["call"] for op in ops), default=-1) + 1]]
+        document = {"ops": ops, "nodes": nodes, "calls": calls, "truncated": True}
+    if _json_size({"trace": document}) > max_json:
+        document = {"ops": [], "nodes": [], "calls": [], "truncated": True}
+    return document
+
+
+def _call_within(call: dict, nodes: int) -> dict:
+    args = {k: v for k, v in call["args"].items() if not (type(v) is dict and v["node"] >= nodes)}
+    return dict(call, args=args, result=[n for n in call.get("result", []) if n < nodes])
+
+
+def _json_size(value: dict) -> int:
+    try:
+        return int.from_bytes(codec.encode(value)[:4], "big")
+    except (codec.CodecError, MemoryError):
+        return 1 << 62
+
+
 # What the sandbox's child does with each probe, by mode (`SandboxPool.submit(..., mode=...)`): a
 # function of (probe, namespace, the submission's folder) returning {"ok": outputs} or {"error": ...}.
-# Only "grade" is built in; a second pass (e.g. a tracer) registers its own mode here.
-MODES: dict[str, Callable[[Probe, Namespace, str], dict]] = {"grade": run_probe}
+MODES: dict[str, Callable[[Probe, Namespace, str], dict]] = {"grade": run_probe, "trace": trace_probe}
 
 
 def serialise(result: dict) -> bytes:

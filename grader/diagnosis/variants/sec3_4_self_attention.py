@@ -1,48 +1,38 @@
-"""Buggy variants of sec3_4_self_attention (book 3.4)."""
+"""Buggy variants of sec3_4_self_attention (book 3.4): the computation's variants generated stage by
+stage; the constructors' (wrong-init, qkv-bias-ignored) written out."""
 from __future__ import annotations
 
 import torch
 import torch.nn as nn
 
+from grader.diagnosis.pipeline import Context
 from grader.diagnosis.variants import Variant
+from grader.diagnosis.variants.staged import Wrong, staged, variants
 from solutions.sec3_4_self_attention import SelfAttention_v1, SelfAttention_v2
 
 MODULE = "sec3_4_self_attention"
+ORDER = ["scores", "scaled", "weights", "context"]
 
 
-# -- how the scores become weights: the right way is softmax(scores / sqrt(d_k), dim=-1) -------------
-def _scaled(scores: torch.Tensor, d_k: int) -> torch.Tensor:
-    return scores / d_k**0.5
+def _attend(queries, keys, values, wrong: Wrong, order=ORDER):
+    ctx = Context(divisor=keys.shape[-1] ** 0.5, sizes={"d_out": keys.shape[-1]})
+    state = {"queries": queries, "keys": keys}
+    if values is not None:
+        state["values"] = values
+    return staged(order, state, ctx, wrong)
 
 
-def _unscaled(scores, d_k):
-    return scores
-
-
-def _by_d_k(scores, d_k):
-    return scores / d_k
-
-
-def _by_sqrt_tokens(scores, d_k):
-    return scores / scores.shape[-1] ** 0.5
-
-
-def _family(scale=_scaled, dim=-1) -> dict:
-    """scaled_attention_weights, SelfAttention_v1 and SelfAttention_v2 sharing one mistake."""
-
+def _build(wrong: Wrong) -> dict:
     def scaled_attention_weights(queries, keys):
-        return torch.softmax(scale(queries @ keys.T, keys.shape[-1]), dim=dim)
-
-    def attend(queries, keys, values):
-        return scaled_attention_weights(queries, keys) @ values
+        return _attend(queries, keys, None, wrong, ORDER[:-1])
 
     class V1(SelfAttention_v1):
         def forward(self, x):
-            return attend(x @ self.W_query, x @ self.W_key, x @ self.W_value)
+            return _attend(x @ self.W_query, x @ self.W_key, x @ self.W_value, wrong)
 
     class V2(SelfAttention_v2):
         def forward(self, x):
-            return attend(self.W_query(x), self.W_key(x), self.W_value(x))
+            return _attend(self.W_query(x), self.W_key(x), self.W_value(x), wrong)
 
     return {"scaled_attention_weights": scaled_attention_weights, "SelfAttention_v1": V1, "SelfAttention_v2": V2}
 
@@ -75,11 +65,7 @@ class _V2AlwaysBias(SelfAttention_v2):
         super().__init__(d_in, d_out, qkv_bias=True)
 
 
-VARIANTS: list[Variant] = [
-    Variant("softmax-wrong-dim", {MODULE: _family(dim=0)}),
-    Variant("missing-scaling", {MODULE: _family(scale=_unscaled)}),
-    Variant("wrong-scaling", {MODULE: _family(scale=_by_d_k)}),
-    Variant("wrong-scaling", {MODULE: _family(scale=_by_sqrt_tokens)}),
+VARIANTS: list[Variant] = variants(MODULE, ORDER, _build) + [
     Variant("wrong-init", {MODULE: {"SelfAttention_v1": _V1KeyFirst}}),
     Variant("wrong-init", {MODULE: {"SelfAttention_v1": _V1Randn}}),
     Variant("qkv-bias-ignored", {MODULE: {"SelfAttention_v2": _V2NeverBias}}),

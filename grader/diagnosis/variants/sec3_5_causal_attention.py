@@ -1,68 +1,43 @@
-"""Buggy variants of sec3_5_causal_attention (book 3.5).
-
-Each variant makes one mistake consistently in every function and class it applies to; the
-diagnosis compares per test, so a student who makes it in one place only is still recognised there.
-"""
+"""Buggy variants of sec3_5_causal_attention (book 3.5): the computation's generated stage by stage
+(each makes one mistake consistently in every function and class it applies to; the diagnosis
+compares per test, so a student who makes it in one place only is still recognised there); those
+of the constructor, the mask's slicing and the dropout's place written out."""
 from __future__ import annotations
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from grader.diagnosis.pipeline import Context
 from grader.diagnosis.variants import Variant
-from grader.diagnosis.variants.sec3_4_self_attention import _by_d_k, _scaled, _unscaled
+from grader.diagnosis.variants.staged import Wrong, staged, variants
 from solutions.sec3_5_causal_attention import CausalAttention
 
 MODULE = "sec3_5_causal_attention"
 
 
-# -- masks: which (query, key) pairs are hidden -------------------------------------------------------
-def _future(t):  # correct: strictly above the diagonal
-    return torch.triu(torch.ones(t, t), diagonal=1).bool()
+ORDER = ["scores", "masked", "scaled", "weights", "dropped", "context"]
 
 
-def _future_and_self(t):  # mask-includes-diagonal
-    return torch.triu(torch.ones(t, t), diagonal=0).bool()
-
-
-def _past(t):  # mask-inverted: strictly below the diagonal
-    return torch.tril(torch.ones(t, t), diagonal=-1).bool()
-
-
-def _past_and_self(t):  # mask-inverted: the simple tril mask used as the -inf mask
-    return torch.tril(torch.ones(t, t)).bool()
-
-
-def _nothing(t):  # mask-not-applied
-    return torch.zeros(t, t).bool()
-
-
-def _family(hidden=_future, scale=_scaled, dim=-1, after_softmax=False) -> dict:
-    """The three functions and a CausalAttention, sharing one mistake in masking or normalising."""
+def _build(wrong: Wrong) -> dict:
+    """The three functions and a CausalAttention, sharing one wrong step."""
 
     def simple_causal_mask(num_tokens):
-        return (~hidden(num_tokens)).float()
+        return staged(["mask"], {"mask": torch.tril(torch.ones(num_tokens, num_tokens))}, Context(), wrong)
 
     def mask_and_renormalize(attn_weights):
-        masked = attn_weights * simple_causal_mask(attn_weights.shape[-1])
-        if after_softmax:
-            return masked  # mask-after-softmax-unnormalized: rows no longer sum to 1
-        return masked / masked.sum(dim=-1, keepdim=True)
-
-    def weights(scores, d_k):
-        t = scores.shape[-1]
-        if after_softmax:
-            return torch.softmax(scale(scores, d_k), dim=dim) * (~hidden(t)).float()
-        return torch.softmax(scale(scores.masked_fill(hidden(t), -torch.inf), d_k), dim=dim)
+        return staged(["masked_weights", "renormalized"], {"attention_weights": attn_weights}, Context(), wrong)
 
     def masked_attention_weights(attn_scores, d_k):
-        return weights(attn_scores, d_k)
+        return staged(["masked", "scaled", "weights"], {"scores": attn_scores}, Context(divisor=d_k ** 0.5), wrong)
 
     class Causal(CausalAttention):
         def forward(self, x):
-            keys, queries, values = self.W_key(x), self.W_query(x), self.W_value(x)
-            attn_weights = weights(queries @ keys.transpose(1, 2), keys.shape[-1])
-            return self.dropout(attn_weights) @ values
+            t = x.shape[1]
+            keys = self.W_key(x)
+            ctx = Context(hidden=self.mask.bool()[:t, :t], divisor=keys.shape[-1] ** 0.5, dropout=self.dropout,
+                          sizes={"d_in": x.shape[-1], "d_out": keys.shape[-1]})
+            return staged(ORDER, {"queries": self.W_query(x), "keys": keys, "values": self.W_value(x)}, ctx, wrong)
 
     return {"simple_causal_mask": simple_causal_mask, "mask_and_renormalize": mask_and_renormalize,
             "masked_attention_weights": masked_attention_weights, "CausalAttention": Causal}
@@ -150,15 +125,7 @@ class _NeverBias(CausalAttention):
         super().__init__(d_in, d_out, context_length, dropout, qkv_bias=False)
 
 
-VARIANTS: list[Variant] = [
-    Variant("mask-not-applied", {MODULE: _family(hidden=_nothing)}),
-    Variant("mask-includes-diagonal", {MODULE: _family(hidden=_future_and_self)}),
-    Variant("mask-inverted", {MODULE: _family(hidden=_past)}),
-    Variant("mask-inverted", {MODULE: _family(hidden=_past_and_self)}),
-    Variant("mask-after-softmax-unnormalized", {MODULE: _family(after_softmax=True)}),
-    Variant("softmax-wrong-dim", {MODULE: _family(dim=-2)}),
-    Variant("missing-scaling", {MODULE: _family(scale=_unscaled)}),
-    Variant("wrong-scaling", {MODULE: _family(scale=_by_d_k)}),
+VARIANTS: list[Variant] = variants(MODULE, ["mask", "masked_weights", "renormalized"] + ORDER, _build) + [
     Variant("mask-not-sliced", {MODULE: {"CausalAttention": _NotSliced}}),
     Variant("hardcoded-shape", {MODULE: {"CausalAttention": _SlicedToBook}}),
     Variant("hardcoded-shape", {MODULE: {"CausalAttention": _ReshapedToBook}}),

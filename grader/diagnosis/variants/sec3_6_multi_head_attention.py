@@ -1,19 +1,44 @@
-"""Buggy variants of sec3_6_multi_head_attention (book 3.6): each reproduces one misconception."""
+"""Buggy variants of sec3_6_multi_head_attention (book 3.6): the computation's generated stage by stage,
+the mask's slicing, the dropout's place, the constructor's and the heads' registration written out."""
 from __future__ import annotations
 
 import torch
 import torch.nn as nn
 
+from grader.diagnosis.pipeline import Context
 from grader.diagnosis.variants import Variant
+from grader.diagnosis.variants.staged import Wrong, staged, variants
 from solutions.sec3_5_causal_attention import CausalAttention
 from solutions.sec3_6_multi_head_attention import MultiHeadAttention, MultiHeadAttentionWrapper
 
 MODULE = "sec3_6_multi_head_attention"
 
 
-def _mha(*, split="view-transpose", merge="transpose-view", out_proj=True, scale="head_dim",
-         slice_mask=True, dropout="weights", honour_bias=True):
-    """A MultiHeadAttention class with one step done the wrong way."""
+ORDER = ["split_queries", "split_keys", "split_values", "scores", "masked", "scaled", "weights", "dropped", "context",
+         "merged", "output"]
+
+
+def _build(wrong: Wrong) -> dict:
+    """A MultiHeadAttention and a wrapper with one step done a wrong way."""
+
+    class StagedMultiHeadAttention(MultiHeadAttention):
+        def forward(self, x):
+            t = x.shape[1]
+            ctx = Context(hidden=self.mask.bool()[:t, :t], divisor=self.head_dim ** 0.5, heads=self.num_heads,
+                          head_dim=self.head_dim, out_proj=self.out_proj, dropout=self.dropout,
+                          sizes={"d_in": x.shape[-1], "d_out": self.d_out})
+            state = {"queries": self.W_query(x), "keys": self.W_key(x), "values": self.W_value(x)}
+            return staged(ORDER, state, ctx, wrong)
+
+    class StagedWrapper(MultiHeadAttentionWrapper):
+        def forward(self, x):
+            return staged(["concat"], {"heads": torch.stack([head(x) for head in self.heads])}, Context(), wrong)
+
+    return {"MultiHeadAttention": StagedMultiHeadAttention, "MultiHeadAttentionWrapper": StagedWrapper}
+
+
+def _mha(*, slice_mask=True, dropout="weights", honour_bias=True):
+    """A MultiHeadAttention with its mask uncut, its dropout elsewhere, or qkv_bias ignored."""
 
     class BuggyMultiHeadAttention(MultiHeadAttention):
         def __init__(self, d_in, d_out, context_length, dropout_rate, num_heads, qkv_bias=False):
@@ -22,30 +47,15 @@ def _mha(*, split="view-transpose", merge="transpose-view", out_proj=True, scale
         def forward(self, x):
             b, t, _ = x.shape
             h, hd = self.num_heads, self.head_dim
-            q, k, v = self.W_query(x), self.W_key(x), self.W_value(x)
-            if split == "view-transpose":
-                q, k, v = (z.view(b, t, h, hd).transpose(1, 2) for z in (q, k, v))
-            else:  # straight to (b, heads, T, head_dim): rows of different tokens end up mixed
-                q, k, v = (z.view(b, h, t, hd) for z in (q, k, v))
-            scores = q @ k.transpose(2, 3)
+            q, k, v = (z.view(b, t, h, hd).transpose(1, 2) for z in (self.W_query(x), self.W_key(x), self.W_value(x)))
             mask = self.mask.bool()[:t, :t] if slice_mask else self.mask.bool()
-            scores = scores.masked_fill(mask, -torch.inf)
-            divisor = {"head_dim": hd ** 0.5, "none": 1.0, "d_out": self.d_out ** 0.5}[scale]
-            weights = torch.softmax(scores / divisor, dim=-1)
+            weights = torch.softmax((q @ k.transpose(2, 3)).masked_fill(mask, -torch.inf) / hd ** 0.5, dim=-1)
             if dropout == "weights":
                 weights = self.dropout(weights)
             elif dropout == "always":  # F.dropout's training=True default: active in eval mode too
                 weights = nn.functional.dropout(weights, self.dropout.p)
-            context = weights @ v  # (b, h, T, hd)
-            if merge == "transpose-view":
-                context = context.transpose(1, 2).contiguous().view(b, t, self.d_out)
-            else:  # merged without transposing back to (b, T, heads, head_dim)
-                context = context.contiguous().view(b, t, self.d_out)
-            if out_proj:
-                context = self.out_proj(context)
-            if dropout == "output":
-                context = self.dropout(context)
-            return context
+            context = self.out_proj((weights @ v).transpose(1, 2).contiguous().view(b, t, self.d_out))
+            return self.dropout(context) if dropout == "output" else context
 
     return BuggyMultiHeadAttention
 
@@ -77,26 +87,11 @@ class _PlainListWrapper(nn.Module):
         return torch.cat([head(x) for head in self.heads], dim=-1)
 
 
-def _cat_wrapper(dim):
-    class CatWrapper(MultiHeadAttentionWrapper):
-        def forward(self, x):
-            return torch.cat([head(x) for head in self.heads], dim=dim)
-
-    return CatWrapper
-
-
-VARIANTS: list[Variant] = [
-    Variant("heads-split-wrong", {MODULE: {"MultiHeadAttention": _mha(split="view")}}),
-    Variant("heads-merged-wrong", {MODULE: {"MultiHeadAttention": _mha(merge="view")}}),
-    Variant("out-proj-missing", {MODULE: {"MultiHeadAttention": _mha(out_proj=False)}}),
-    Variant("missing-scaling", {MODULE: {"MultiHeadAttention": _mha(scale="none")}}),
-    Variant("wrong-scaling", {MODULE: {"MultiHeadAttention": _mha(scale="d_out")}}),
+VARIANTS: list[Variant] = variants(MODULE, ORDER + ["concat"], _build) + [
     Variant("mask-not-sliced", {MODULE: {"MultiHeadAttention": _mha(slice_mask=False)}}),
     Variant("dropout-misplaced", {MODULE: {"MultiHeadAttention": _mha(dropout="always")}}),
     Variant("dropout-misplaced", {MODULE: {"MultiHeadAttention": _mha(dropout="output")}}),
     Variant("qkv-bias-ignored", {MODULE: {"MultiHeadAttention": _mha(honour_bias=False)}}),
     Variant("wrong-init", {MODULE: {"MultiHeadAttention": _OutProjFirst}}),
     Variant("heads-not-registered", {MODULE: {"MultiHeadAttentionWrapper": _PlainListWrapper}}),
-    Variant("concat-wrong-dim", {MODULE: {"MultiHeadAttentionWrapper": _cat_wrapper(1)}}),
-    Variant("concat-wrong-dim", {MODULE: {"MultiHeadAttentionWrapper": _cat_wrapper(0)}}),
 ]

@@ -13,6 +13,9 @@ def _causal(got, want, key, what):
     keep = want["keep"]
     expect_shape(got["out"], want["out"].shape, what=what, on="on.mha_causal")
     expect_shape(got["changed"], want["changed"].shape, what=what, on="on.mha_causal")
+    # NaN is not "changed": a fully masked row gives NaN whatever the later tokens are
+    broken = (~torch.isfinite(got["out"]) | ~torch.isfinite(got["changed"])).any(dim=0).any(dim=-1)
+    expect(not bool(broken.any()), "check.mha-nonfinite", positions=[i for i, b in enumerate(broken.tolist()) if b])
     earlier_same = torch.allclose(got["out"][:, :keep], got["changed"][:, :keep], atol=1e-5, rtol=1e-4)
     differs = (got["out"][:, :keep] - got["changed"][:, :keep]).abs().amax(dim=(0, 2))
     expect(earlier_same, key, keep=keep,

@@ -1,0 +1,155 @@
+"""What the student's traces say about one failing test: named causes, checkpoint and line.
+
+Traces are parsed (validated) and analysed once per probe, lazily. A trace that does not parse, or
+that the recogniser cannot read, is simply no evidence.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from grader.diagnosis import recognise
+from grader.diagnosis.blame import BUILDERS
+from grader.diagnosis.checkpoints import reference
+from grader.diagnosis.traces import Site, TraceError, parse_trace
+from grader.records import StudentFrame, TestOutcome
+
+log = logging.getLogger(__name__)
+CONSTRUCTION = {"bias": "qkv-bias-ignored", "order": "wrong-init", "kind": "wrong-init"}
+BUILT = {"wrong-config", "heads-not-registered"}  # decided where the module is built
+
+
+@dataclass
+class Found:
+    """The trace evidence for one test."""
+
+    by_id: dict[str, tuple[str, StudentFrame | None]] = field(default_factory=dict)  # id -> (checkpoint, line)
+    checkpoint: str | None = None  # where it departs when no cause is named
+    location: StudentFrame | None = None
+    kind: str = ""  # "trace" or "construction"
+    built_at: StudentFrame | None = None  # the test's module's line that built the module under test
+
+    @property
+    def misconceptions(self) -> list[str]:
+        return list(self.by_id)
+
+    def location_of(self, misconception: str) -> StudentFrame | None:
+        if misconception in self.by_id:
+            return self.by_id[misconception][1]
+        if misconception in BUILT:
+            return self.built_at  # given where the module is built
+        return self.location
+
+    def checkpoint_of(self, misconception: str) -> str | None:
+        return self.by_id[misconception][0] if misconception in self.by_id else self.checkpoint
+
+    def name(self, misconception: str, checkpoint: str, location: StudentFrame | None, kind: str) -> None:
+        if misconception not in self.by_id:
+            self.by_id[misconception] = (checkpoint, location)
+            self.kind = self.kind or kind
+
+
+class Evidence:
+    def __init__(self, documents: Mapping[str, Any], sources: Mapping[str, str],
+                 healthy: Callable[[TestOutcome], bool] = lambda outcome: True):
+        self.documents = documents
+        self.sources = sources
+        self.healthy = healthy  # whether the modules a test also relies on pass their own tests
+        self._findings: dict[str, recognise.Finding | None] = {}
+
+    def finding(self, probe: str) -> recognise.Finding | None:
+        if probe not in self._findings:
+            document = self.documents.get(probe)
+            result = None
+            if document is not None:
+                try:
+                    result = recognise.analyse(reference(probe), parse_trace(document))
+                except TraceError:
+                    result = None
+                except Exception:  # noqa: BLE001 - a trace we cannot read is no evidence, never a crash
+                    log.exception("the recogniser failed on %s", probe)
+                    result = None
+            self._findings[probe] = result
+        return self._findings[probe]
+
+    def frame(self, site: Site | None) -> StudentFrame | None:
+        if site is None:
+            return None
+        from grader.diagnosis import frame
+
+        return frame(site.file, site.line, site.function, self.sources)
+
+    def seeded_only(self, module: str, outcomes: list[TestOutcome]) -> bool:
+        """Every failing test of `module` looks at parameters as the constructor made them (the book's
+        seeded runs): what differs is how they were made, not how they are used."""
+        failing = [o for o in outcomes if o.module == module and o.status != "passed"]
+        return bool(failing) and all(any((f := self.finding(p)) is not None and f.seeded for p in o.probes)
+                                     for o in failing)
+
+    def for_outcome(self, outcome: TestOutcome, outcomes: list[TestOutcome]) -> Found:
+        """The test's causes and line. An error's own exception names its cause: its trace only
+        says where a module was built (an exercise's wrong configuration)."""
+        found = Found()
+        for probe in outcome.probes:
+            finding = self.finding(probe)
+            if finding is None:
+                continue
+            if finding.built_at is not None and found.built_at is None \
+                    and finding.built_at.file.removesuffix(".py") == outcome.module:
+                found.built_at = self.frame(finding.built_at)
+            if outcome.error is not None:
+                if finding.failure is not None:
+                    if finding.failure.misconception:
+                        found.name(finding.failure.misconception, finding.failure.stage,
+                                   self.frame(finding.failure.site), "trace")
+                if outcome.module in BUILDERS and self.healthy(outcome):
+                    self._construction(finding, outcome, outcomes, found)
+                continue
+            for mistake in finding.mistakes:
+                if mistake.misconception:
+                    found.name(mistake.misconception, mistake.stage, self.frame(mistake.site), "trace")
+            self._construction(finding, outcome, outcomes, found)
+            first = finding.mistakes[0] if finding.mistakes else None
+            if found.checkpoint is None and first is None and finding.departure is None \
+                    and finding.construction is not None:
+                found.checkpoint, found.location = "parameters", self.frame(finding.construction.site)
+                found.kind = found.kind or "construction"
+            if found.checkpoint is None and (first is not None or finding.departure is not None):
+                departure = finding.departure
+                found.checkpoint = first.stage if first is not None else departure.stage  # type: ignore[union-attr]
+                site = first.site if first is not None else departure.site  # type: ignore[union-attr]
+                if first is None and departure.forward is not None and "wrong-init" not in found.by_id:
+                    site = departure.forward  # the forward, not the constructor, differs
+                found.location = self.frame(site)
+                found.kind = found.kind or "trace"
+        return found
+
+    def _construction(self, finding: recognise.Finding, outcome: TestOutcome, outcomes: list[TestOutcome],
+                      found: Found) -> None:
+        """Causes that lie in how modules were constructed rather than in what they compute."""
+        difference = finding.construction
+        departs_at_parameters = finding.departure is not None and finding.departure.stage == "parameters"
+        unexplained = finding.departure is not None or any(m.misconception is None for m in finding.mistakes)
+        if difference is not None:
+            if outcome.module in BUILDERS:  # it writes no parameters: only its arguments can differ
+                if not self.healthy(outcome):
+                    return  # the modules it configures are broken themselves
+                outer = difference.outer if difference.outer.file.removesuffix(".py") == outcome.module \
+                    else difference.site
+                found.name("wrong-config", "parameters", self.frame(outer), "construction")
+                return
+            if difference.kind == "sizes":
+                return  # other sizes than asked: not how the parameters were made
+            if difference.kind == "bias":
+                found.name("qkv-bias-ignored", "parameters", self.frame(difference.site), "construction")
+            elif difference.kind in ("order", "kind") and finding.seeded and unexplained:
+                found.name("wrong-init", "parameters", self.frame(difference.site), "construction")
+        # the module computes right with given weights (only the book's seeded runs fail): what is
+        # left is how it made its own parameters
+        owner = finding.parameters.file.removesuffix(".py") if finding.parameters else outcome.module
+        if outcome.module in BUILDERS and owner != outcome.module and self.healthy(outcome):
+            return  # a working module it built: its parameters differ only by the arguments given
+        if finding.seeded and (departs_at_parameters or unexplained) and not found.by_id \
+                and self.seeded_only(owner, outcomes):
+            found.name("wrong-init", "parameters", self.frame(finding.parameters), "construction")

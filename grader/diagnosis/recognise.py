@@ -1,0 +1,60 @@
+"""The recogniser: where a student's computation departs from the reference's, and why.
+
+`analyse(reference, student)` walks every pass of the reference through the pipeline (see
+`grader.diagnosis.walk`) through the student's trace of the same probe, compares the constructors
+(`locate.init_difference`) and reads the op an error stopped at. Every finding carries the
+student's line.
+"""
+from __future__ import annotations
+
+from grader.diagnosis import locate
+from grader.diagnosis.checkpoints import Reference
+from grader.diagnosis.findings import Departure, Finding, Mistake, align_calls, call_nodes
+from grader.diagnosis.layout import Finder
+from grader.diagnosis.traces import Trace
+from grader.diagnosis.walk import Walk
+
+__all__ = ["Departure", "Finding", "Mistake", "align_calls", "analyse", "call_nodes", "failure"]
+
+
+def failure(student: Trace) -> Mistake | None:
+    """The op an error stopped at; named when it is a softmax (or a naive softmax's sum) asked for a
+    dimension its input does not have."""
+    op = student.failed
+    if op is None:
+        return None
+    misconception = None
+    if op.name in ("softmax", "log_softmax", "sum") and op.inputs:
+        dim = op.kwargs.get("dim", op.args[1] if len(op.args) > 1 else None)
+        rank = len(student.nodes[op.inputs[0]].shape)
+        producer = student.producer(op.inputs[0])
+        naive = op.name == "sum" and producer is not None and producer.name == "exp"
+        if type(dim) is int and not -max(rank, 1) <= dim < max(rank, 1) and (op.name != "sum" or naive):
+            misconception = "softmax-wrong-dim"
+    return Mistake("weights" if misconception else "error", misconception, "failed-op", op.site)
+
+
+
+def analyse(reference: Reference, student: Trace) -> Finding:
+    """Walk every reference instance of a probe through the student's trace (the matching call's
+    tensors when the calls line up, all of them otherwise), and compare their constructors."""
+    calls = align_calls(reference.trace, student)
+    finders: dict[int, Finder] = {}
+    finding = Finding(construction=locate.init_difference(reference.trace, student),
+                      seeded=any(instance.seeded for instance in reference.instances),
+                      built_at=locate.built_at(student), failure=failure(student))
+    for instance in reference.instances:
+        call = calls.get(instance.call)
+        if call is None:
+            continue  # the student's probe stopped before this call
+        if call not in finders:
+            finders[call] = Finder(student, call_nodes(student, call) & student.live)
+        walk = Walk(reference, instance, student, finders[call], call)
+        walk.run()
+        if instance.seeded and finding.parameters is None:
+            finding.parameters = walk._projection_site()
+        known = {(m.stage, m.misconception, m.key) for m in finding.mistakes}
+        finding.mistakes += [m for m in walk.mistakes if (m.stage, m.misconception, m.key) not in known]
+        if walk.departure is not None and finding.departure is None:
+            finding.departure = walk.departure
+    return finding

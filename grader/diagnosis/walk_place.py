@@ -1,0 +1,164 @@
+"""Where the walk places a mistake or a departure in the student's code (see also `locate`)."""
+from __future__ import annotations
+
+from grader.diagnosis import locate
+from grader.diagnosis.findings import MASK_STAGES, PROJECTIONS, SKIPPED_OPS, Departure, call_nodes
+from grader.diagnosis.layout import ORDERED, Finder, close, comparable
+from grader.diagnosis.pipeline import MASKS, STAGES, Alternative
+from grader.diagnosis.traces import Op, Ref, Site
+
+
+class Placing:
+    """Mixed into `grader.diagnosis.walk.Walk`."""
+
+    def _site(self, index: int, name: str, alternative: Alternative, nodes: tuple[int, ...] | None) -> Site | None:
+        trace = self.student
+        producer = trace.producer(nodes[0]) if nodes else None
+        if name in MASK_STAGES and alternative.key in MASKS and alternative.key != "hides-nothing":
+            return locate.mask_culprit(trace, producer) or (producer.site if producer else None)
+        if alternative.skip:
+            dead = locate.dead_op(trace, SKIPPED_OPS.get(name, set()), self.call if self.call >= 0 else None)
+            if dead is not None:
+                return self._in_call(dead)
+            if index == len(self.instance.order) - 1 and nodes and self._returned_at(nodes) is not None:
+                return self._returned_at(nodes)  # the value went out as it was: the return statement
+            return locate.frontier(trace, nodes, self._known) or (producer.site if producer else None)
+        if STAGES[name].kind == ORDERED and nodes:
+            return producer.site if producer is not None else None
+        if alternative.misconception == "uses-scores-not-weights":
+            dead = locate.dead_op(trace, SKIPPED_OPS["weights"], self.call if self.call >= 0 else None)
+            if dead is not None:
+                return self._in_call(dead)  # the weights were computed, then not used
+        if producer is not None:
+            return producer.site
+        previous = self.instance.order[index - 1] if index else None
+        return locate.frontier(trace, self.nodes.get(previous), self._known) if previous else None
+
+    def _returned_at(self, nodes: tuple[int, ...]) -> Site | None:
+        if not 0 <= self.call < len(self.student.calls):
+            return None
+        call = self.student.calls[self.call]
+        if call.returned and call.file and self._is_result(nodes):
+            return Site(call.file, call.returned, call.function)
+        return None
+
+    def _in_call(self, op: Op) -> Site:
+        """The op's line in the function of the call (a helper's line is where the helper was called)."""
+        if 0 <= self.call < len(self.student.calls):
+            function = self.student.calls[self.call].function
+            for frame in op.stack:
+                if frame.function == function:
+                    return frame
+        return op.site
+
+    def _known(self, node) -> bool:
+        """Whether a student's tensor is one the reference computed too (in the matching call)."""
+        if node.value is None:
+            return False
+        if self._reference_finder is None:
+            self._reference_finder = Finder(self.reference.trace, call_nodes(self.reference.trace, self.instance.call))
+        return self._reference_finder.find(node.value, "free", sliced=False) is not None
+
+    def _unused_right(self, name: str) -> Site | None:
+        """The stage's right value computed by the student but never used (a dead tensor)."""
+        right = self._right(name, self.state, self.on_track)
+        if right is None or not 0 <= self.call < len(self.student.calls):
+            return None
+        dead = call_nodes(self.student, self.call) - self.student.live
+        found = Finder(self.student, dead).find(right, STAGES[name].kind) if dead else None
+        producer = self.student.producer(found[0]) if found else None
+        return self._in_call(producer) if producer is not None else None
+
+    def _depart(self, index: int, name: str) -> None:
+        order = self.instance.order
+        previous = next((self.nodes[n] for n in reversed(order[:index]) if self.nodes.get(n)), None)
+        if name in PROJECTIONS and self.instance.seeded:  # the constructor's own parameters, or their use
+            self.departure = Departure("parameters", self._projection_site(), self._projection_op())
+            return
+        site = self._unused_right(name) or self.unused
+        if site is None and name in PROJECTIONS:  # siblings, not a chain: the projection that differs
+            site = self._projection_op()
+        if site is None and previous:
+            site = self._broken_layout(order, index)
+        if site is None and previous:
+            dead = [op for op in self.student.consumers(previous[0]) if op.name not in locate.LAYOUT_OPS
+                    and op.outputs and not any(out in self.student.live for out in op.outputs)]
+            if dead:
+                site = self._in_call(dead[0])  # what should have come next was computed, then dropped
+        if site is None and previous and STAGES[name].kind == ORDERED:
+            site = locate.last_rearrangement(self.student, previous)
+        if site is None:
+            start = previous or self._call_inputs()
+            site = locate.frontier(self.student, start, self._known) if start else None
+        self.departure = Departure(name, site)
+
+    def _broken_layout(self, order: list[str], index: int) -> Site | None:
+        """A view or transpose after the last checkpoint the student got right that no longer holds
+        it in any layout the checkpoint allows (the arguments of a view swapped, say)."""
+        before = next((n for n in reversed(order[:index]) if self.nodes.get(n)), None)
+        value = self.state.get(before) if before else None
+        if before is None or value is None:
+            return None
+        from grader.diagnosis.layout import comparable, same_tensor
+
+        want, kind = comparable(value), STAGES[before].kind
+        node, live = self.nodes[before][0], self.student.live
+        for _ in range(30):
+            following = [op for op in self.student.consumers(node) if op.name in locate.LAYOUT_OPS
+                         and op.outputs and op.outputs[0] in live]
+            if not following:
+                return None
+            op = following[0]
+            got = self.student.nodes[op.outputs[0]].value
+            if got is None:
+                return None
+            if not same_tensor(comparable(got), want, kind):
+                return op.site
+            node = op.outputs[0]
+        return None
+
+    def _call_inputs(self) -> tuple[int, ...] | None:
+        if not 0 <= self.call < len(self.student.calls):
+            return None
+        nodes = tuple(a.node for a in self.student.calls[self.call].args.values() if isinstance(a, Ref) and a.node >= 0)
+        return nodes or None
+
+    def _projection_op(self) -> Site | None:
+        """The student's projection (an op computing from the call's input) that holds none of the
+        reference's projections, or one another projection already holds (W_key used twice), in the
+        student's own order; else one whose result nobody used."""
+        inputs = self._call_inputs()
+        if not inputs:
+            return None
+        wanted = [self.reference.trace.nodes[self.instance.ops[p].outputs[0]].value for p in self.instance.order
+                  if p in PROJECTIONS and self.instance.ops[p].outputs]
+        wanted = [comparable(w) for w in wanted if w is not None]
+        theirs = [op for op in self.student.consumers(inputs[0]) if op.name not in locate.LAYOUT_OPS and op.outputs]
+        holds: list[set[int]] = []
+        for op in theirs:
+            got = self.student.nodes[op.outputs[0]].value
+            got = comparable(got) if got is not None else None
+            holds.append({i for i, want in enumerate(wanted) if got is not None and want.shape == got.shape
+                          and close(want, got)})
+        # suspects: an op holding no projection, or one another op holds too (both, for now)
+        suspects = [k for k, held in enumerate(holds)
+                    if not held or any(held & other for j, other in enumerate(holds) if j != k)]
+        for k in suspects:  # of two that hold the same, the one unlike the reference's at its place
+            if k < len(wanted) and k not in holds[k] and not (holds[k] == {k}):
+                return theirs[k].site
+        if suspects:
+            return theirs[suspects[0]].site
+        for op in theirs:
+            if not any(out in self.student.live for out in op.outputs):
+                return op.site
+        return None
+
+    def _projection_site(self) -> Site | None:
+        """The first projection of the student's forward: the line creating its parameter, else its own."""
+        for op in self.student.ops:
+            if op.name in ("linear", "matmul", "einsum", "mm", "bmm") \
+                    and not any(frame.function == "__init__" for frame in op.stack):
+                return locate.parameter_origin(self.student, op) or op.site
+        return None
+
+

@@ -1,0 +1,37 @@
+"""3.4: SelfAttention_v2 computes its attention weights, then weights the values with the scores."""
+import torch
+import torch.nn as nn
+
+
+def project_qkv(x, W_query, W_key, W_value):
+    return x @ W_query, x @ W_key, x @ W_value
+
+
+def scaled_attention_weights(queries, keys):
+    return torch.softmax(queries @ keys.T / keys.shape[-1] ** 0.5, dim=-1)
+
+
+class SelfAttention_v1(nn.Module):
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        self.W_query = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_key = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_value = nn.Parameter(torch.rand(d_in, d_out))
+
+    def forward(self, x):
+        q, k, v = project_qkv(x, self.W_query, self.W_key, self.W_value)
+        return scaled_attention_weights(q, k) @ v
+
+
+class SelfAttention_v2(nn.Module):
+    def __init__(self, d_in, d_out, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+
+    def forward(self, x):
+        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+        scores = queries @ keys.T
+        weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)  # <- the mistake
+        return scores @ values  # <- the mistake

@@ -1,0 +1,186 @@
+"""The tracer (grader/probes/trace.py) and the validation of what it sends (grader/diagnosis/traces.py).
+
+A trace comes from student code: it must never change what the probe returns, must stay within
+its caps however much the code computes, and the trusted side accepts only the documented
+structure (any other document is a TraceError, never a crash).
+"""
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from grader.diagnosis.checkpoints import SOLUTIONS_DIR, reference
+from grader.diagnosis.inprocess import run_probes, trace_probes
+from grader.diagnosis.recognise import analyse
+from grader.diagnosis.traces import TraceError, parse_trace
+from grader.probes import PROBES, load_all
+from grader.probes import trace as tracer
+from grader.probes.trace import traced
+from grader.sandbox.driver import run_probe
+from grader.suites.seam import ModuleNamespace
+from tests.conftest import solutions_as_submission
+
+load_all()
+CAUSAL = "sec3_5_causal_attention:matches_reference"
+
+
+def _reference_document(probe: str = CAUSAL) -> dict:
+    return traced(run_probe, PROBES[probe], ModuleNamespace("solutions"), str(SOLUTIONS_DIR))["trace"]
+
+
+def test_the_tracer_records_ops_arguments_lines_and_values():
+    trace = parse_trace(_reference_document())
+    softmax = [op for op in trace.ops if op.name == "softmax"]
+    assert softmax and all(op.kwargs.get("dim") == -1 for op in softmax)
+    assert {op.site.file for op in trace.ops} == {"sec3_5_causal_attention.py"}
+    source = (SOLUTIONS_DIR / "sec3_5_causal_attention.py").read_text().splitlines()
+    assert all("softmax" in source[op.site.line - 1] for op in softmax)
+    assert any(op.name == "masked_fill_" for op in trace.ops)
+    assert all(trace.nodes[out].value is not None for op in softmax for out in op.outputs)
+    forwards = [call for call in trace.calls if call.function == "forward"]
+    assert len(forwards) == 5 and all(call.result and call.returned for call in forwards)
+    assert "x" in forwards[0].args
+
+
+def test_tracing_never_changes_a_result(tmp_path):
+    submission = solutions_as_submission(tmp_path / "solutions")
+    probes = ["sec3_3_simple_attention:context_vectors", CAUSAL, "sec3_5_causal_attention:train_mode",
+              "sec3_6_multi_head_attention:mha_dropout", "exercise3_1_weight_transfer:square"]
+    plain = run_probes(submission, probes)
+    documents = trace_probes(submission, probes)
+    for probe in probes:
+        again = run_probes(submission, [probe])[probe]
+        for key, value in plain[probe].items():
+            if isinstance(value, torch.Tensor):
+                assert torch.equal(value, again[key]), (probe, key)
+        assert parse_trace(documents[probe]).ops
+
+
+def test_a_trace_stays_within_its_caps_and_says_so(tmp_path):
+    submission = solutions_as_submission(tmp_path / "loop")
+    path = submission / "sec3_3_simple_attention.py"
+    path.write_text(path.read_text() + '''
+
+def attention_scores(inputs):
+    total = inputs @ inputs.T
+    for _ in range(20000):
+        total = total + 0.0 * torch.rand(200, 200).sum()
+    return total
+''')
+    probe = "sec3_3_simple_attention:attention_scores"
+    document = trace_probes(submission, [probe])[probe]
+    trace = parse_trace(document)
+    assert trace.truncated and len(trace.ops) <= tracer.MAX_OPS
+    assert sum(n.value.numel() for n in trace.nodes if n.value is not None) <= tracer.MAX_ELEMENTS
+    assert isinstance(run_probes(submission, [probe])[probe]["book"], torch.Tensor)
+
+
+def test_code_that_switches_the_tracer_off_only_loses_its_own_trace(tmp_path):
+    submission = solutions_as_submission(tmp_path / "hostile")
+    path = submission / "sec3_3_simple_attention.py"
+    path.write_text(path.read_text() + '''
+
+import sys
+from torch.overrides import _pop_mode_temporarily
+
+
+def attention_weights(inputs):
+    sys.setprofile(None)
+    try:
+        with _pop_mode_temporarily():
+            return torch.softmax(inputs @ inputs.T, dim=-1)
+    except Exception:
+        return torch.softmax(inputs @ inputs.T, dim=-1)
+''')
+    probe = "sec3_3_simple_attention:attention_weights"
+    document = trace_probes(submission, [probe])[probe]
+    parse_trace(document)  # still a valid document (perhaps an empty one)
+    assert sys_profile_is_restored()
+
+
+def sys_profile_is_restored() -> bool:
+    import sys
+
+    return sys.getprofile() is None
+
+
+def test_a_reference_trace_is_labelled_with_its_declared_checkpoints():
+    instances = reference(CAUSAL).instances
+    assert len(instances) == 5
+    assert instances[0].order == ["keys", "queries", "values", "scores", "masked", "scaled", "weights", "dropped",
+                                  "context"]
+    assert math.isclose(instances[0].context.divisor, 8 ** 0.5)
+    assert instances[0].context.hidden.shape == (5, 5)
+
+
+def test_the_recogniser_finds_nothing_wrong_in_the_reference():
+    for probe in ("sec3_3_simple_attention:context_vectors", CAUSAL, "sec3_6_multi_head_attention:mha_forward",
+                  "sec3_6_multi_head_attention:wrapper_forward", "exercise3_1_weight_transfer:square"):
+        finding = analyse(reference(probe), parse_trace(_reference_document(probe)))
+        assert not finding.mistakes and finding.departure is None and finding.construction is None, probe
+
+
+# -- untrusted documents ---------------------------------------------------------------------------------
+def _mutations(document: dict):
+    """Paths into a document (for hypothesis to pick one and put something else there)."""
+    paths = []
+
+    def walk(value, path):
+        paths.append(path)
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, path + (key,))
+        elif isinstance(value, list):
+            for index, item in enumerate(value[:6]):
+                walk(item, path + (index,))
+
+    walk(document, ())
+    return paths
+
+
+SMALL = _reference_document("sec3_3_simple_attention:context_vector_for_query")
+PATHS = _mutations(SMALL)
+JUNK = st.one_of(st.none(), st.booleans(), st.integers(-10**9, 10**9), st.floats(allow_nan=True),
+                 st.text(max_size=20), st.lists(st.integers(-5, 5), max_size=5),
+                 st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+                 st.just({"node": 10**6}), st.just({"node": -5}), st.just(torch.zeros(3)),
+                 st.just(torch.zeros(10**4 + 7)))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(PATHS), JUNK)
+def test_any_changed_document_is_read_or_refused_never_a_crash(path, junk):
+    document = copy.deepcopy(SMALL)
+    if not path:
+        document = junk
+    else:
+        target = document
+        for step in path[:-1]:
+            target = target[step]
+        target[path[-1]] = junk
+    try:
+        trace = parse_trace(document)
+    except TraceError:
+        return
+    analyse(reference("sec3_3_simple_attention:context_vector_for_query"), trace)  # a valid one is read safely
+
+
+def test_documents_over_the_caps_are_refused():
+    document = copy.deepcopy(SMALL)
+    document["ops"] = document["ops"] * (tracer.MAX_OPS // max(len(document["ops"]), 1) + 2)
+    with pytest.raises(TraceError):
+        parse_trace(document)
+    document = copy.deepcopy(SMALL)
+    document["nodes"][0]["value"] = torch.zeros(tracer.MAX_VALUE + 1)
+    document["nodes"][0]["shape"] = [tracer.MAX_VALUE + 1]
+    with pytest.raises(TraceError):
+        parse_trace(document)
+    document = copy.deepcopy(SMALL)
+    document["ops"][0]["stack"][0][0] = "/etc/passwd"
+    with pytest.raises(TraceError):
+        parse_trace(document)
