@@ -75,7 +75,8 @@ def _cached(out_dir: Path, content_hash: str) -> GradeResult | None:
              for t in document["tests"]]
     return GradeResult(document["submission"], content_hash, document["score"], document["max_score"],
                        [SectionScore(**s) for s in document["sections"]], tests,
-                       [IntegrityNote(**n) for n in document.get("integrity", [])])
+                       [IntegrityNote(**n) for n in document.get("integrity", [])],
+                       track=str(document.get("track", "pytorch")))
 
 
 def grade(path: Path, out_dir: Path, *, jobs: int | None = None, lang: str = "en", force: bool = False,

@@ -26,6 +26,8 @@ from grader.sandbox import codec
 from grader.sandbox.pool import SandboxPool, SandboxRun, result_from_record
 from grader.scoring import section_scores, total
 from grader.suites.seam import Seam, reference_results
+from grader.suites.tracks import TrackBaselines
+from grader.frameworks import track_of
 
 class SuitesCannotRun(Exception):
     """pytest could not run the hidden suites (its exit code)."""
@@ -48,19 +50,22 @@ def grade_with_suites(pool: SandboxPool, out_of: dict[str, Path], cache_dir: Pat
     torch.set_num_threads(1)
     try:
         reference, runs = _baselines(fingerprint, cache_dir)
-        diagnoser = Diagnoser(reference, runs)
+        tracks = TrackBaselines(reference, runs, cache_dir, fingerprint)
 
         def source():
             for run in pool.results():
                 yield run, Seam(run.results)
 
         def sink(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome]) -> None:
-            result = _grade_result(run, seam, outcomes, plugin.infos, reference, diagnoser, catalog,
-                                   titles, protections)
+            track = track_of(run.submission.sources)
+            result = _grade_result(run, seam, outcomes, plugin.infos, tracks.reference(track),
+                                   tracks.diagnoser(track), catalog, titles, protections)
+            result.track = track
             write_submission_reports(result, out_of[result.submission], catalog)
             on_result(result)
 
-        plugin = GradingPlugin(reference, source(), sink)
+        plugin = GradingPlugin(reference, source(), sink,
+                               reference_of=lambda run: tracks.reference(track_of(run.submission.sources)))
         code = run_suites(plugin)
     finally:
         torch.set_num_threads(threads)

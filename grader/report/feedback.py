@@ -15,6 +15,7 @@ from grader.report.messages import (Card, NoteView, _not_implemented, _note, che
 def results_document(result: GradeResult, catalog: Catalog) -> dict:
     return {
         "submission": result.submission,
+        "track": result.track,
         "score": result.score,
         "max_score": result.max_score,
         "sections": [asdict(section) for section in result.sections],

@@ -134,11 +134,11 @@ def write_class_reports(results: list[GradeResult], out_dir: Path, catalog: Cata
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     section_ids = list(SECTIONS)
-    writer.writerow(["student", *section_ids, "total", "max_total", "integrity"])
+    writer.writerow(["student", *section_ids, "total", "max_total", "track", "integrity"])
     for result in sorted(results, key=lambda r: r.submission):
         scores = {s.id: s.score for s in result.sections}
         writer.writerow([result.submission, *[_num(scores.get(s, 0.0)) for s in section_ids],
-                         _num(result.score), _num(result.max_score),
+                         _num(result.score), _num(result.max_score), result.track,
                          "; ".join(f"{n.kind}: {n.detail}" for n in result.integrity)])
     write_atomic(out_dir / "gradebook.csv", buffer.getvalue())
     write_atomic(out_dir / "summary.html", render_summary(results, catalog))

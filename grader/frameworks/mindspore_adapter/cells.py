@@ -197,7 +197,13 @@ class _GradientBridge(torch.autograd.Function):
         grads = mindspore.grad(weighted_sum, grad_position=None, weights=ctx.trainable)(*ctx.ms_args)
         if not isinstance(grads, (tuple, list)):
             grads = (grads,)
-        return (None, None, None, None, *(torch_tensor(g) for g in grads))
+        return (None, None, None, None, *(_reached(torch_tensor(g)) for g in grads))
+
+
+def _reached(grad: torch.Tensor) -> torch.Tensor | None:
+    """mindspore.grad gives zeros for a parameter the output does not depend on, where PyTorch
+    leaves its .grad None: an all-zero gradient is reported as none reaching it."""
+    return grad if bool(grad.any()) else None
 
 
 class ClassFacade:
