@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+MINDSPORE_STAMP := $(VENV)/.installed-mindspore
 
-.PHONY: demo test setup sandbox-tools benchmark clean
+.PHONY: demo test setup mindspore sandbox-tools benchmark clean
 
 setup: $(STAMP) sandbox-tools
 
@@ -17,6 +18,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e ".[classroom,test]"
 	touch $(STAMP)
 
+# The MindSpore track (optional for users, always for the tests): MindSpore 2.10 CPU (~800 MB
+# download) and numpy<2, into the same .venv.
+mindspore: $(MINDSPORE_STAMP)
+
+$(MINDSPORE_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e ".[classroom,test,mindspore]"
+	touch $(MINDSPORE_STAMP)
+
 # bubblewrap isolates student code; without it grading still runs but every report says which
 # protections are missing.
 sandbox-tools:
@@ -25,7 +34,7 @@ sandbox-tools:
 demo: setup
 	$(BIN)/grade examples/class --out reports/example-class --force
 
-test: setup
+test: setup mindspore
 	$(BIN)/python -m pytest -q
 
 benchmark: setup
