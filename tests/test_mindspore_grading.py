@@ -149,3 +149,34 @@ def test_chinese_reports_explain_the_mindspore_traps(graded, tmp_path):
     assert summary.results[0].track == "mindspore"
     for phrase in ("框架：MindSpore（昇思）", "keep_prob", "axis=", "set_train(False)"):
         assert phrase in text, phrase
+
+
+# -- the MindSpore buggy submissions of tests/submissions/buggy/<misconception>-ms/ -----------------
+S33, S34, S35 = "sec3_3_simple_attention", "sec3_4_self_attention", "sec3_5_causal_attention"
+BUGGY = {
+    "dim-not-axis-ms": {f"{S33}::{t}": "dim-not-axis" for t in (
+        "test_attention_weights", "test_attention_weights_rows_sum_to_one", "test_context_vectors")},
+    "dropout-keep-prob-ms": {f"{S35}::{t}": "dropout-keep-prob" for t in (
+        "test_causal_attention_matches_reference", "test_causal_attention_book_seed", "test_causality",
+        "test_batch_independence", "test_mask_is_a_buffer", "test_qkv_bias", "test_gradients_reach_every_parameter")},
+    "mask-trainable-ms": {f"{S35}::{t}": "mask-trainable" for t in (  # the mask among the parameters
+        "test_mask_is_a_buffer", "test_qkv_bias", "test_gradients_reach_every_parameter")},
+    "torch-api-ms": {f"{S34}::{t}": "torch-api" for t in (
+        "test_self_attention_v2_matches_reference", "test_self_attention_v2_qkv_bias",
+        "test_gradients_reach_every_parameter")},
+}
+
+
+@pytest.fixture(scope="module")
+def graded_buggy(tmp_path_factory):
+    base = tmp_path_factory.mktemp("ms-buggy")
+    for name in BUGGY:
+        shutil.copytree(ROOT / "tests" / "submissions" / "buggy" / name, base / "class" / name)
+    return {r.submission: r for r in grade_in_process(base / "class", base / "reports").results}
+
+
+@pytest.mark.parametrize("name", sorted(BUGGY))
+def test_mindspore_buggy_submission_is_diagnosed_where_its_mistake_shows(graded_buggy, name):
+    module = next(iter(BUGGY[name])).split("::")[0]
+    got = {t.id: t.misconception for t in graded_buggy[name].tests if t.module == module and t.status != "passed"}
+    assert got == BUGGY[name]

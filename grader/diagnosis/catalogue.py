@@ -38,5 +38,4 @@ CATALOGUE: dict[str, Misconception] = {m.id: m for m in [
     Misconception("dropout-keep-prob", "3.5.2"),
     Misconception("dim-not-axis", "3.3.1"),
     Misconception("torch-api", "3.4.2"),
-    Misconception("device-target", "3.4.2"),
 ]}

@@ -6,8 +6,12 @@ Exact messages of MindSpore 2.10 (CPU):
 - `ops.softmax(x, dim=-1)`: "softmax() got an unexpected keyword argument 'dim'";
 - `cell.eval()`/`cell.train()`: "'X' object has no attribute 'eval'"; a Cell with `forward` instead of
   `construct`: "For 'Cell', the method 'construct' is not defined.";
-- `set_context(device_target="Ascend")` on a CPU-only build: "Unsupported device target Ascend".
-  (The grader keeps that call from taking effect; the pattern catches other ways of asking.)
+(A `set_context(device_target="Ascend")`, which raises "Unsupported device target Ascend" on a
+CPU-only build, is kept from taking effect by the adapter: it costs no points and needs no pattern.)
+- a mask not cut to the sequence length, or cut to the book's 6 tokens: "For 'MaskedFill', input.shape
+  and mask.shape need to broadcast. ... but got input.shape = [3, 5, 5] and mask.shape = [7, 7]"
+  (the CausalAttention probes use context_length 7, MultiHeadAttention's 8; never 6);
+- a reshape to the book's batch of 2 x 6 tokens: "proposed_shape '[const vector]{2, 6, 2, 4}' is invalid".
 """
 from __future__ import annotations
 
@@ -19,5 +23,9 @@ PATTERNS: list[Pattern] = [
     Pattern("torch-api", "", message_pattern(
         r"object has no attribute '(eval|train|forward|parameters|named_parameters|masked_fill_)'"
         r"|the method 'construct' is not defined", "AttributeError")),
-    Pattern("device-target", "", message_pattern(r"Unsupported device target", "RuntimeError")),
+    Pattern("hardcoded-shape", "", message_pattern(
+        r"'MaskedFill', input.shape and mask.shape need to broadcast.*mask.shape = \[(1, )*6, 6\]"
+        r"|proposed_shape '\[const vector\]\{2, 6[,}]", "ValueError")),
+    Pattern("mask-not-sliced", "", message_pattern(
+        r"'MaskedFill', input.shape and mask.shape need to broadcast", "ValueError")),
 ]

@@ -14,7 +14,7 @@ _STATE = {"prepared": False}
 
 
 def prepare() -> None:
-    """CPU, PyNative mode, synchronous kernels, a 64 MB memory pool, the probes' seeding and the submission's calls
+    """CPU, PyNative mode, synchronous single-threaded kernels, a 64 MB memory pool, the probes' seeding and the submission's calls
     of set_context/set_device neutralised. Runs no MindSpore op (safe before forking)."""
     if _STATE["prepared"]:
         return
@@ -26,6 +26,10 @@ def prepare() -> None:
     # Synchronous kernels: with MindSpore's asynchronous pipeline every op of these tiny probes
     # waits on a hand-off between threads (~15 ms per op on a loaded 2-core machine, 0.3 ms here).
     mindspore.runtime.launch_blocking()
+    try:  # one thread per kernel: probes multiply tiny matrices, and a thread pool only waits on a busy machine
+        mindspore.device_context.cpu.op_tuning.threads_num(1)
+    except (AttributeError, RuntimeError, ValueError, TypeError):
+        pass
     try:
         mindspore.runtime.set_memory(init_size="0.0625GB", increase_size="0.0625GB")
     except (AttributeError, RuntimeError, ValueError, TypeError):
