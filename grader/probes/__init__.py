@@ -177,6 +177,7 @@ def linear_layers_zero_filled():
                 if parameter is not None:
                     parameter.zero_()
 
+    zero_fill.zero_filled = True  # type: ignore[attr-defined]  # framework adapters do the same (nn.Dense)
     torch.nn.Linear.reset_parameters = zero_fill
     try:
         yield
