@@ -22,6 +22,10 @@ from tests.conftest import ROOT, solutions_as_submission  # noqa: E402
 from tests.inprocess import grade_in_process  # noqa: E402
 
 EXAMPLES = ROOT / "examples" / "mindspore-class"
+# correct MindSpore submissions written otherwise than the reference (other ops, mask kept as a
+# boolean Parameter, functional forms, CellList.append, keyword arguments...)
+# (in their own folder: the PyTorch suites' tests grade every folder of tests/submissions/correct)
+CORRECT = sorted(p.name for p in (ROOT / "tests" / "submissions" / "correct-mindspore").iterdir() if p.is_dir())
 
 
 def mindspore_solutions_as_submission(target):
@@ -42,6 +46,8 @@ def graded(tmp_path_factory):
     shutil.copytree(ROOT / "exercises" / "mindspore", klass / "ms-stubs", ignore=shutil.ignore_patterns("*.md"))
     mindspore_solutions_as_submission(klass / "ms-solutions")
     solutions_as_submission(klass / "torch-solutions")
+    for correct in CORRECT:
+        shutil.copytree(ROOT / "tests" / "submissions" / "correct-mindspore" / correct, klass / correct)
     summary = grade_in_process(klass, base / "reports")
     return {r.submission: r for r in summary.results}, base / "reports", klass
 
@@ -54,12 +60,13 @@ def test_each_submission_is_graded_on_its_own_track(graded):
     results, _, _ = graded
     assert {name: r.track for name, r in results.items()} == {
         "mei": "mindspore", "port-style": "mindspore", "ms-stubs": "mindspore", "ms-solutions": "mindspore",
-        "torch-solutions": "pytorch"}
+        "torch-solutions": "pytorch", **{name: "mindspore" for name in CORRECT}}
 
 
 def test_the_mindspore_reference_earns_full_marks_through_the_student_path(graded):
     results, _, _ = graded
-    for name in ("ms-solutions", "torch-solutions"):
+    assert CORRECT
+    for name in ("ms-solutions", "torch-solutions", *CORRECT):
         assert results[name].score == results[name].max_score > 0, failing(results[name])
         assert all(t.misconception is None for t in results[name].tests)
 
