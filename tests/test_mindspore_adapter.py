@@ -124,3 +124,38 @@ def test_a_submissions_device_target_is_kept_from_taking_effect():
     assert ms.get_context("device_target") == "CPU" and ms.get_context("mode") == ms.PYNATIVE_MODE
     assert len(NOTES) == before + 4
     assert float(ms.ops.ones((2,)).sum().asnumpy()) == 2.0  # still computes, on the CPU
+
+
+# -- generated configurations: the MindSpore reference through the adapter = the PyTorch reference ----
+@st.composite
+def configurations(draw):
+    heads = draw(st.integers(1, 3))
+    return {"b": draw(st.integers(1, 3)), "t": draw(st.integers(1, 6)), "d_in": draw(st.integers(1, 5)),
+            "head_dim": draw(st.integers(1, 3)), "heads": heads, "bias": draw(st.booleans()),
+            "seed": draw(st.integers(0, 10_000)), "context": 6}
+
+
+@settings(max_examples=15, deadline=None)
+@given(configurations())
+def test_any_configuration_computes_what_the_pytorch_reference_computes(ns, config):
+    from grader.probes import linear_weights, qkv_weights, randn, transplant
+    from solutions.sec3_5_causal_attention import CausalAttention
+    from solutions.sec3_6_multi_head_attention import MultiHeadAttention
+
+    d_out = config["head_dim"] * config["heads"]
+    args = (config["d_in"], d_out, config["context"], 0.0)
+    weights = qkv_weights(config["d_in"], d_out, bias=config["bias"], seed=config["seed"])
+    mha_weights = weights | linear_weights("out_proj", d_out, d_out, bias=True, seed=config["seed"] + 50)
+    x = randn(config["b"], config["t"], config["d_in"], seed=config["seed"] + 1)
+    pairs = (
+        (CausalAttention(*args, qkv_bias=config["bias"]),
+         ns.module("sec3_5_causal_attention").CausalAttention(*args, qkv_bias=config["bias"]), weights),
+        (MultiHeadAttention(*args, num_heads=config["heads"], qkv_bias=config["bias"]),
+         ns.module("sec3_6_multi_head_attention").MultiHeadAttention(*args, num_heads=config["heads"],
+                                                                     qkv_bias=config["bias"]), mha_weights),
+    )
+    for reference, student, known in pairs:
+        transplant(reference, known)
+        transplant(student, known)
+        with torch.no_grad():
+            torch.testing.assert_close(student(x), reference.eval()(x), atol=1e-5, rtol=1e-5)
