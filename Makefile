@@ -1,5 +1,6 @@
 # Two entry points for a newcomer: `make demo` and `make test`. Both set up .venv first.
 PYTHON ?= python3
+PYTEST_ARGS ?=
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -34,8 +35,9 @@ sandbox-tools:
 demo: setup
 	$(BIN)/grade examples/class --out reports/example-class --force
 
+# PYTEST_ARGS narrows the run, e.g. make test PYTEST_ARGS="-k release".
 test: setup mindspore
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 benchmark: setup
 	$(BIN)/python benchmarks/throughput.py

@@ -13,7 +13,8 @@ def _grade_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="grade",
         description="Grade Chapter 3 submissions: one submission folder, or a class folder of student folders.",
-        epilog="Other commands: grade release OUT | grade nbgrader COURSE_DIR | grade gradescope OUT.zip",
+        epilog="Other commands: grade release OUT | grade nbgrader COURSE_DIR | grade gradescope OUT.zip | "
+               "grade prairielearn OUT | grade export REPORTS --lms canvas|moodle",
     )
     parser.add_argument("path", type=Path, help="a submission folder, or a folder of student folders")
     parser.add_argument("--out", type=Path, default=Path("reports"), help="where reports go (default: reports/)")
@@ -42,10 +43,12 @@ def run_grade(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from grader.intake.discovery import DiscoveryError
+    from grader.intake.text import shown
     from grader.runner import GraderError, grade
 
     catalog = Catalog(args.lang)
-    console = Console(stderr=True, soft_wrap=True)
+    # Printed text holds names from submissions: never read as rich markup ("[/]" would raise).
+    console = Console(stderr=True, soft_wrap=True, markup=False, highlight=False, emoji=False)
     progress = Progress(TextColumn(catalog.t("cli.progress")), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, disable=args.quiet)
     task = progress.add_task("grading", total=None)
@@ -60,14 +63,14 @@ def run_grade(args: argparse.Namespace) -> int:
         console.print(catalog.t("cli.cannot-run", reason=str(exc)))
         return 2
     for note in summary.protections:
-        console.print(catalog.t("cli.protection-missing", what=catalog.t(f"integrity.{note.kind}")))
-    out = Console(soft_wrap=True)
+        console.print(catalog.t("cli.protection-missing", what=catalog.t(f"integrity.{note.kind}", detail=note.detail)))
+    out = Console(soft_wrap=True, markup=False, highlight=False, emoji=False)
     if summary.is_class:
         out.print(catalog.t("cli.class-done", count=len(summary.results), graded=summary.graded,
                             reused=summary.reused, seconds=f"{summary.seconds:.1f}"))
     else:
         result = summary.results[0]
-        out.print(catalog.t("cli.submission-done", name=result.submission, score=f"{result.score:g}",
+        out.print(catalog.t("cli.submission-done", name=shown(result.submission), score=f"{result.score:g}",
                             max_score=f"{result.max_score:g}", seconds=f"{summary.seconds:.1f}"))
     out.print(catalog.t("cli.report-at", path=str(summary.report_path)))
     return 0

@@ -21,6 +21,16 @@ SECTIONS: tuple[str, ...] = tuple(MODULE_SECTIONS.values())
 
 
 @dataclass(frozen=True)
+class LineOrigin:
+    """Where a line of a module made from a notebook was written: the notebook (as feedback names
+    it), the cell's number (1-based, counting every cell) and the line in that cell (1-based)."""
+
+    notebook: str
+    cell: int
+    line: int
+
+
+@dataclass(frozen=True)
 class Submission:
     """One student's work: module name -> Python source (notebooks already converted)."""
 
@@ -28,7 +38,11 @@ class Submission:
     path: Path
     sources: dict[str, str]
     content_hash: str
-    problems: tuple["IntegrityNote", ...] = ()  # e.g. an unreadable notebook
+    problems: tuple["IntegrityNote", ...] = ()  # e.g. an unreadable notebook, a refused link
+    # module -> where the lines of its source came from, for modules made from notebooks, as runs
+    # (first line of the run, its LineOrigin or None for lines the grader added); look a line up
+    # with grader.intake.cells.origin_at. Modules from .py files have no entry.
+    origins: dict[str, tuple[tuple[int, LineOrigin | None], ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -39,6 +53,7 @@ class StudentFrame:
     line: int
     function: str
     code: str
+    cell: int = 0  # in a notebook submission: the cell's number (file is the notebook, line the line in the cell)
 
 
 @dataclass(frozen=True)

@@ -11,17 +11,20 @@ import importlib.metadata
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
 import grader
-from grader.intake.discovery import find_submissions, read_submission
+from grader.intake.discovery import Candidate, discover, read_candidate
+from grader.intake.text import MAX_NAME_CHARS, folder_names, shown
 from grader.i18n import TEMPLATES_DIR, Catalog
-from grader.records import GradeResult, IntegrityNote, Submission, TestOutcome
+from grader.records import GradeResult, IntegrityNote, SectionScore, Submission, TestOutcome
 from grader.sandbox.pool import Limits, SandboxPool
 
 CACHE_DIR = ".grader-cache"  # in the output folder: reference and variant outputs, per kit fingerprint
+# What a class run writes at the top of its output folder: no student's folder may take these names.
+CLASS_OUTPUTS = {"gradebook.csv", "summary.html", CACHE_DIR, "results.json", "feedback.html", "feedback.md"}
 
 
 class GraderError(Exception):
@@ -37,6 +40,8 @@ class RunSummary:
     reused: int
     seconds: float
     protections: list[IntegrityNote] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)  # the submissions' names as graded, in the order given
+    out_of: dict[str, Path] = field(default_factory=dict)  # name -> the folder of its reports
 
     @property
     def report_path(self) -> Path:
@@ -58,67 +63,119 @@ def kit_fingerprint(lang: str, limits: Limits = Limits()) -> str:
     return digest.hexdigest()[:16]
 
 
-def _cached(out_dir: Path, content_hash: str) -> GradeResult | None:
-    """A previous result for exactly this content and kit, if its reports are complete."""
+def _cached(out_dir: Path, content_hash: str, name: str) -> GradeResult | None:
+    """A previous result for exactly this content, kit and student, if its reports are complete.
+    Anything unexpected in the old results.json means there is none."""
     try:
         document = json.loads((out_dir / "results.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        if document.get("content_hash") != content_hash or document.get("submission") != name \
+                or not (out_dir / "feedback.html").is_file():
+            return None
+        tests = [TestOutcome(id=t["id"], module=t["id"].split("::")[0], name=t["id"].split("::")[-1],
+                             section=t["section"], status=t["status"], points=float(t["points"]),
+                             max_points=float(t["max_points"]), message=str(t.get("message", "")),
+                             misconception=t.get("misconception"), blocked_by=t.get("blocked_by"))
+                 for t in document["tests"]]
+        return GradeResult(name, content_hash, float(document["score"]), float(document["max_score"]),
+                           [SectionScore(str(s["id"]), str(s["title"]), float(s["score"]), float(s["max_score"]))
+                            for s in document["sections"]], tests,
+                           [IntegrityNote(str(n["kind"]), str(n["detail"])) for n in document.get("integrity", [])],
+                           track=str(document.get("track", "pytorch")))
+    except Exception:  # noqa: BLE001 - a damaged or foreign results.json: grade again
         return None
-    if document.get("content_hash") != content_hash or not (out_dir / "feedback.html").exists():
-        return None
-    from grader.records import SectionScore
-
-    tests = [TestOutcome(id=t["id"], module=t["id"].split("::")[0], name=t["id"].split("::")[-1],
-                         section=t["section"], status=t["status"], points=t["points"], max_points=t["max_points"],
-                         message=t.get("message", ""), misconception=t.get("misconception"),
-                         blocked_by=t.get("blocked_by"))
-             for t in document["tests"]]
-    return GradeResult(document["submission"], content_hash, document["score"], document["max_score"],
-                       [SectionScore(**s) for s in document["sections"]], tests,
-                       [IntegrityNote(**n) for n in document.get("integrity", [])],
-                       track=str(document.get("track", "pytorch")))
 
 
 def grade(path: Path, out_dir: Path, *, jobs: int | None = None, lang: str = "en", force: bool = False,
-          limits: Limits = Limits(), on_progress: Callable[[int, int], None] | None = None) -> RunSummary:
+          limits: Limits = Limits(), on_progress: Callable[[int, int], None] | None = None,
+          name: str | None = None) -> RunSummary:
+    """Grade PATH (one submission, or a class folder of student folders) into OUT_DIR. `name` names a
+    single submission in its reports (default: its folder's name)."""
+    found = discover(path)
+
+    def loader(candidate: Candidate) -> Loader:
+        def load() -> Submission:
+            # the folder the instructor named is followed if it is a link; a student folder never is
+            submission = read_candidate(candidate, follow=not found.is_class)
+            return replace(submission, name=name) if name and not found.is_class else submission
+        return load
+
+    return _grade([loader(c) for c in found.candidates], Path(out_dir), found.is_class, jobs, lang, force, limits,
+                  on_progress, [Path(path).resolve(), Path(out_dir).resolve()])
+
+
+def grade_submissions(submissions: list[Submission], out_dir: Path, *, is_class: bool = True,
+                      jobs: int | None = None, lang: str = "en", force: bool = False, limits: Limits = Limits(),
+                      on_progress: Callable[[int, int], None] | None = None,
+                      hide: list[Path] | None = None) -> RunSummary:
+    """Grade submissions already read (by grader.intake) into OUT_DIR: for a class one folder per
+    student (a safe name that never collides with the class outputs) plus gradebook.csv and
+    summary.html; a single submission straight into OUT_DIR. `hide` lists folders the sandbox must
+    not show student code (default: the submissions' parent folders and OUT_DIR)."""
+    if hide is None:
+        hide = sorted({Path(s.path).resolve().parent for s in submissions} | {Path(out_dir).resolve()})
+    return _grade([lambda s=s: s for s in submissions], Path(out_dir), is_class, jobs, lang, force, limits,
+                  on_progress, hide)
+
+
+Loader = Callable[[], Submission]
+
+
+def _grade(loaders: list[Loader], out_dir: Path, is_class: bool, jobs: int | None, lang: str, force: bool,
+           limits: Limits, on_progress: Callable[[int, int], None] | None, hide: list[Path]) -> RunSummary:
+    """Submissions are read twice: once to name them and decide what to (re)grade (their sources
+    then dropped), once when a sandbox slot is about to take them. At most a few submissions' sources
+    are held at a time, however many students and whatever their files hold."""
     started = time.perf_counter()
     catalog = Catalog(lang)
-    dirs, is_class = find_submissions(path)
     fingerprint = kit_fingerprint(lang, limits)
-    submissions: list[Submission] = []
+    heads = []
+    for load in loaders:
+        submission = load()
+        heads.append((submission.name, submission.content_hash))
+    names = _unique_names([name for name, _ in heads])
+    folders = folder_names(names, CLASS_OUTPUTS) if is_class else {}
+    pending: list[tuple[int, str]] = []  # (index, cache key)
     reused: list[GradeResult] = []
     out_of: dict[str, Path] = {}
-    for directory in dirs:
-        submission = read_submission(directory)
-        key = hashlib.sha256((submission.content_hash + fingerprint).encode()).hexdigest()
-        submission = Submission(submission.name, submission.path, submission.sources, key, submission.problems)
-        target = out_dir / submission.name if is_class else out_dir
-        out_of[submission.name] = target
-        previous = None if force else _cached(target, key)
+    for index, (name, (_, content_hash)) in enumerate(zip(names, heads)):
+        key = _key(content_hash, fingerprint)
+        out_of[name] = out_dir / folders[name] if is_class else out_dir
+        previous = None if force else _cached(out_of[name], key, name)
         if previous is not None:
             reused.append(previous)
         else:
-            submissions.append(submission)
-    total_count = len(dirs)
-    progress = on_progress or (lambda done, count: None)
+            pending.append((index, key))
+    total_count = len(loaders)
+    progress = _guarded(on_progress or (lambda done, count: None))
     progress(len(reused), total_count)
 
     results: list[GradeResult] = list(reused)
     protections: list[IntegrityNote] = []
-    if submissions:
+    if pending:
         # the workers start at once; this process imports torch and the suites meanwhile
-        workers = min(jobs or os.cpu_count() or 1, len(submissions))
-        with SandboxPool(workers, limits, hide=[path.resolve(), out_dir.resolve()]) as pool:
+        workers = min(jobs or os.cpu_count() or 1, len(pending))
+        with SandboxPool(workers, limits, hide=hide) as pool:
             protections = pool.protections()
             from grader import session
 
             probes = session.probe_names()
-            for submission in submissions:
-                pool.submit(submission, probes)
+            queue = list(reversed(pending))
+
+            def submit_next() -> None:
+                index, key = queue.pop()
+                submission = loaders[index]()  # read again: graded as it is now
+                if submission.content_hash != heads[index][1]:
+                    key = _key(submission.content_hash, fingerprint)
+                pool.submit(replace(submission, name=names[index], content_hash=key), probes)
+
+            for _ in range(min(len(queue), 2 * workers)):
+                submit_next()
 
             def on_result(result: GradeResult) -> None:
                 results.append(result)
                 progress(len(results), total_count)
+                if queue:
+                    submit_next()
 
             try:
                 session.grade_with_suites(pool, out_of, out_dir / CACHE_DIR, fingerprint, catalog, protections,
@@ -129,5 +186,34 @@ def grade(path: Path, out_dir: Path, *, jobs: int | None = None, lang: str = "en
         from grader.report import write_class_reports
 
         write_class_reports(results, out_dir, catalog)
-    return RunSummary(results, is_class, out_dir, len(submissions), len(reused),
-                      time.perf_counter() - started, protections)
+    return RunSummary(results, is_class, out_dir, len(pending), len(reused),
+                      time.perf_counter() - started, protections, names, out_of)
+
+
+def _key(content_hash: str, fingerprint: str) -> str:
+    return hashlib.sha256((content_hash + fingerprint).encode()).hexdigest()
+
+
+def _unique_names(raw: list[str]) -> list[str]:
+    """Printable, unique names (a suffix " (2)" where two are alike), in the order given."""
+    seen: set[str] = set()
+    unique = []
+    for name in raw:
+        base = shown(name, limit=MAX_NAME_CHARS) or "submission"
+        candidate, n = base, 1
+        while candidate in seen:
+            n += 1
+            candidate = f"{base} ({n})"
+        seen.add(candidate)
+        unique.append(candidate)
+    return unique
+
+
+def _guarded(callback: Callable[[int, int], None]) -> Callable[[int, int], None]:
+    """A progress callback whose failure (a terminal gone away) does not stop the grading."""
+    def call(done: int, count: int) -> None:
+        try:
+            callback(done, count)
+        except Exception:  # noqa: BLE001
+            pass
+    return call

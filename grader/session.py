@@ -7,8 +7,9 @@ so that the two start-ups overlap on different cores.
 """
 from __future__ import annotations
 
+import logging
 import os
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -18,10 +19,13 @@ import torch
 from grader.diagnosis import Diagnoser, VariantRun, variant_runs
 from grader.diagnosis.variants import all_variants
 from grader.i18n import Catalog, section_key
+from grader.intake.cells import in_notebook_terms, message_in_notebook_terms
+from grader.intake.text import shown
 from grader.suites.plugin import GradingPlugin, SuiteItem, run_suites
 from grader.probes import BOOK_TOKENS, load_all
-from grader.records import SECTIONS, GradeResult, Heatmap, IntegrityNote, ProbeError, TestOutcome
+from grader.records import SECTIONS, GradeResult, Heatmap, IntegrityNote, ProbeError, Submission, TestOutcome
 from grader.report import outcome_message, write_submission_reports
+from grader.report.text import words
 from grader.sandbox import codec
 from grader.sandbox.pool import SandboxPool, SandboxRun, result_from_record
 from grader.scoring import section_scores, total
@@ -29,8 +33,36 @@ from grader.suites.seam import Seam, reference_results
 from grader.suites.tracks import TrackBaselines
 from grader.frameworks import track_of
 
+log = logging.getLogger("grader.session")
+
+
 class SuitesCannotRun(Exception):
     """pytest could not run the hidden suites (its exit code)."""
+
+
+class GuardedPlugin(GradingPlugin):
+    """The suites' plugin, with each test's run guarded: whatever one submission's results provoke
+    in a hidden test or in pytest's machinery is that test's `error`, never the session's end."""
+
+    def _run(self, item: pytest.Item, info: SuiteItem, seam: Seam, direct: dict | None = None) -> TestOutcome:
+        try:
+            return super()._run(item, info, seam, direct)
+        except Exception as exc:  # noqa: BLE001
+            log.exception("hidden test %s failed outside its own checks", info.id)
+            return _internal_outcome(info, "internal.suite-error", {"type": type(exc).__name__, "text": _said(exc)})
+
+
+def _said(exc: BaseException) -> str:
+    try:
+        return str(exc)[:300]
+    except Exception:  # noqa: BLE001
+        return type(exc).__name__
+
+
+def _internal_outcome(info: SuiteItem, key: str, params: dict | None = None) -> TestOutcome:
+    return TestOutcome(id=info.id, module=info.module, name=info.name, section=info.section, status="error",
+                       points=0.0, max_points=info.max_points,
+                       error=ProbeError(kind="internal", key=key, params=params or {}))
 
 
 def probe_names() -> list[str]:
@@ -54,17 +86,29 @@ def grade_with_suites(pool: SandboxPool, out_of: dict[str, Path], cache_dir: Pat
 
         def source():
             for run in pool.results():
+                run.results = _screened(run.results)
                 yield run, Seam(run.results)
 
         def sink(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome]) -> None:
-            track = track_of(run.submission.sources)
-            result = _grade_result(run, seam, outcomes, plugin.infos, tracks.reference(track),
-                                   tracks.diagnoser(track), catalog, titles, protections)
+            """One submission's result and reports; nothing in them stops the class."""
+            submission = run.submission
+            track = track_of(submission.sources)
+            try:
+                result = _grade_result(run, seam, outcomes, plugin.infos, tracks.reference(track),
+                                       tracks.diagnoser(track), catalog, titles, protections)
+            except Exception as exc:  # noqa: BLE001
+                log.exception("grading %s failed", shown(submission.name))
+                result = _failed_result(submission, plugin.infos, catalog, titles, protections,
+                                        f"grading: {type(exc).__name__}")
             result.track = track
-            write_submission_reports(result, out_of[result.submission], catalog)
+            try:
+                result = write_submission_reports(result, out_of[submission.name], catalog)
+            except Exception as exc:  # noqa: BLE001 - e.g. the disk is full: the class still gets its gradebook
+                log.exception("the reports of %s could not be written", shown(submission.name))
+                result.integrity.append(IntegrityNote("report.failed", type(exc).__name__))
             on_result(result)
 
-        plugin = GradingPlugin(reference, source(), sink,
+        plugin = GuardedPlugin(reference, source(), sink,
                                reference_of=lambda run: tracks.reference(track_of(run.submission.sources)))
         code = run_suites(plugin)
     finally:
@@ -158,6 +202,25 @@ def _attribute_to_earlier_sections(outcomes: list[TestOutcome], infos: list[Suit
             outcome.blocked_by = broken[0].split("::")[0]
 
 
+def _screened(results: dict[str, Any]) -> dict[str, Any]:
+    """A child's errors never speak as the grader: an error that claims to be the grader's own
+    (kind or key "internal") is a rejected result."""
+    screened = {}
+    for name, result in results.items():
+        if isinstance(result, ProbeError) and (result.kind == "internal" or str(result.key).startswith("internal.")):
+            result = ProbeError(kind="integrity", key="integrity.bad-result", params={"reason": "internal"})
+        screened[name] = result
+    return screened
+
+
+def _in_notebook_terms(error: ProbeError | None, submission: Submission) -> ProbeError | None:
+    """Frames (and a syntax error's "file, line") of modules made from notebooks, as cells."""
+    if error is None or not submission.origins:
+        return error
+    frames = tuple(in_notebook_terms(frame, submission.origins) for frame in error.frames)
+    return replace(error, frames=frames, message=message_in_notebook_terms(str(error.message), submission.origins))
+
+
 def _grade_result(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome], infos: list[SuiteItem],
                   reference: Seam, diagnoser: Diagnoser, catalog: Catalog, titles: dict[str, str],
                   protections: list[IntegrityNote]) -> GradeResult:
@@ -166,16 +229,46 @@ def _grade_result(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome], info
     for name, result in run.results.items():
         if isinstance(result, ProbeError) and result.kind == "integrity":
             integrity.append(IntegrityNote("result.rejected", name))
+    partial: list[str] = []  # stages that failed without costing points (their part of the report is left out)
     for outcome in outcomes:
         if outcome.status != "passed" and outcome.module not in submission.sources and outcome.error is not None:
             outcome.error = ProbeError(kind="import", key="import.missing", module=outcome.module,
                                        params={"module": outcome.module})
             outcome.blocked_by = None
-        outcome.misconception = diagnoser.diagnose(outcome, seam)
+        outcome.error = _in_notebook_terms(outcome.error, submission)
+        try:
+            outcome.misconception = diagnoser.diagnose(outcome, seam)
+        except Exception:  # noqa: BLE001
+            log.exception("diagnosis of %s for %s failed", outcome.id, shown(submission.name))
+            outcome.misconception = None
+            partial.append("diagnosis")
     _attribute_to_earlier_sections(outcomes, infos)
     for outcome in outcomes:
-        outcome.message = outcome_message(outcome, catalog)
+        try:
+            outcome.message = outcome_message(outcome, catalog)
+        except Exception:  # noqa: BLE001
+            log.exception("the message of %s for %s failed", outcome.id, shown(submission.name))
+            outcome.message = words(catalog.t(f"status.{outcome.status}"))
+            partial.append("messages")
+    try:
+        heatmaps = _heatmaps(infos, reference, seam)
+    except Exception:  # noqa: BLE001
+        log.exception("the heatmaps of %s failed", shown(submission.name))
+        heatmaps, partial = [], partial + ["heatmaps"]
+    for stage in dict.fromkeys(partial):
+        integrity.append(IntegrityNote("grader.partial", stage))
     score, max_score = total(outcomes)
     return GradeResult(submission.name, submission.content_hash, score, max_score,
-                       section_scores(outcomes, titles), outcomes, integrity,
-                       heatmaps=_heatmaps(infos, reference, seam))
+                       section_scores(outcomes, titles), outcomes, integrity, heatmaps=heatmaps)
+
+
+def _failed_result(submission: Submission, infos: list[SuiteItem], catalog: Catalog, titles: dict[str, str],
+                   protections: list[IntegrityNote], detail: str) -> GradeResult:
+    """A submission the grader failed on: every test an error (0 points), with a note saying so."""
+    outcomes = [_internal_outcome(info, "internal.grading-failed") for info in infos]
+    for outcome in outcomes:
+        outcome.message = words(catalog.t("internal.grading-failed"))
+    integrity = list(protections) + list(submission.problems) + [IntegrityNote("grader.failed", detail)]
+    score, max_score = total(outcomes)
+    return GradeResult(submission.name, submission.content_hash, score, max_score,
+                       section_scores(outcomes, titles), outcomes, integrity)

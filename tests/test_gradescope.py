@@ -1,19 +1,30 @@
-"""The Gradescope autograder zip, run locally on a fake /autograder layout."""
+"""The Gradescope autograder zip, run locally on a faithful /autograder layout.
+
+The layout: the zip extracted to <root>/source, setup.sh run as Gradescope runs it (as root), with
+apt-get and Python replaced by stand-ins that record what they are asked to install (no package
+index here) while its own steps (the permission lock on the kit) really run, and a Python that
+holds the kit's dependencies but not the kit, as setup.sh's virtual environment does.
+"""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import stat
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
-from grader.classroom.gradescope import locate_submission, run, to_gradescope
+from grader.classroom.deployment import locate_submission, readable_by_others, runtime_requirements
+from grader.classroom.gradescope import MAX_RESULTS_BYTES, VENV, run, to_gradescope
 from grader.i18n import Catalog
+from grader.records import MODULES
 from tests.conftest import ROOT, solutions_as_submission
+from tests.platforms import (NO_BWRAP_PATH, answer_key_lines, deps_only_python, environment, hunter_source,
+                             open_root, remove_root)
 
 
 @pytest.fixture(scope="module")
@@ -37,25 +48,150 @@ def test_zip_holds_setup_run_autograder_and_the_kit(autograder_zip):
     assert all(mode & stat.S_IXUSR for mode in modes.values())
 
 
-@pytest.fixture(scope="module")
-def graded(autograder_zip, tmp_path_factory):
-    """run_autograder from the zip, on a submission uploaded as a folder inside the upload:
-    the solutions, except 3.3, which is the unimplemented stub."""
-    root = tmp_path_factory.mktemp("autograder")
+# -- setup.sh, run as Gradescope runs it ----------------------------------------------------------
+
+FAKE_PYTHON = """#!/bin/sh
+# a stand-in for Python {version}
+if [ "$1" = "-c" ]; then exit {too_old}; fi
+if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
+  mkdir -p "$3/bin"
+  printf '#!/bin/sh\\necho "venv-python $*" >> "$LOG"\\n' > "$3/bin/python"
+  chmod +x "$3/bin/python"
+  echo "venv {name} $3" >> "$LOG"
+  exit 0
+fi
+exit 1
+"""
+FAKE_APT = """#!/bin/sh
+echo "apt-get $*" >> "$LOG"
+for arg in "$@"; do
+  if [ "$arg" = python3.11 ]; then
+    printf '%s' "$PYTHON311" > "$SHIMS/python3.11"
+    chmod +x "$SHIMS/python3.11"
+  fi
+done
+"""
+
+
+def dry_run_setup(source_root: Path, work: Path, system_python: str) -> list[str]:
+    """Run setup.sh with apt-get and Python replaced by recording stand-ins; returns what they recorded.
+    `system_python` is the version of the image's python3: "3.10" (Ubuntu 22.04) or "3.12" (24.04)."""
+    shims, tools = work / "shims", work / "tools"
+    shims.mkdir(parents=True)
+    tools.mkdir()
+    for tool in ("chown", "chmod", "mkdir", "cat", "sh", "bash", "printf"):
+        found = shutil.which(tool)
+        if found:
+            (tools / tool).symlink_to(found)
+    too_old = "1" if system_python == "3.10" else "0"
+    (shims / "python3").write_text(FAKE_PYTHON.format(version=system_python, too_old=too_old, name="python3"))
+    (shims / "apt-get").write_text(FAKE_APT)
+    for shim in shims.iterdir():
+        shim.chmod(0o755)
+    log = work / "log"
+    log.write_text("")
+    env = {"PATH": f"{shims}:{tools}", "LOG": str(log), "SHIMS": str(shims), "AUTOGRADER_ROOT": str(source_root),
+           "ATTENTION_KIT_VENV": str(work / "venv"),
+           "PYTHON311": FAKE_PYTHON.format(version="3.11", too_old="0", name="python3.11")}
+    done = subprocess.run(["/bin/bash", str(source_root / "source" / "setup.sh")], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return log.read_text().splitlines()
+
+
+@pytest.mark.parametrize("system_python, venv_from", [("3.10", "python3.11"), ("3.12", "python3")])
+def test_setup_installs_dependencies_only_and_locks_the_kit(autograder_zip, tmp_path, system_python, venv_from):
+    root = tmp_path / "autograder"
     with zipfile.ZipFile(autograder_zip) as archive:
         archive.extractall(root / "source")
-    folder = solutions_as_submission(root / "submission" / "my-work")
-    shutil.copy(ROOT / "exercises" / "sec3_3_simple_attention.py", folder / "sec3_3_simple_attention.py")
-    (root / "submission" / "__MACOSX").mkdir()
-    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "PYTHON": sys.executable}
-    result = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True,
-                            text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-2000:]
-    return json.loads((root / "results" / "results.json").read_text(encoding="utf-8")), root
+    log = dry_run_setup(root, tmp_path / "work", system_python)
+    installs = [line for line in log if line.startswith("apt-get install")]
+    assert any("bubblewrap" in line for line in installs)
+    assert any("python3.11" in line for line in installs) == (system_python == "3.10")
+    assert f"venv {venv_from} {tmp_path / 'work' / 'venv'}" in log
+    calls = [line.split()[1:] for line in log if line.startswith("venv-python")]
+    assert calls[0] == ["-m", "pip", "install", "--quiet", "--no-cache-dir", "torch==2.13.0",
+                        "--index-url", "https://download.pytorch.org/whl/cpu"]
+    assert calls[1][:5] == ["-m", "pip", "install", "--quiet", "--no-cache-dir"]
+    assert calls[1][5:] == runtime_requirements()  # the dependencies; never the kit
+    assert calls[2:] == [["-m", "compileall", "-q", str(root / "source" / "kit")]]
+    assert readable_by_others(root / "source" / "kit") is None
+    assert all(not p.stat().st_mode & 0o077 for p in (root / "source").rglob("*") if not p.is_symlink())
 
 
-def test_results_json_has_gradescopes_fields(graded):
-    results, _ = graded
+def test_scripts_name_the_virtual_environment():
+    from grader.classroom.gradescope import render_scripts
+
+    scripts = render_scripts(lang="zh", visibility="after_due_date")
+    assert f'VENV="${{ATTENTION_KIT_VENV:-{VENV}}}"' in scripts["setup.sh"]
+    assert f'PYTHON="${{PYTHON:-{VENV}/bin/python}}"' in scripts["run_autograder"]
+    assert "--lang zh --visibility after_due_date" in scripts["run_autograder"]
+    assert 'chmod -R go-rwx "$SOURCE"' in scripts["setup.sh"]
+
+
+# -- run_autograder on a faithful layout ----------------------------------------------------------
+
+def autograder_root(autograder_zip: Path, work: Path) -> Path:
+    root = open_root("attention-kit-gs-")
+    with zipfile.ZipFile(autograder_zip) as archive:
+        archive.extractall(root / "source")
+    dry_run_setup(root, work, "3.10")
+    (root / "submission").mkdir()
+    (root / "submission_metadata.json").write_text('{"users": [{"email": "student@example.edu"}]}')
+    return root
+
+
+SCENARIOS = ("stub-3.3", "hostile", "hostile-old-layout", "linked-module")
+
+
+@pytest.fixture(scope="module")
+def graded(autograder_zip, tmp_path_factory):
+    """run_autograder from the zip, per scenario: {"results", "raw", "kit", "stdout", "root_mode"}."""
+    venv_root = open_root("attention-kit-venv-")  # readable by all, as a platform's Python is
+    python = deps_only_python(venv_root / "deps-only")
+    outcomes = {}
+    for scenario in SCENARIOS:
+        root = autograder_root(autograder_zip, tmp_path_factory.mktemp("setup"))
+        try:
+            env = environment(AUTOGRADER_ROOT=str(root), PYTHON=str(python))
+            upload = root / "submission"
+            kit = root / "source" / "kit"
+            if scenario == "stub-3.3":  # the solutions, but 3.3 is the stub, in a folder inside the upload
+                folder = solutions_as_submission(upload / "my-work")
+                shutil.copy(ROOT / "exercises" / "sec3_3_simple_attention.py", folder / "sec3_3_simple_attention.py")
+                (upload / "__MACOSX").mkdir()
+            elif scenario.startswith("hostile"):
+                solutions_as_submission(upload)
+                (upload / "sec3_3_simple_attention.py").write_text(hunter_source([str(root), str(kit)]))
+                env["PATH"] = NO_BWRAP_PATH  # no bubblewrap, as in a container that cannot run it
+                if scenario == "hostile-old-layout":  # the kit pip-installed into site-packages, as before
+                    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                               capture_output=True, text=True, check=True).stdout.strip())
+                    shutil.copytree(ROOT / "solutions", site / "solutions")
+                    shutil.copytree(ROOT / "grader", site / "grader", ignore=shutil.ignore_patterns("__pycache__"))
+            else:  # a module that is a link into the kit's answer key
+                solutions_as_submission(upload)
+                (upload / "sec3_5_causal_attention.py").unlink()
+                (upload / "sec3_5_causal_attention.py").symlink_to(kit / "solutions" / "sec3_5_causal_attention.py")
+            done = subprocess.run(["/bin/bash", str(root / "source" / "run_autograder")], env=env, capture_output=True,
+                                  text=True, timeout=600)
+            assert done.returncode == 0, done.stderr[-3000:]
+            raw = (root / "results" / "results.json").read_bytes()
+            kit_report = json.loads((root / "results" / "kit-report" / "results.json").read_text())
+            outcomes[scenario] = {"results": json.loads(raw), "raw": raw.decode(), "kit": kit_report,
+                                  "stdout": done.stdout, "root_mode": root.stat().st_mode & 0o777}
+        finally:
+            if scenario == "hostile-old-layout":
+                shutil.rmtree(site / "solutions", ignore_errors=True)
+                shutil.rmtree(site / "grader", ignore_errors=True)
+            remove_root(root)
+    remove_root(venv_root)
+    return outcomes
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_results_json_has_gradescopes_fields(graded, scenario):
+    results = graded[scenario]["results"]
     assert results["tests"]
     for test in results["tests"]:
         assert {"name", "score", "max_score", "output", "visibility"} <= set(test)
@@ -63,18 +199,46 @@ def test_results_json_has_gradescopes_fields(graded):
         assert test["visibility"] == "visible"
     assert results["score"] == pytest.approx(sum(t["score"] for t in results["tests"]))
     assert results["output_format"] == "md" and results["output"]
+    assert len(graded[scenario]["raw"].encode()) <= MAX_RESULTS_BYTES
+    assert graded[scenario]["root_mode"] == 0o700  # /autograder was reachable by root only while grading
 
 
 def test_scores_follow_the_kits_grading(graded):
-    results, root = graded
-    kit = json.loads((root / "results" / "kit-report" / "results.json").read_text(encoding="utf-8"))
-    assert results["score"] == kit["score"]
+    results, kit = graded["stub-3.3"]["results"], graded["stub-3.3"]["kit"]
+    assert results["score"] == kit["score"] and kit["submission"] == "submission"
     sec3_3 = [t for t in results["tests"] if t["number"].startswith("sec3_3_simple_attention::")]
     others = [t for t in results["tests"] if not t["number"].startswith("sec3_3_simple_attention::")]
     assert sec3_3 and all(t["score"] == 0 and t["output"] for t in sec3_3)
     assert all(t["score"] == t["max_score"] for t in others)
     assert "NotImplementedError" in sec3_3[0]["output"]
 
+
+def test_a_hostile_submission_reads_nothing_of_the_kit(graded):
+    outcome = graded["hostile"]
+    tests = outcome["results"]["tests"]
+    assert all(t["score"] == 0 for t in tests if t["number"].startswith("sec3_3_"))
+    assert all(t["score"] == t["max_score"] for t in tests if not t["number"].startswith("sec3_3_"))
+    assert "HUNT: nothing" in outcome["raw"] and "HUNT: LEAK" not in outcome["raw"]
+    assert not [line for line in answer_key_lines() if line in outcome["raw"]]
+    # bubblewrap was really off, and the instructor's log says so; the kit itself is locked
+    assert "bubblewrap" in outcome["stdout"] and "answer key is readable" not in outcome["stdout"]
+
+
+def test_the_control_the_old_layout_leaked_the_answer_key(graded):
+    """Proves that the hunt above can find the answer key: with the kit pip-installed into
+    site-packages as setup.sh did before, and no bubblewrap, it reads the reference's source."""
+    assert "HUNT: LEAK" in graded["hostile-old-layout"]["raw"]
+
+
+def test_a_module_linked_into_the_kit_scores_nothing(graded):
+    outcome = graded["linked-module"]
+    tests = outcome["results"]["tests"]
+    assert all(t["score"] == 0 for t in tests if t["number"].startswith("sec3_5_causal_attention::"))
+    assert any("sec3_5_causal_attention.py" in n["detail"] for n in outcome["kit"]["integrity"])
+    assert not [line for line in answer_key_lines() if line in outcome["raw"]]
+
+
+# -- pieces ------------------------------------------------------------------------------------------
 
 def test_no_submission_and_grader_failure_still_write_results(tmp_path, monkeypatch):
     (tmp_path / "submission").mkdir()
@@ -84,12 +248,12 @@ def test_no_submission_and_grader_failure_still_write_results(tmp_path, monkeypa
     assert written == result
     assert result["score"] == 0 and "No Chapter 3 module" in result["output"]
 
-    import grader.runner
+    import grader.classroom.gradescope as gradescope
 
     def broken(*args, **kwargs):
         raise RuntimeError("sandbox unavailable")
 
-    monkeypatch.setattr(grader.runner, "grade", broken)
+    monkeypatch.setattr(gradescope, "grade_upload", broken)
     (tmp_path / "submission" / "sec3_3_simple_attention.py").write_text("x = 1\n")
     result = run(tmp_path)
     assert result["score"] == 0 and "sandbox unavailable" in result["output"] and "grader" in result["output"]
@@ -101,6 +265,26 @@ def test_locate_submission_prefers_the_upload_itself(tmp_path):
     assert locate_submission(tmp_path) == tmp_path / "inner"
     (tmp_path / "sec3_3_simple_attention.py").write_text("")
     assert locate_submission(tmp_path) == tmp_path
+
+
+def test_locate_submission_never_follows_a_link(tmp_path):
+    elsewhere = solutions_as_submission(tmp_path / "elsewhere")
+    upload = tmp_path / "upload"
+    upload.mkdir()
+    (upload / "linked-folder").symlink_to(elsewhere, target_is_directory=True)
+    assert locate_submission(upload) is None
+    (tmp_path / "linked-upload").symlink_to(elsewhere, target_is_directory=True)
+    assert locate_submission(tmp_path / "linked-upload") is None
+    for skipped in (".hidden", "__MACOSX", "__pycache__"):
+        (upload / skipped).mkdir()
+        (upload / skipped / "sec3_3_simple_attention.py").write_text("")
+    assert locate_submission(upload) is None
+    deep = upload.joinpath(*"abcdefg")
+    deep.mkdir(parents=True)
+    (deep / "sec3_3_simple_attention.py").write_text("")
+    assert locate_submission(upload) is None  # deeper than anyone zips a submission
+    (upload / "a" / "b" / "sec3_3_simple_attention.py").write_text("")
+    assert locate_submission(upload) == upload / "a" / "b"
 
 
 def test_conversion_of_a_results_document():
@@ -116,3 +300,20 @@ def test_conversion_of_a_results_document():
     assert result["tests"][1]["status"] == "failed"
     assert "values differ" in result["tests"][1]["output"] and "mask" in result["tests"][1]["output"]
     assert {t["visibility"] for t in result["tests"]} == {"after_published"}
+
+
+_TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=300) | \
+    st.builds(lambda piece, count: piece * count, st.text(max_size=6), st.integers(0, 300_000))
+
+
+@settings(max_examples=40, deadline=None)
+@given(messages=st.lists(_TEXT, min_size=1, max_size=70), feedback=_TEXT)
+def test_any_text_gives_a_writable_results_json_within_1_mb(messages, feedback):
+    document = {"score": 0.0, "max_score": float(len(messages)), "tests": [
+        {"id": f"{MODULES[i % 7]}::test_{i}", "section": "3.5", "points": 0.0, "max_points": 1.0, "status": "failed",
+         "message": message, "misconception": None} for i, message in enumerate(messages)]}
+    result = to_gradescope(document, Catalog("zh"), feedback_md=feedback)
+    raw = json.dumps(result, indent=2, ensure_ascii=False).encode("utf-8")  # no lone surrogate survives
+    assert len(raw) <= MAX_RESULTS_BYTES
+    assert len(result["tests"]) == len(messages) and result["score"] == 0.0
+    assert not any(ch in "".join(t["output"] for t in result["tests"]) for ch in "\x1b\x00\r")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 from pathlib import Path
 
@@ -191,7 +192,14 @@ def test_unreadable_notebooks_say_why_in_the_students_language(tmp_path, content
 def test_a_notebook_that_cannot_be_opened_says_so(tmp_path, monkeypatch):
     path = tmp_path / "sec3_3_simple_attention.ipynb"
     path.write_text("{}")
-    monkeypatch.setattr(Path, "read_bytes", lambda self: (_ for _ in ()).throw(PermissionError(13, "denied")))
+    real_open = os.open
+
+    def deny(name, flags, *args, **kwargs):
+        if str(name).endswith(".ipynb"):
+            raise PermissionError(13, "denied")
+        return real_open(name, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", deny)
     with pytest.raises(NotebookError) as caught:
         modules_from_notebook(path)
     assert caught.value.reason == "unreadable"

@@ -1,7 +1,10 @@
-"""`grade release`: the student bundle holds stubs, README and public checks, and nothing secret."""
+"""`grade release`: the student bundle holds stubs, README and public checks, and nothing secret; its
+check.py reads .py files and notebooks by the grader's own rules and tells the truth about them."""
 from __future__ import annotations
 
 import ast
+import importlib.util
+import json
 import re
 import shutil
 import subprocess
@@ -9,11 +12,19 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from tests.conftest import MODULES, ROOT, solutions_as_submission
+from grader.classroom.release import KIT_DIR, intake_closure
+from tests.conftest import MODULES, ROOT, solutions_as_submission, stubs_as_submission
 
 SECRET_ROOTS = [ROOT / "grader" / "suites", ROOT / "grader" / "probes", ROOT / "grader" / "diagnosis",
                 ROOT / "solutions"]
+BOOK_ORDER = ["sec3_3_simple_attention", "sec3_4_self_attention", "exercise3_1_weight_transfer",
+              "sec3_5_causal_attention", "sec3_6_multi_head_attention", "exercise3_2_two_dim_output",
+              "exercise3_3_gpt2_attention"]
+SIBLING = re.compile(r"^from (sec3_\w+|exercise3_\w+) import .*$\n?", re.M)
+ALL_PASS = "19 of 19 checks pass"
 
 
 @pytest.fixture(scope="module")
@@ -52,25 +63,34 @@ def secret_snippets() -> list[tuple[str, str]]:
 def leaks(bundle: Path) -> list[str]:
     files = {str(f.relative_to(bundle)): _normal(f.read_text(encoding="utf-8", errors="replace"))
              for f in bundle.rglob("*") if f.is_file()}
+    # The grader's intake is shipped on purpose; a body it has verbatim too (an exception's
+    # __init__, say) is boilerplate, not a secret.
+    public = " ".join(_normal(file.read_text(encoding="utf-8")) for file in intake_closure().values())
     found = []
     for where, snippet in secret_snippets():
+        if snippet in public:
+            continue
         for name, text in files.items():
             if snippet and snippet in text:
                 found.append(f"{where} in {name}")
+    shipped_kit = {f"{KIT_DIR}/{file.relative_to(ROOT)}" for file in intake_closure().values()}
     for name in files:
         if Path(name).name.startswith("test_") or name.startswith(("grader", "solutions")):
             found.append(f"hidden-looking file {name}")
+        if name.startswith(KIT_DIR + "/") and name not in shipped_kit:
+            found.append(f"kit file beyond the intake {name}")
     return found
 
 
 def test_bundle_layout(bundle):
     names = {str(f.relative_to(bundle)) for f in bundle.rglob("*") if f.is_file()}
-    assert {"README.md", "check.py", "check_messages.json", "check_report.txt.j2", "exercises/README.md"} <= names
+    assert {"README.md", "check.py", "ch3_checks.py", "ch3_check_list.py", "check_messages.json", "check_report.txt.j2",
+            "exercises/README.md", f"{KIT_DIR}/grader/intake/__init__.py"} <= names
     assert {f"exercises/{m}.py" for m in MODULES} <= names
     for module in MODULES:
         assert (bundle / "exercises" / f"{module}.py").read_bytes() == (ROOT / "exercises" / f"{module}.py").read_bytes()
     readme = (bundle / "README.md").read_text(encoding="utf-8")
-    assert "python check.py" in readme and "{" not in readme
+    assert "python check.py" in readme and "python check.py my_chapter3.ipynb" in readme and "{" not in readme
 
 
 def test_bundle_holds_no_hidden_test_or_solution_code(bundle):
@@ -85,35 +105,76 @@ def test_the_leak_detector_finds_planted_secrets(bundle, tmp_path):
     (copy / "exercises" / "sec3_5_causal_attention.py").write_text("def masked_attention_weights" + body)
     suite = next((ROOT / "grader" / "suites" / "hidden").glob("test_*.py"))
     shutil.copy(suite, copy / "public_tests.py")
+    shutil.copy(ROOT / "grader" / "scoring.py", copy / KIT_DIR / "grader" / "scoring.py")
     found = leaks(copy)
     assert any("solutions/sec3_5_causal_attention.py:masked_attention_weights" in f for f in found)
     assert any(f"grader/suites/hidden/{suite.name}" in f for f in found)
+    assert f"kit file beyond the intake {KIT_DIR}/grader/scoring.py" in found
 
 
-def _check(bundle: Path, folder: Path | None = None, *args: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, str(bundle / "check.py"), *([str(folder)] if folder else []), *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=bundle,
-                          env={"PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "utf-8"})
+def test_the_shipped_intake_is_the_graders_own_and_needs_only_python(bundle):
+    """check.py finds code by the grader's rules because it runs the grader's own intake, which
+    must import nothing a student's Python lacks."""
+    closure = intake_closure()
+    assert {f"grader.intake.{f.stem}" for f in (ROOT / "grader" / "intake").glob("*.py") if f.stem != "__init__"} \
+        <= set(closure)
+    for name, file in closure.items():
+        assert (bundle / KIT_DIR / file.relative_to(ROOT)).read_bytes() == file.read_bytes()
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                roots = {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                roots = {(node.module or "").split(".")[0]}
+            else:
+                continue
+            assert roots <= set(sys.stdlib_module_names) | {"grader"}, (name, roots)
 
 
-def test_check_on_the_stubs_says_where_to_start(bundle):
-    result = _check(bundle)
+# -- check.py, run as a student runs it ---------------------------------------------------------------
+
+def _check(bundle: Path, target: Path | None = None, *args: str, numpy: bool = True) -> subprocess.CompletedProcess:
+    """`python check.py [TARGET]` in a clean environment. numpy=False: a Python without NumPy (pip
+    install torch alone does not bring it; torch then warns on import)."""
+    env = {"PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "utf-8"}
+    if not numpy:
+        fake = bundle.parent / "no-numpy"
+        (fake / "numpy").mkdir(parents=True, exist_ok=True)
+        (fake / "numpy" / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'numpy'\", name='numpy')")
+        env["PYTHONPATH"] = str(fake)
+    command = [sys.executable, str(bundle / "check.py"), *([str(target)] if target else []), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=bundle, env=env)
+
+
+def one_next_step(out: str) -> str:
+    """The one next step: the check that "Start here" marks is the one "Next:" names."""
+    lines = out.splitlines()
+    marked = [i for i, line in enumerate(lines) if line.strip().startswith("Start here ->")]
+    assert len(marked) == 1, out
+    check = re.sub(r"\s+\[.*\]$", "", lines[marked[0] - 1].strip()[2:])
+    assert f"Next: {check}" in lines, out
+    return check
+
+
+def test_check_on_the_stubs_says_where_to_start_and_nothing_else(bundle):
+    result = _check(bundle, numpy=False)
     assert result.returncode == 1
+    assert result.stderr == ""  # no warning of torch's about NumPy, nor anything else
     assert "0 of 19 checks pass" in result.stdout
-    assert result.stdout.count("Start here") == 1
-    assert "Next: each row of softmax_naive(x) sums to 1" in result.stdout
+    assert one_next_step(result.stdout) == "each row of softmax_naive(x) sums to 1"
+    assert "Start here -> softmax_naive still raises NotImplementedError (sec3_3_simple_attention.py, line" \
+        in result.stdout
 
 
 def test_check_on_correct_code_passes_and_speaks_chinese(bundle, tmp_path):
     folder = solutions_as_submission(tmp_path / "mine")
     result = _check(bundle, folder)
     assert result.returncode == 0, result.stdout
-    assert "19 of 19 checks pass" in result.stdout
+    assert ALL_PASS in result.stdout and "Next:" not in result.stdout
     result = _check(bundle, folder, "--lang", "zh")
     assert result.returncode == 0 and "19 项检查中通过了 19 项" in result.stdout and "因果注意力" in result.stdout
 
 
-def test_check_reports_a_bug_with_its_location(bundle, tmp_path):
+def test_check_gives_the_reason_of_each_failure(bundle, tmp_path):
     folder = solutions_as_submission(tmp_path / "mine")
     path = folder / "sec3_5_causal_attention.py"
     source = path.read_text()
@@ -125,6 +186,244 @@ def test_check_reports_a_bug_with_its_location(bundle, tmp_path):
     path2.write_text(path2.read_text().replace("sum(dim=-1, keepdim=True)", "sum(dim=0, keepdim=True)", 1))
     result = _check(bundle, folder)
     assert result.returncode == 1
-    assert "each row of softmax_naive(x) sums to 1  [not yet]" in result.stdout
-    assert "(in sec3_5_causal_attention.py, line" in result.stdout
-    assert "Next: each row of softmax_naive(x) sums to 1" in result.stdout
+    out = result.stdout
+    assert "each row of softmax_naive(x) sums to 1  [not yet]" in out
+    assert re.search(r"Start here -> softmax_naive\(x\)\.sum\(dim=-1\): expected \[1, 1, 1\], got \[[0-9.]+, ", out)
+    assert re.search(r"RuntimeError: .* \(sec3_5_causal_attention\.py, line \d+\)\n +attn_scores\.masked_fill_", out)
+    assert one_next_step(out) == "each row of softmax_naive(x) sums to 1"
+
+
+# -- notebooks ----------------------------------------------------------------------------------------
+
+def code_cell(source: str, **metadata) -> dict:
+    return {"cell_type": "code", "execution_count": None, "metadata": metadata, "outputs": [], "source": source}
+
+
+def notebook(cells: list[dict]) -> dict:
+    return {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 4}
+
+
+def module_code(folder: Path, module: str) -> str:
+    """A module's code as a chapter notebook holds it: no sibling imports (one namespace)."""
+    return SIBLING.sub("", (folder / f"{module}.py").read_text())
+
+
+def chapter_notebook(source: Path, path: Path, edit=lambda module, code: code) -> Path:
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": "# Chapter 3"}, code_cell("import torch\nimport torch.nn as nn")]
+    cells += [code_cell(f"# module: {module}\n{edit(module, module_code(source, module))}") for module in BOOK_ORDER]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(notebook(cells)))
+    return path
+
+
+def test_check_reads_a_chapter_notebook_and_per_section_notebooks(bundle, tmp_path):
+    solutions = solutions_as_submission(tmp_path / "py")
+    chapter = chapter_notebook(solutions, tmp_path / "chapter" / "my_chapter3.ipynb")
+    assert ALL_PASS in _check(bundle, chapter.parent).stdout
+    assert ALL_PASS in _check(bundle, chapter).stdout  # one notebook given directly
+    sections = tmp_path / "sections"
+    sections.mkdir()
+    for module in MODULES:
+        (sections / f"{module}.ipynb").write_text(json.dumps(notebook([code_cell((solutions / f"{module}.py").read_text())])))
+    assert ALL_PASS in _check(bundle, sections).stdout
+
+
+def test_check_on_a_blank_and_a_buggy_notebook_says_where_in_the_notebook(bundle, tmp_path):
+    stubs = stubs_as_submission(tmp_path / "stubs")
+    blank = _check(bundle, chapter_notebook(stubs, tmp_path / "blank" / "ch3.ipynb"))
+    assert "0 of 19 checks pass" in blank.stdout
+    assert re.search(r"Start here -> softmax_naive still raises NotImplementedError \(ch3\.ipynb, cell 3, line \d+\)",
+                     blank.stdout), blank.stdout
+    one_next_step(blank.stdout)
+
+    solutions = solutions_as_submission(tmp_path / "py")
+
+    def mask_not_sliced(module, code):
+        return code.replace("self.mask.bool()[:num_tokens, :num_tokens]", "self.mask.bool()")
+
+    buggy = _check(bundle, chapter_notebook(solutions, tmp_path / "buggy" / "ch3.ipynb", mask_not_sliced))
+    assert "CausalAttention: changing the last token leaves earlier outputs unchanged  [not yet]" in buggy.stdout
+    assert re.search(r"RuntimeError: .* \(ch3\.ipynb, cell 6, line \d+\)\n +attn_scores\.masked_fill_", buggy.stdout)
+
+
+def test_check_reports_an_unreadable_notebook_and_a_missing_module(bundle, tmp_path):
+    folder = solutions_as_submission(tmp_path / "mine")
+    (folder / "sec3_6_multi_head_attention.py").unlink()
+    (folder / "notes.ipynb").write_text('{"cells": [')
+    out = _check(bundle, folder).stdout
+    assert "The notebook notes.ipynb (1:12) is damaged" in out
+    assert "sec3_6_multi_head_attention: no code found" in out and "# module: sec3_6_multi_head_attention" in out
+
+
+# -- in-process, on many inputs ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def checker(bundle):
+    """The bundle's check.py as a module (its ch3_checks from the bundle too)."""
+    sys.path.insert(0, str(bundle))
+    spec = importlib.util.spec_from_file_location("bundle_check", bundle / "check.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    yield module
+    sys.path.remove(str(bundle))
+    sys.modules.pop("ch3_checks", None)
+    sys.modules.pop("ch3_check_list", None)
+
+
+def statuses(checker, folder: Path, modules=tuple(BOOK_ORDER)) -> list[dict]:
+    from ch3_checks import Messages
+
+    results, problems = checker.check_folder(folder, Messages("en"), modules)
+    assert problems == []
+    return results
+
+
+def overlay(tmp_path: Path, variant: Path) -> Path:
+    """The reference as a submission, with a variant's modules in place of its own."""
+    folder = solutions_as_submission(tmp_path)
+    for file in variant.glob("*.py"):
+        shutil.copy(file, folder / file.name)
+    return folder
+
+
+@pytest.mark.parametrize("variant", sorted(p.name for p in (ROOT / "tests" / "submissions" / "correct").iterdir()))
+def test_every_correct_implementation_passes_every_public_check(checker, tmp_path, variant):
+    folder = overlay(tmp_path / variant, ROOT / "tests" / "submissions" / "correct" / variant)
+    failing = [(r["key"], r["note"]) for r in statuses(checker, folder) if r["status"] != "pass"]
+    assert failing == []
+
+
+def test_buggy_implementations_get_a_reason_for_every_failure(checker, tmp_path):
+    caught = []
+    for variant in sorted((ROOT / "tests" / "submissions" / "buggy").iterdir()):
+        changed = tuple(file.stem for file in variant.glob("*.py"))
+        results = statuses(checker, overlay(tmp_path / variant.name, variant), changed)
+        failing = [r for r in results if r["status"] != "pass"]
+        assert all(r["note"] for r in failing), variant.name
+        if failing:
+            caught.append(variant.name)
+    print(f"public checks catch {len(caught)} buggy submissions: {caught}")
+    assert len(caught) >= 20  # public checks catch the first mistakes, not all of them
+
+
+def layout_code(module: str, per_section: bool) -> str:
+    """The reference module as a student writes it: sibling imports in a per-section notebook,
+    none in a chapter notebook (one namespace)."""
+    source = re.sub(r"^from \.(\w+) import", r"from \1 import", (ROOT / "solutions" / f"{module}.py").read_text(), flags=re.M)
+    return source if per_section else SIBLING.sub("", source)
+
+
+@st.composite
+def notebook_layouts(draw):
+    """The reference split into cells at random top-level boundaries, each cell assigned to its
+    module by a first-line marker, a tag or cell metadata, with markdown between; as one chapter
+    notebook or as one notebook per section."""
+    per_section = draw(st.booleans())
+    layout = {}
+    for module in BOOK_ORDER:
+        statements = ast.parse(layout_code(module, per_section)).body
+        cuts = sorted(draw(st.sets(st.integers(1, max(1, len(statements) - 1)), max_size=3)))
+        marks = [draw(st.sampled_from(["line", "tag", "metadata"])) for _ in range(len(cuts) + 1)]
+        layout[module] = (cuts, marks, draw(st.booleans()))
+    return per_section, layout
+
+
+def write_layout(folder: Path, per_section: bool, layout: dict) -> None:
+    folder.mkdir(parents=True)
+    chapter = [code_cell("import torch\nimport torch.nn as nn")]
+    for module, (cuts, marks, notes) in layout.items():
+        code = layout_code(module, per_section)
+        lines = code.splitlines()
+        tree = ast.parse(code).body
+        bounds = [0, *[tree[c].lineno - 1 - len(getattr(tree[c], "decorator_list", [])) for c in cuts], len(lines)]
+        cells = []
+        for (start, end), mark in zip(zip(bounds, bounds[1:]), marks):
+            text = "\n".join(lines[start:end])
+            if per_section:
+                cells.append(code_cell(text))
+            elif mark == "line":
+                cells.append(code_cell(f"# module: {module}\n{text}"))
+            elif mark == "tag":
+                cells.append(code_cell(text, tags=[f"module:{module}"]))
+            else:
+                cells.append(code_cell(text, attention_kit={"module": module}))
+            if notes:
+                cells.append({"cell_type": "markdown", "metadata": {}, "source": "Some notes."})
+        if per_section:
+            (folder / f"{module}.ipynb").write_text(json.dumps(notebook(cells)))
+        chapter += cells
+    if not per_section:
+        (folder / "chapter3.ipynb").write_text(json.dumps(notebook(chapter)))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(notebook_layouts())
+def test_correct_code_passes_in_any_notebook_layout(checker, tmp_path_factory, layout):
+    folder = tmp_path_factory.mktemp("layout") / "nb"
+    write_layout(folder, *layout)
+    failing = [(r["key"], r["note"]) for r in statuses(checker, folder) if r["status"] != "pass"]
+    assert failing == []
+
+
+# -- the public checks in a notebook's test cell ---------------------------------------------------
+
+def notebook_namespace(folder: Path) -> dict:
+    """What a chapter notebook's kernel holds after running every cell: one namespace."""
+    namespace: dict = {}
+    for module in BOOK_ORDER:
+        exec(compile(module_code(folder, module), f"<cell {module}>", "exec"), namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_test_cell_reports_in_the_courses_language_within_validates_width(tmp_path, lang, capsys):
+    from grader.classroom.release import write_public_checks
+    from grader.i18n import Catalog
+
+    write_public_checks(tmp_path / "course", lang)
+    sys.path.insert(0, str(tmp_path / "course"))
+    try:
+        import ch3_checks
+
+        t = ch3_checks.Messages()
+        with pytest.raises(ch3_checks.ChecksNotPassed) as failed:
+            ch3_checks.check_section("sec3_5_causal_attention", notebook_namespace(stubs_as_submission(tmp_path / "s")))
+        lines = failed.value._render_traceback_()
+        assert all(len(line) <= 82 for line in lines), lines  # nbgrader validate cuts lines past 87 columns
+        text = "\n".join(lines)
+        assert t("next", check=t("items.sec3_5-simple-mask")) in text
+        assert text.count(t("start-here")) == 1 and "NotImplementedError" in text
+        assert Catalog(lang).t("sections.3_5") in text
+
+        ch3_checks.check_section("sec3_5_causal_attention", notebook_namespace(solutions_as_submission(tmp_path / "ok")))
+        assert t("section-all-pass") in " ".join(capsys.readouterr().out.split())
+    finally:
+        sys.path.remove(str(tmp_path / "course"))
+        sys.modules.pop("ch3_checks", None)
+        sys.modules.pop("ch3_check_list", None)
+
+
+def test_a_test_cell_run_before_the_code_cells_says_to_run_them(tmp_path):
+    from grader.classroom.release import write_public_checks
+
+    write_public_checks(tmp_path / "course", "en")
+    sys.path.insert(0, str(tmp_path / "course"))
+    try:
+        import ch3_checks
+
+        with pytest.raises(ch3_checks.ChecksNotPassed) as failed:
+            ch3_checks.check_section("sec3_3_simple_attention", {})
+        assert "softmax_naive is not defined. Run the cells above first" in failed.value.report
+    finally:
+        sys.path.remove(str(tmp_path / "course"))
+        sys.modules.pop("ch3_checks", None)
+        sys.modules.pop("ch3_check_list", None)
+
+
+def test_a_student_calling_exit_costs_only_that_check(checker, tmp_path):
+    folder = solutions_as_submission(tmp_path / "mine")
+    path = folder / "sec3_3_simple_attention.py"
+    path.write_text(path.read_text().replace('def softmax_naive(x):\n', 'def softmax_naive(x):\n    raise SystemExit(3)\n', 1))
+    results = statuses(checker, folder, ("sec3_3_simple_attention",))
+    assert [r["status"] for r in results] == ["fail", "pass", "pass", "pass"]
+    assert results[0]["note"].startswith("SystemExit: 3 (sec3_3_simple_attention.py, line")

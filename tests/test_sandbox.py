@@ -19,15 +19,20 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from grader.i18n import Catalog  # noqa: E402
 from grader.intake.discovery import read_submission  # noqa: E402
 from grader.probes import PROBES, load_all  # noqa: E402
 from grader.records import MODULES  # noqa: E402
 from grader.runner import CACHE_DIR, grade  # noqa: E402
-from grader.sandbox import codec, pool as pool_module  # noqa: E402
+from grader.sandbox import codec, mounts, pool as pool_module  # noqa: E402
 from grader.sandbox.pool import Limits, SandboxPool, decode  # noqa: E402
 
 ATTACKS = ROOT / "tests" / "attacks"
-LIMITS = Limits(probe_seconds=3, submission_seconds=15, cpu_seconds=15)
+# Probes are timed in CPU seconds (their wall-clock backstop is ten times longer), so a loaded
+# machine never turns a correct probe into a timeout. 512 MiB of memory on top of the worker's:
+# the memory bomb's first 1 GiB request can never fit, so it fails at once, touching nothing.
+LIMITS = Limits(probe_seconds=3, probe_wall_seconds=30, submission_seconds=60, cpu_seconds=15,
+                memory_bytes=512 * 1024**2)
 MODULE = "sec3_3_simple_attention"
 SECTION_33 = [f"{MODULE}::{name}" for name in (
     "test_attention_scores_for_query", "test_softmax_naive", "test_context_vector_for_query",
@@ -57,8 +62,10 @@ def write_solutions(target: Path, note: str = "") -> Path:
 
 
 def slot_processes() -> list[int]:
-    """Processes running under one of the sandbox's slot uids."""
-    low, high = pool_module.SLOT_UID_BASE, pool_module.SLOT_UID_BASE + 2000 * 16 + 16
+    """Processes running under one of this process's slot uids (other grading runs on the machine
+    have their own)."""
+    low = pool_module._uid_base()
+    high = low + 16
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -147,6 +154,22 @@ def test_cheating_earns_nothing(hostile, attack):
     for test_id, outcome in victim.items():
         if not test_id.startswith(MODULE + "::") and "blocked_by" not in (tests[test_id].get("blocked_by") or ""):
             assert tests[test_id]["status"] == outcome["status"], (attack, test_id)
+
+
+def test_a_forged_record_never_speaks_in_the_graders_voice(hostile):
+    """cheat_forged_record writes its own results into the result pipe: errors of the grader, a
+    dead worker, another check's praise, a passed test, a host path. Each is a neutral bad record,
+    flagged for the teacher, and nothing of it reaches the report."""
+    document = hostile["docs"]["cheat_forged_record"]
+    tests = outcomes_by_id(document)
+    rejected = Catalog("en").t("sandbox.bad-record")
+    for test_id in SECTION_33:
+        assert tests[test_id]["message"] == rejected, tests[test_id]
+    flagged = {note["detail"] for note in document["integrity"] if note["kind"] == "result.rejected"}
+    assert {f"{MODULE}:attention_scores", f"{MODULE}:scores_for_query"} <= flagged
+    feedback = (hostile["out"] / "cheat_forged_record" / "feedback.md").read_text()
+    for forged in ("problem of the grader", "worker died", "Every check passed", "/etc/shadow", "GraderBug"):
+        assert forged not in feedback
 
 
 def test_exit_at_import_is_an_error_not_a_pass(hostile):
@@ -241,18 +264,29 @@ def test_a_killed_worker_loses_no_result(tmp_path):
             assert all(torch.equal(value[k], clean[name][probe][k]) for k in value if isinstance(value[k], torch.Tensor))
 
 
-def test_a_machine_without_bubblewrap_says_so(hostile, tmp_path, monkeypatch):
-    monkeypatch.setattr(pool_module, "_bwrap_available", lambda: False)
+@pytest.mark.parametrize("status, kind", [
+    (mounts.Bubblewrap(installed=False, usable=False), "sandbox.no-bubblewrap"),
+    (mounts.Bubblewrap(installed=True, usable=False, reason="bwrap: No permissions to create new namespace"),
+     "sandbox.bubblewrap-unusable"),
+], ids=["not-installed", "unusable"])
+def test_a_machine_without_bubblewrap_says_so(hostile, tmp_path, monkeypatch, status, kind):
+    monkeypatch.setattr(mounts, "bubblewrap", lambda: status)
     cls = tmp_path / "class"
     _submission(cls, "alice")
     out = tmp_path / "reports"
     shutil.copytree(hostile["out"] / CACHE_DIR, out / CACHE_DIR)
     summary = grade(cls, out, jobs=1, limits=LIMITS)
-    assert "sandbox.no-bubblewrap" in {note.kind for note in summary.protections}
+    assert kind in {note.kind for note in summary.protections}
     document = json.loads((out / "alice" / "results.json").read_text())
-    assert "sandbox.no-bubblewrap" in {note["kind"] for note in document["integrity"]}
-    assert "sandbox.no-bubblewrap" in (out / "gradebook.csv").read_text()
+    assert kind in {note["kind"] for note in document["integrity"]}
+    assert kind in (out / "gradebook.csv").read_text()
     assert document["score"] == document["max_score"]  # still graded correctly, only less isolated
+    feedback = (out / "alice" / "feedback.html").read_text()
+    installed = "bubblewrap is not installed"
+    if status.installed:
+        assert installed not in feedback and status.reason in feedback
+    else:
+        assert installed in feedback
 
 
 def test_rerun_grades_only_new_or_changed_submissions(hostile, tmp_path):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 
-from grader.sandbox.pool import _hide_targets
+from grader.sandbox.mounts import hide_targets as _hide_targets
 
 
 def test_a_venv_inside_the_repository_stays_visible_and_the_rest_is_hidden(tmp_path):

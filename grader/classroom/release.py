@@ -3,12 +3,17 @@
 Layout of OUT/:
     README.md              rendered from templates/release/README.md.j2 with the catalogue
     exercises/*.py         the stubs, and exercises/README.md
-    check.py               the self-check: a tiny runner with a few public shape/sanity checks
-    check_report.txt.j2    the layout of its report (jinja2, which PyTorch installs anyway)
-    check_messages.json    its strings in every language, taken from the message catalogues
+    check.py               the self-check: finds the student's code and runs the public checks
+    ch3_checks.py          runs the public checks and reports (also shipped with the nbgrader
+                           notebook, see `write_public_checks`); ch3_check_list.py: the checks
+    check_report.txt.j2    the layout of their report (jinja2, which PyTorch installs anyway)
+    check_messages.json    their strings in every language, taken from the message catalogues
+    _kit/grader/...        a copy of the grader's intake (grader/intake/ and the kit modules it
+                           imports): check.py finds .py files and notebooks by the grader's rules
 """
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 from pathlib import Path
@@ -18,28 +23,115 @@ from grader.records import MODULE_SECTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 RELEASE_TEMPLATES = TEMPLATES_DIR / "release"
-STATIC_FILES = ("check.py", "check_report.txt.j2")
-FRAMEWORKS = ("pytorch", "mindspore")  # the MindSpore track's stubs, README and check.py live in mindspore/ folders
+PUBLIC_CHECK_FILES = ("ch3_checks.py", "ch3_check_list.py", "check_report.txt.j2")
+KIT_DIR = "_kit"
+INTAKE = "grader.intake"
+# Never part of anything students get.
+SECRET_MODULES = ("grader.suites", "grader.probes", "grader.diagnosis", "grader.sandbox", "solutions")
+# The MindSpore track's stubs, README and self-check live in mindspore/ folders (exercises/, templates/release/).
+FRAMEWORKS = ("pytorch", "mindspore")
 
 
 class ReleaseError(Exception):
     pass
 
 
+def _flat(tree: dict, prefix: str = "") -> dict[str, str]:
+    flat: dict[str, str] = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            flat |= _flat(value, f"{prefix}{key}.")
+        elif isinstance(value, str):
+            flat[prefix + key] = value
+    return flat
+
+
 def check_messages(default: str, framework: str = "pytorch") -> dict:
-    """The self-check's strings per language (flat keys), with the section titles."""
+    """The public checks' strings per language (flat keys), with the section titles and the
+    messages about submissions that cannot be read (the intake's problems)."""
     messages: dict = {"default": default}
     for lang in LANGUAGES:
         catalog = Catalog(lang)
-        tree = _load(lang).get("classroom", {}).get("check", {})
-        flat = {key: value for key, value in tree.items() if isinstance(value, str)}
-        flat |= {f"items.{key}": value for key, value in tree.get("items", {}).items()}
+        tree = _load(lang)
+        flat = _flat(tree.get("classroom", {}).get("check", {}))
+        flat |= _flat(tree.get("integrity", {}).get("submission", {}), "integrity.submission.")
         if framework == "mindspore":  # item texts of the MindSpore edition (mindspore.toml)
-            overrides = _load(lang).get("classroom", {}).get("check-mindspore", {}).get("items", {})
-            flat |= {f"items.{key}": value for key, value in overrides.items()}
+            flat |= _flat(tree.get("classroom", {}).get("check-mindspore", {}))
         flat |= {f"section.{module}": catalog.t(section_key(section)) for module, section in MODULE_SECTIONS.items()}
         messages[lang] = flat
     return messages
+
+
+def write_public_checks(folder: Path, lang: str) -> list[Path]:
+    """The public checks with their report layout and messages (default language `lang`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = [Path(shutil.copyfile(RELEASE_TEMPLATES / name, folder / name)) for name in PUBLIC_CHECK_FILES]
+    messages = folder / "check_messages.json"
+    messages.write_text(json.dumps(check_messages(lang), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    return [*written, messages]
+
+
+def write_mindspore_checks(folder: Path, lang: str) -> list[Path]:
+    """The MindSpore edition's self-check (check.py in MindSpore terms), its report layout and messages."""
+    written = [Path(shutil.copyfile(RELEASE_TEMPLATES / "mindspore" / "check.py", folder / "check.py")),
+               Path(shutil.copyfile(RELEASE_TEMPLATES / "check_report.txt.j2", folder / "check_report.txt.j2"))]
+    messages = folder / "check_messages.json"
+    messages.write_text(json.dumps(check_messages(lang, "mindspore"), ensure_ascii=False, indent=1) + "\n",
+                        encoding="utf-8")
+    return [*written, messages]
+
+
+def _module_file(name: str) -> Path | None:
+    base = ROOT.joinpath(*name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _kit_imports(file: Path, package: str) -> set[str]:
+    """The kit modules (grader.*) a file imports, anywhere in it (also inside functions)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            names.add(base)
+            names |= {f"{base}.{alias.name}" for alias in node.names}  # `from pkg import module`
+    return {name for name in names if name == "grader" or name.startswith("grader.")}
+
+
+def intake_closure() -> dict[str, Path]:
+    """Module name -> file of grader/intake/ and every kit module it imports, with their packages."""
+    todo = [f"{INTAKE}.{f.stem}" if f.stem != "__init__" else INTAKE
+            for f in sorted((ROOT / "grader" / "intake").glob("*.py"))]
+    found: dict[str, Path] = {}
+    while todo:
+        name = todo.pop()
+        file = _module_file(name)
+        if name in found or file is None:
+            continue
+        found[name] = file
+        package = name if file.name == "__init__.py" else name.rpartition(".")[0]
+        todo += [".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)]  # parent packages
+        todo += sorted(_kit_imports(file, package))
+    secret = [name for name in found if name.startswith(SECRET_MODULES)]
+    if secret:
+        raise ReleaseError(f"the intake imports modules students must never get: {', '.join(sorted(secret))}")
+    return found
+
+
+def write_kit_intake(folder: Path) -> list[Path]:
+    written = []
+    for file in intake_closure().values():
+        target = folder / KIT_DIR / file.relative_to(ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        written.append(Path(shutil.copyfile(file, target)))
+    return written
 
 
 def write_release(out: Path, *, lang: str = "en", force: bool = False, framework: str = "pytorch") -> list[Path]:
@@ -62,16 +154,16 @@ def write_release(out: Path, *, lang: str = "en", force: bool = False, framework
     for module in MODULE_SECTIONS:
         written.append(Path(shutil.copyfile(stubs / f"{module}.py", exercises / f"{module}.py")))
     written.append(Path(shutil.copyfile(stubs / "README.md", exercises / "README.md")))
-    for name in STATIC_FILES:
-        source = templates / name if (templates / name).exists() else RELEASE_TEMPLATES / name
-        written.append(Path(shutil.copyfile(source, out / name)))
+    if framework == "mindspore":
+        written += write_mindspore_checks(out, lang)
+    else:
+        written.append(Path(shutil.copyfile(RELEASE_TEMPLATES / "check.py", out / "check.py")))
+        written += write_public_checks(out, lang)
+        written += write_kit_intake(out)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
     env.globals["t"] = catalog.t
     readme = out / "README.md"
     readme.write_text(env.get_template(readme_template).render(), encoding="utf-8")
     written.append(readme)
-    messages = out / "check_messages.json"
-    messages.write_text(json.dumps(check_messages(lang, framework), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    written.append(messages)
     return written

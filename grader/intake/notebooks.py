@@ -8,7 +8,11 @@ Two layouts are accepted, and graded exactly as the equivalent .py files would b
   by a ``# module: <name>`` first line, a ``module:<name>`` cell tag, or the cell metadata
   ``{"attention_kit": {"module": "<name>"}}``. Later modules see everything earlier modules define
   (as the notebook's single namespace does): their source starts with ``from <earlier> import *``.
-  The import statements of unassigned cells (``import torch`` at the top) are kept as a preamble.
+  Cells without a marker contribute what the student's kernel would have from them: their import
+  statements (a preamble at the top of every module) and their function and class definitions
+  (placed in notebook order among the module's own cells, each guarded so that a definition that
+  needs something this module lacks costs nothing). Their other statements (scratch work, demos)
+  are not run.
 
 Never part of a module: nbgrader test cells (graded, not a solution: they hold the checks, not the
 student's code), cells tagged ``kit:skip`` or with ``{"attention_kit": {"skip": true}}`` (set-up
@@ -16,24 +20,35 @@ cells of generated notebooks), and cells whose body is not Python (``%%bash``, `
 IPython magics, shell escapes and ``obj?`` help lines become ``pass`` statements, so indentation
 stays valid and line counts do not change.
 
-Reading is strict about the file and lenient about the content: a file that is not notebook JSON
-raises NotebookError (the caller records an integrity note and loses only that notebook's modules).
+Every generated line remembers where it came from (`LineOrigin`: notebook, cell, line in the cell),
+so that feedback names the cell and line the student wrote, not a line of the generated module.
+
+Reading is strict about the file and lenient about the content, and it is defensive: the size is
+capped before parsing, the number of JSON values is counted before `json.loads` builds them,
+every field may have any type, and Python code is parsed in this (trusted) process only in small
+pieces. A file that cannot be used raises NotebookError (the caller records an integrity note and
+loses only that notebook's modules); no other exception leaves this module.
 """
 from __future__ import annotations
 
-import ast
 import json
 import re
 from pathlib import Path
 from typing import Any
 
+from grader.intake.cells import (CHAPTER_NOTEBOOK_MARKER, GeneratedModule, chapter_modules, python_code,
+                                 section_module, tags)
 from grader.records import MODULES
 
-CHAPTER_NOTEBOOK_MARKER = re.compile(r"^#\s*module:\s*([A-Za-z0-9_]+)\s*$")
+__all__ = ["CHAPTER_NOTEBOOK_MARKER", "MAX_NOTEBOOK_BYTES", "GeneratedModule", "NotebookError", "code_cells",
+           "modules_from_notebook", "notebook_modules", "parse_notebook", "python_code", "read_notebook"]
+
 MAX_NOTEBOOK_BYTES = 8 * 1024 * 1024
-# Cell magics whose body is still Python; any other cell magic makes the cell non-Python.
-PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug"}
+# JSON values (objects, arrays, strings, numbers...): json.loads makes an object of each, ~50 to
+# 100 bytes; a notebook of 1,000 cells with their outputs has some 50,000.
+MAX_VALUES = 300_000
 SKIP_TAGS = {"kit:skip", "skip-grading"}
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
 
 
 class NotebookError(Exception):
@@ -47,41 +62,73 @@ class NotebookError(Exception):
         self.where = where
 
 
-def read_notebook(path: Path) -> dict[str, Any]:
-    """The notebook's JSON, checked just enough to be walked safely."""
-    try:
-        raw = path.read_bytes()
-    except OSError:
-        raise NotebookError("unreadable") from None
+# -- the notebook's JSON -----------------------------------------------------------------------------
+
+def parse_notebook(raw: bytes) -> dict[str, Any]:
+    """The notebook's cells from its bytes: {"cells": [cell dicts]}, checked enough to walk."""
     if len(raw) > MAX_NOTEBOOK_BYTES:
         raise NotebookError("too-large")  # the catalogue's message names MAX_NOTEBOOK_BYTES
+    if _values(raw) > MAX_VALUES:
+        raise NotebookError("too-complex")
     try:
         document = json.loads(raw.decode("utf-8-sig", errors="replace"))
-    except ValueError as exc:
-        where = f"{exc.lineno}:{exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
-        raise NotebookError("not-json", where) from None
-    if not isinstance(document, dict) or not isinstance(document.get("cells", []), list):
+    except json.JSONDecodeError as exc:
+        raise NotebookError("not-json", f"{exc.lineno}:{exc.colno}") from None
+    except (ValueError, RecursionError, MemoryError):
+        raise NotebookError("too-complex") from None
+    if not isinstance(document, dict):
         raise NotebookError("no-cells")
-    if "cells" not in document:
-        if "worksheets" in document:  # nbformat 3
-            cells = [c for ws in document.get("worksheets") or [] if isinstance(ws, dict)
-                     for c in ws.get("cells") or []]
-            document = {"cells": [_v3_cell(c) for c in cells if isinstance(c, dict)]}
-        else:
+    if "cells" in document:
+        cells = document["cells"]
+        if not isinstance(cells, list):
             raise NotebookError("no-cells")
-    return document
+        return {"cells": [c for c in cells if isinstance(c, dict)]}
+    worksheets = document.get("worksheets")  # nbformat 3
+    if not isinstance(worksheets, list):
+        raise NotebookError("no-cells")
+    cells = [c for ws in worksheets if isinstance(ws, dict) and isinstance(ws.get("cells"), list)
+             for c in ws["cells"] if isinstance(c, dict)]
+    return {"cells": [_v3_cell(c) for c in cells]}
+
+
+def _values(raw: bytes) -> int:
+    """About how many values json.loads would make of `raw` (one per array or object, and one per
+    comma: a value follows each), brackets and commas inside strings left out."""
+    count = raw.count(b"{") + raw.count(b"[") + raw.count(b",")
+    if count <= MAX_VALUES:
+        return count  # cheap: even counting those inside strings, it is small enough
+    bare = _STRING.sub(b"", raw)
+    return bare.count(b"{") + bare.count(b"[") + bare.count(b",")
+
+
+def read_notebook(path: Path) -> dict[str, Any]:
+    """The notebook at `path` (read by intake's rules: no link, no special file, size capped)."""
+    from grader.intake.files import Refused, read_file
+
+    try:
+        raw = read_file(Path(path), MAX_NOTEBOOK_BYTES)
+    except Refused as exc:
+        raise NotebookError("too-large" if exc.reason == "too-large" else "unreadable") from None
+    return parse_notebook(raw)
 
 
 def _v3_cell(cell: dict) -> dict:
+    metadata = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
     if cell.get("cell_type") == "code":
-        return {"cell_type": "code", "source": cell.get("input", ""), "metadata": cell.get("metadata", {})}
+        return {"cell_type": "code", "source": cell.get("input", ""), "metadata": metadata}
     return {"cell_type": cell.get("cell_type", "markdown"), "source": cell.get("source", ""), "metadata": {}}
 
 
 def _text(source: Any) -> str:
     if isinstance(source, list):
-        return "".join(part for part in source if isinstance(part, str))
-    return source if isinstance(source, str) else ""
+        text = "".join(part for part in source if isinstance(part, str))
+    else:
+        text = source if isinstance(source, str) else ""
+    return text.replace("\r\n", "\n").replace("\r", "\n")  # Python's own line ends
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
 
 
 def code_cells(document: dict[str, Any]) -> list[tuple[int, str, dict]]:
@@ -90,92 +137,45 @@ def code_cells(document: dict[str, Any]) -> list[tuple[int, str, dict]]:
     for number, cell in enumerate(document.get("cells", []), start=1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        metadata = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
-        nbgrader = metadata.get("nbgrader") if isinstance(metadata.get("nbgrader"), dict) else {}
+        metadata = _dict(cell.get("metadata"))
+        nbgrader = _dict(metadata.get("nbgrader"))
         if nbgrader.get("grade") and not nbgrader.get("solution"):
             continue  # an nbgrader test cell
-        kit = metadata.get("attention_kit") if isinstance(metadata.get("attention_kit"), dict) else {}
-        tags = metadata.get("tags") if isinstance(metadata.get("tags"), list) else []
-        if kit.get("skip") or SKIP_TAGS & {t for t in tags if isinstance(t, str)}:
+        kit = _dict(metadata.get("attention_kit"))
+        if kit.get("skip") or SKIP_TAGS & set(tags(metadata)):
             continue
         cells.append((number, _text(cell.get("source")), metadata))
     return cells
 
 
-def python_code(cell_source: str) -> str | None:
-    """The cell as plain Python, or None when its body is not Python (``%%bash`` and the like)."""
-    lines = cell_source.splitlines()
-    first = next((i for i, line in enumerate(lines) if line.strip()), None)
-    if first is not None and lines[first].lstrip().startswith("%%"):
-        name = lines[first].lstrip()[2:].split(maxsplit=1)[0] if lines[first].strip() != "%%" else ""
-        if name not in PYTHON_CELL_MAGICS:
-            return None
-        lines[first] = "# " + lines[first]
-    out = []
-    for line in lines:
-        stripped = line.lstrip()
-        indent = line[: len(line) - len(stripped)]
-        if stripped.startswith(("%", "!")) or (stripped.endswith("?") and _is_help(stripped)):
-            out.append(f"{indent}pass  # {stripped}")
-        else:
-            out.append(line)
-    return "\n".join(out)
-
-
-def _is_help(line: str) -> bool:
-    """`torch.tril?` or `?torch.tril`: IPython help, not Python (a `?` cannot end Python code)."""
-    return bool(re.fullmatch(r"\??[A-Za-z_][\w.]*\?{1,2}", line))
-
-
-def _module_of(source: str, metadata: dict) -> str | None:
-    first_line = source.lstrip().split("\n", 1)[0] if source.strip() else ""
-    match = CHAPTER_NOTEBOOK_MARKER.match(first_line.strip())
-    if match:
-        return match.group(1)
-    for tag in metadata.get("tags") or []:
-        if isinstance(tag, str) and tag.startswith("module:"):
-            return tag.partition(":")[2].strip()
-    kit = metadata.get("attention_kit")
-    if isinstance(kit, dict) and isinstance(kit.get("module"), str):
-        return kit["module"]
-    return None
-
-
-def _imports_only(code: str) -> list[str]:
-    """The top-level import statements of a cell (a chapter notebook's shared preamble)."""
+def notebook_modules(raw: bytes, filename: str, shown_name: str | None = None) -> dict[str, GeneratedModule]:
+    """Module name -> generated module, for the modules the notebook `filename` defines.
+    `shown_name` is how feedback names the notebook (default: `filename`). Raises NotebookError."""
     try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return []
-    return [ast.get_source_segment(code, node) or "" for node in tree.body
-            if isinstance(node, (ast.Import, ast.ImportFrom)) and not (
-                isinstance(node, ast.ImportFrom) and node.module == "__future__")]
+        return _notebook_modules(parse_notebook(raw), filename, shown_name or filename)
+    except NotebookError:
+        raise
+    except (RecursionError, MemoryError):
+        raise NotebookError("too-complex") from None
+    except Exception:  # noqa: BLE001 - whatever else a hostile file provokes: it is not a usable notebook
+        raise NotebookError("malformed") from None
 
 
-def _join(parts: list[tuple[int, str]]) -> str:
-    return "\n\n".join(f"# --- notebook cell {number} ---\n{code}" for number, code in parts) + "\n"
+def _notebook_modules(document: dict[str, Any], filename: str, shown_name: str) -> dict[str, GeneratedModule]:
+    cells = code_cells(document)
+    stem = filename[:-len(".ipynb")] if filename.endswith(".ipynb") else filename
+    if stem in MODULES:
+        module = section_module(cells, shown_name)
+        return {stem: module} if module is not None else {}
+    return chapter_modules(cells, shown_name)
 
 
 def modules_from_notebook(path: Path) -> dict[str, str]:
-    """Module name -> Python source for the modules this notebook defines."""
-    cells = code_cells(read_notebook(path))
-    if path.stem in MODULES:
-        parts = [(n, code) for n, source, _ in cells if (code := python_code(source)) is not None]
-        return {path.stem: _join(parts)} if parts else {}
-    preamble: list[str] = []
-    modules: dict[str, list[tuple[int, str]]] = {}
-    for number, source, metadata in cells:
-        code = python_code(source)
-        if code is None:
-            continue
-        module = _module_of(source, metadata)
-        if module is None:
-            preamble.extend(line for line in _imports_only(code) if line not in preamble)
-        elif module in MODULES:
-            modules.setdefault(module, []).append((number, code))
-    sources: dict[str, str] = {}
-    for index, (module, parts) in enumerate(modules.items()):
-        earlier = list(modules)[:index]
-        header = preamble + [f"from {name} import *  # defined earlier in this notebook" for name in earlier]
-        sources[module] = ("\n".join(header) + "\n\n" if header else "") + _join(parts)
-    return sources
+    """Module name -> Python source for the modules the notebook at `path` defines."""
+    from grader.intake.files import Refused, read_file
+
+    try:
+        raw = read_file(Path(path), MAX_NOTEBOOK_BYTES)
+    except Refused as exc:
+        raise NotebookError("too-large" if exc.reason == "too-large" else "unreadable") from None
+    return {module: generated.source for module, generated in notebook_modules(raw, Path(path).name).items()}

@@ -9,10 +9,14 @@ from grader.i18n import Catalog, section_key
 from grader.records import MODULE_SECTIONS, SECTIONS, GradeResult, StudentFrame, TestOutcome
 from grader.report.heatmaps import HeatmapView, heatmap_view
 from grader.report.messages import (Card, NoteView, _not_implemented, _note, check_title, error_message,
-                                    misconception_card, outcome_message)
+                                    error_output, location_params, misconception_card, module_name,
+                                    outcome_message)
+from grader.report.text import Said, inline, number, say, student, words
 
 
 def results_document(result: GradeResult, catalog: Catalog) -> dict:
+    """results.json: `message` is the grader's sentence (the student's text in it quoted as code
+    spans); `output` is the student's own text that came with an error, shown apart."""
     return {
         "submission": result.submission,
         "track": result.track,
@@ -21,8 +25,8 @@ def results_document(result: GradeResult, catalog: Catalog) -> dict:
         "sections": [asdict(section) for section in result.sections],
         "tests": [
             {"id": o.id, "section": o.section, "points": o.points, "max_points": o.max_points,
-             "status": o.status, "message": o.message, "misconception": o.misconception,
-             "blocked_by": o.blocked_by}
+             "status": o.status, "message": str(o.message), "output": error_output(o.error),
+             "misconception": o.misconception, "blocked_by": o.blocked_by}
             for o in result.tests
         ],
         "integrity": [asdict(note) for note in result.integrity],
@@ -56,13 +60,16 @@ class CheckView:
     status: str
     points: float
     max_points: float
-    message: str
+    message: Said  # the grader's sentence
     hint: str  # the test's own hint (tests."<id>".hint), shown when it did not pass
     location: StudentFrame | None
     table: Table | None
     misconception: str | None
-    blocked: str  # "this needs your earlier module, which is broken", or ""
+    blocked: Said | str  # "this needs your earlier module, which is broken", or ""
     heatmap: "HeatmapView | None" = None
+    output: str = ""  # the student's own text (an exception's message), shown as quoted output
+    where: Said | None = None  # the location as a sentence ("file, line, in function:")
+    code: str = ""  # the student's line of code there, one line, escaped
 
     @property
     def passed(self) -> bool:
@@ -73,7 +80,7 @@ class CheckView:
 class Guidance:
     """A "start here" pointer: a catalogue key and its parameters, already rendered."""
 
-    text: str
+    text: Said
 
 
 @dataclass
@@ -123,7 +130,9 @@ def _format(value: Any) -> str:
         if math.isnan(value) or math.isinf(value):
             return str(value)
         return f"{value:.4f}"
-    return str(value)
+    if isinstance(value, int):
+        return number(value)
+    return inline(value, limit=40)
 
 
 def _matrix(value: Any) -> list[list[Any]]:
@@ -162,12 +171,12 @@ def _table(outcome: TestOutcome) -> Table | None:
 
 
 def _check_view(outcome: TestOutcome, catalog: Catalog, heatmap: "HeatmapView | None" = None) -> CheckView:
-    message = outcome.message
-    blocked = ""
+    message: Said = outcome.message if isinstance(outcome.message, Said) else words(str(outcome.message or ""))
+    blocked: Said | str = ""
     if outcome.blocked_by:
         section = MODULE_SECTIONS.get(outcome.blocked_by, "")
-        blocked = catalog.t("report.blocked-note", module=outcome.blocked_by,
-                            section_title=catalog.t(section_key(section)) if section else outcome.blocked_by)
+        blocked = say(catalog, "report.blocked-note", module=module_name(outcome.blocked_by),
+                      section_title=words(catalog.t(section_key(section))) if section else student(outcome.blocked_by))
     if outcome.error is not None:
         message = error_message(outcome.error, catalog)  # the blocked note is shown on its own
     elif outcome.detail is not None:
@@ -175,9 +184,14 @@ def _check_view(outcome: TestOutcome, catalog: Catalog, heatmap: "HeatmapView | 
     hint_key = f"tests.{outcome.id}.hint"
     hint = catalog.t(hint_key) if outcome.status != "passed" and catalog.has(hint_key) else ""
     location = outcome.error.location if outcome.error is not None else None
+    where = None
+    code = ""
+    if location is not None:
+        where = say(catalog, "report.where", **location_params(location, catalog))
+        code = inline(str(location.code).strip(), limit=300)
     return CheckView(outcome.id, check_title(outcome.id, catalog), outcome.status, outcome.points,
-                    outcome.max_points, message, hint, location, _table(outcome), outcome.misconception,
-                    blocked, heatmap)
+                     outcome.max_points, message, hint, location, _table(outcome), outcome.misconception,
+                     blocked, heatmap, error_output(outcome.error), where, code)
 
 
 def _start(tests: list[TestOutcome], catalog: Catalog) -> Guidance | None:
@@ -190,18 +204,20 @@ def _start(tests: list[TestOutcome], catalog: Catalog) -> Guidance | None:
             continue
         if test.blocked_by:
             section = MODULE_SECTIONS.get(test.blocked_by, "")
-            return Guidance(catalog.t("report.start.blocked", module=test.blocked_by,
-                                      section_title=catalog.t(section_key(section))))
+            title = words(catalog.t(section_key(section))) if section else student(test.blocked_by)
+            return Guidance(say(catalog, "report.start.blocked", module=module_name(test.blocked_by),
+                                section_title=title))
         if error.key == "import.missing":
-            return Guidance(catalog.t("report.start.missing", module=error.params.get("module", test.module)))
+            return Guidance(say(catalog, "report.start.missing",
+                                module=module_name((error.params or {}).get("module", test.module))))
         location = error.location
         if location is None:
             continue
-        params = {"file": location.file, "line": location.line, "function": location.function}
+        params = location_params(location, catalog)
         if _not_implemented(error):
-            return Guidance(catalog.t("report.start.not-implemented", **params))
-        return Guidance(catalog.t("report.start.error", **params))
-    return Guidance(catalog.t("report.start.generic", module=tests[0].module))
+            return Guidance(say(catalog, "report.start.not-implemented", **params))
+        return Guidance(say(catalog, "report.start.error", **params))
+    return Guidance(say(catalog, "report.start.generic", module=module_name(tests[0].module)))
 
 
 def _next_step(sections: list[SectionView], catalog: Catalog) -> Guidance | None:
@@ -212,7 +228,7 @@ def _next_step(sections: list[SectionView], catalog: Catalog) -> Guidance | None
         first = next((t for t in section.tests if not t.passed), None)
         if first is None:
             continue
-        return Guidance(catalog.t("report.next-step", section_title=section.title, test=first.title))
+        return Guidance(say(catalog, "report.next-step", section_title=words(section.title), test=words(first.title)))
     return None
 
 

@@ -5,6 +5,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from grader.i18n import Catalog, section_key
+from grader.intake.text import shown
 from grader.records import SECTIONS, GradeResult, IntegrityNote
 from grader.report.messages import NoteView, _note, check_title, misconception_card
 
@@ -101,7 +102,7 @@ def class_view(results: list[GradeResult], catalog: Catalog) -> ClassView:
     rows = []
     for result in results:
         scores = {s.id: (s.score, s.max_score) for s in result.sections}
-        rows.append(StudentRow(result.submission, result.score, result.max_score,
+        rows.append(StudentRow(shown(result.submission), result.score, result.max_score,
                                [scores.get(s, (0.0, 0.0)) for s in section_ids],
                                [_note(n, catalog) for n in result.integrity],
                                [misconception_card(mid, catalog).title for mid in

@@ -51,8 +51,8 @@ def encode(value: Any) -> bytes:
             if tensor.dtype not in NAMES or tensor.layout != torch.strided or tensor.dim() > MAX_DIMS:
                 raise CodecError(f"unsupported tensor {tensor.dtype} {tensor.layout}")
             tensor = tensor.cpu().contiguous()
-            data = tensor.view(torch.uint8).numpy().tobytes() if tensor.numel() and tensor.dim() else \
-                _scalar_bytes(tensor)
+            # a view of the tensor's bytes: copied once, into the payload
+            data = tensor.reshape(-1).view(torch.uint8).numpy() if tensor.numel() else b""
             chunks.append(data)
             record = {MARK: [NAMES[tensor.dtype], list(tensor.shape), offset, len(data)]}
             offset += len(data)
@@ -70,24 +70,19 @@ def encode(value: Any) -> bytes:
         raise CodecError(f"unsupported {type(item).__name__}")
 
     document = json.dumps(walk(value, 0), allow_nan=False).encode()
-    return struct.pack(">I", len(document)) + document + b"".join(chunks)
+    return b"".join([struct.pack(">I", len(document)), document, *chunks])
 
 
-def _scalar_bytes(tensor: torch.Tensor) -> bytes:
-    if tensor.numel() == 0:
-        return b""
-    return tensor.reshape(1).view(torch.uint8).numpy().tobytes()
-
-
-def decode(payload: bytes) -> Any:
-    """The value `encode` was given, rebuilt from data only; CodecError on anything malformed."""
+def decode(payload: bytes | bytearray, max_json: int = MAX_JSON) -> Any:
+    """The value `encode` was given, rebuilt from data only; CodecError on anything malformed.
+    `max_json` caps the JSON document (it decides how many Python objects decoding makes)."""
     if len(payload) < 4:
         raise CodecError("truncated")
     (size,) = struct.unpack(">I", payload[:4])
-    if size > MAX_JSON or 4 + size > len(payload):
+    if size > max_json or 4 + size > len(payload):
         raise CodecError("bad document length")
     try:
-        document = json.loads(payload[4:4 + size].decode("utf-8"))
+        document = json.loads(bytes(payload[4:4 + size]).decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise CodecError("bad document") from exc
     blob = memoryview(payload)[4 + size:]

@@ -115,18 +115,29 @@ def _text(value: Any) -> str:
     return text[:MAX_TEXT]
 
 
+def without_scratch(text: str, directory: str) -> str:
+    """`text` with the sandbox's scratch folder taken out of paths: messages name the student's
+    file ("sec3_5_causal_attention.py"), never "/tmp/submission-…/sec3_5_causal_attention.py"."""
+    if not directory:
+        return text
+    for folder in {directory, os.path.realpath(directory)}:
+        text = text.replace(folder + os.sep, "").replace(folder, ".")
+    return text
+
+
 def _student_frames(exc: BaseException, directory: str) -> list[dict]:
     frames = []
     for frame in traceback.extract_tb(exc.__traceback__):
         filename = os.path.realpath(frame.filename)
         if filename.startswith(directory + os.sep):
             frames.append({"file": os.path.relpath(filename, directory), "line": frame.lineno or 0,
-                           "function": frame.name, "code": (frame.line or "")[:300]})
+                           "function": frame.name, "code": without_scratch((frame.line or "")[:300], directory)})
     if isinstance(exc, SyntaxError) and exc.filename:
         filename = os.path.realpath(exc.filename)
         if filename.startswith(directory + os.sep):
             frames.append({"file": os.path.relpath(filename, directory), "line": exc.lineno or 0,
-                           "function": "<module>", "code": (exc.text or "").rstrip()[:300]})
+                           "function": "<module>",
+                           "code": without_scratch((exc.text or "").rstrip()[:300], directory)})
     return frames
 
 
@@ -141,6 +152,7 @@ def describe_error(exc: BaseException, directory: str) -> dict:
     kind = "exception"
     cause = exc
     module = ""
+    directory = os.path.realpath(directory) if directory else ""
     if isinstance(exc, ModuleMissing):
         return {"kind": "import", "key": "import.missing", "module": exc.module, "params": {"module": exc.module}}
     if isinstance(exc, ModulePoisoned):
@@ -153,10 +165,10 @@ def describe_error(exc: BaseException, directory: str) -> dict:
         kind = "exit"
     elif _is_out_of_memory(cause):
         kind = "resource"
-    frames = _student_frames(cause, directory)
+    frames = _student_frames(cause, directory) if directory else []
     if frames:
         module = os.path.splitext(frames[-1]["file"])[0]
-    return {"kind": kind, "exc_type": _text(type(cause).__name__), "message": _text(cause),
+    return {"kind": kind, "exc_type": _text(type(cause).__name__), "message": without_scratch(_text(cause), directory),
             "module": module, "frames": frames}
 
 
@@ -180,10 +192,19 @@ def run_probe(probe: Probe, ns: Namespace, directory: str) -> dict:
         return {"error": describe_error(exc, directory)}
 
 
+# What the sandbox's child does with each probe, by mode (`SandboxPool.submit(..., mode=...)`): a
+# function of (probe, namespace, the submission's folder) returning {"ok": outputs} or {"error": ...}.
+# Only "grade" is built in; a second pass (e.g. a tracer) registers its own mode here.
+MODES: dict[str, Callable[[Probe, Namespace, str], dict]] = {"grade": run_probe}
+
+
 def serialise(result: dict) -> bytes:
     """A probe's record in the sandbox's wire format (data only: see `codec`)."""
     try:
         return codec.encode(result)
+    except MemoryError:
+        return codec.encode({"error": {"kind": "resource", "exc_type": "MemoryError",
+                                       "message": "the result is too large to send"}})
     except codec.CodecError as exc:
         return codec.encode({"error": {"kind": "contract", "key": "contract.unsupported-output",
                                        "params": {"got": _text(exc)}}})

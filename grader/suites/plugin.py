@@ -142,6 +142,14 @@ class GradingPlugin:
         elif isinstance(error, AssertionError):
             outcome.status = "failed"
             outcome.detail = Detail("mismatch.assertion", {"text": str(error)[:500]})
+        elif difference := seam.form_difference(self._reference):
+            # The suite could not handle the student's outputs: they are not in the reference's form.
+            if difference[0] == "form":  # not what the probe's own code builds: forged in the child
+                outcome.status = "error"
+                outcome.error = ProbeError(kind="integrity", key="integrity.forged-result")
+            else:
+                outcome.status = "failed"
+                outcome.detail = Detail("mismatch.unexpected-shape", {"got": difference[1], "expected": difference[2]})
         else:
             # A defect of the hidden suite itself: never blame the student, never show its source.
             outcome.status = "error"

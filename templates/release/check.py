@@ -1,269 +1,150 @@
-"""Chapter 3 self-check: a few public checks of shapes and basic properties.
+"""Chapter 3 self-check: the public checks, on your .py files or your notebooks.
 
-Run it in this folder:  python check.py            (checks the files in exercises/)
-                        python check.py MY_FOLDER  (checks the files in another folder)
-                        python check.py --lang zh  (messages in Chinese)
+Run it in this folder:  python check.py                     (checks the code in exercises/)
+                        python check.py MY_FOLDER           (.py files or notebooks in another folder)
+                        python check.py my_work.ipynb       (one notebook)
+                        python check.py --lang zh           (messages in Chinese)
 
-Passing these checks does not guarantee full marks: the grader checks much more.
+Your code is found by the same rules as the grader's (_kit/ holds a copy of the grader's code
+that reads submissions): the seven .py files, or notebooks named like them, or one notebook for
+the chapter whose code cells start with `# module: <name>`. Passing these checks does not
+guarantee full marks: the grader checks much more.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import json
+import shutil
 import sys
-import traceback
+import tempfile
 from pathlib import Path
 
+from ch3_checks import MODULES, Code, Frame, Messages, Unavailable, render, run_checks, student_frame
+
 HERE = Path(__file__).resolve().parent
-MODULES = ["sec3_3_simple_attention", "sec3_4_self_attention", "exercise3_1_weight_transfer",
-           "sec3_5_causal_attention", "sec3_6_multi_head_attention", "exercise3_2_two_dim_output",
-           "exercise3_3_gpt2_attention"]
-CHECKS = []  # (module, message key, function)
+KIT = HERE / "_kit"
+MAX_NOTEBOOK_BYTES = 8 * 1024 * 1024
 
 
-def check(module, key):
-    def register(fn):
-        CHECKS.append((module, key, fn))
-        return fn
-    return register
-
-
-def book_inputs(torch):
-    return torch.tensor([[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
-                         [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]])
-
-
-def close(torch, a, b, tol=1e-4):
-    return isinstance(a, torch.Tensor) and tuple(a.shape) == tuple(b.shape) and torch.allclose(a.float(), b.float(), atol=tol)
-
-
-# -- 3.3 ------------------------------------------------------------------------------------------
-@check("sec3_3_simple_attention", "sec3_3-softmax")
-def _(m, torch):
-    x = torch.tensor([[0.2, -1.0, 3.0, 0.5], [1.0, 2.0, 0.0, -0.5], [0.3, 0.3, 0.1, 0.9]])
-    out = m.softmax_naive(x)
-    return close(torch, out.sum(dim=-1), torch.ones(3)) and bool((out > 0).all())
-
-
-@check("sec3_3_simple_attention", "sec3_3-weights-shape")
-def _(m, torch):
-    return tuple(m.attention_weights(book_inputs(torch)).shape) == (6, 6)
-
-
-@check("sec3_3_simple_attention", "sec3_3-weights-rows")
-def _(m, torch):
-    return close(torch, m.attention_weights(book_inputs(torch)).sum(dim=-1), torch.ones(6))
-
-
-@check("sec3_3_simple_attention", "sec3_3-context-shape")
-def _(m, torch):
-    return tuple(m.context_vectors(book_inputs(torch)).shape) == (6, 3)
-
-
-# -- 3.4 ------------------------------------------------------------------------------------------
-@check("sec3_4_self_attention", "sec3_4-qkv-shapes")
-def _(m, torch):
-    x = torch.rand(5, 3)
-    q, k, v = m.project_qkv(x, torch.rand(3, 4), torch.rand(3, 4), torch.rand(3, 4))
-    return all(tuple(t.shape) == (5, 4) for t in (q, k, v))
-
-
-@check("sec3_4_self_attention", "sec3_4-weights-rows")
-def _(m, torch):
-    w = m.scaled_attention_weights(torch.rand(5, 4), torch.rand(5, 4))
-    return tuple(w.shape) == (5, 5) and close(torch, w.sum(dim=-1), torch.ones(5))
-
-
-@check("sec3_4_self_attention", "sec3_4-v1-book")
-def _(m, torch):
-    torch.manual_seed(123)
-    out = m.SelfAttention_v1(3, 2)(book_inputs(torch))
-    return tuple(out.shape) == (6, 2) and close(torch, out[0], torch.tensor([0.2996, 0.8053]), tol=1e-3)
-
-
-@check("sec3_4_self_attention", "sec3_4-v2-shape")
-def _(m, torch):
-    return tuple(m.SelfAttention_v2(3, 2)(book_inputs(torch)).shape) == (6, 2)
-
-
-# -- Exercise 3.1 ---------------------------------------------------------------------------------
-@check("exercise3_1_weight_transfer", "ex3_1-same-output")
-def _(m, torch):
-    sa = importlib.import_module("sec3_4_self_attention")
-    v2, v1 = sa.SelfAttention_v2(4, 4), sa.SelfAttention_v1(4, 4)
-    m.transfer_weights(v2, v1)
-    x = torch.rand(5, 4)
-    with torch.no_grad():
-        return close(torch, v1(x), v2(x))
-
-
-# -- 3.5 ------------------------------------------------------------------------------------------
-@check("sec3_5_causal_attention", "sec3_5-simple-mask")
-def _(m, torch):
-    mask = m.simple_causal_mask(4)
-    return close(torch, mask, torch.tensor([[1.0, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1]]))
-
-
-@check("sec3_5_causal_attention", "sec3_5-renormalize")
-def _(m, torch):
-    w = m.mask_and_renormalize(torch.softmax(torch.rand(5, 5), dim=-1))
-    return close(torch, torch.triu(w, diagonal=1), torch.zeros(5, 5)) and close(torch, w.sum(-1), torch.ones(5))
-
-
-@check("sec3_5_causal_attention", "sec3_5-masked-weights")
-def _(m, torch):
-    w = m.masked_attention_weights(torch.rand(5, 5), 4)
-    return close(torch, torch.triu(w, diagonal=1), torch.zeros(5, 5)) and close(torch, w.sum(-1), torch.ones(5))
-
-
-@check("sec3_5_causal_attention", "sec3_5-shape")
-def _(m, torch):
-    ca = m.CausalAttention(3, 2, 6, 0.0).eval()
-    return tuple(ca(torch.stack([book_inputs(torch)] * 2)).shape) == (2, 6, 2)
-
-
-@check("sec3_5_causal_attention", "sec3_5-causal")
-def _(m, torch):
-    ca = m.CausalAttention(3, 2, 8, 0.0).eval()
-    x = torch.rand(3, 5, 3)
-    y = x.clone()
-    y[:, -1] = torch.rand(3, 3)
-    with torch.no_grad():
-        return close(torch, ca(x)[:, :-1], ca(y)[:, :-1])
-
-
-# -- 3.6 ------------------------------------------------------------------------------------------
-@check("sec3_6_multi_head_attention", "sec3_6-wrapper-shape")
-def _(m, torch):
-    mha = m.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2).eval()
-    return tuple(mha(torch.stack([book_inputs(torch)] * 2)).shape) == (2, 6, 4)
-
-
-@check("sec3_6_multi_head_attention", "sec3_6-mha-shape")
-def _(m, torch):
-    mha = m.MultiHeadAttention(3, 4, 8, 0.0, num_heads=2).eval()
-    return tuple(mha(torch.rand(3, 5, 3)).shape) == (3, 5, 4)
-
-
-@check("sec3_6_multi_head_attention", "sec3_6-mha-raises")
-def _(m, torch):
+def read_submission(folder):
+    """The grader's own reading of a submission folder: a Submission with .sources and .problems."""
+    sys.path.insert(0, str(KIT))
     try:
-        m.MultiHeadAttention(3, 5, 8, 0.0, num_heads=2)
-    except NotImplementedError:
-        raise
-    except Exception:  # noqa: BLE001 - any exception counts as refusing
-        return True
-    return False
+        from grader.intake.discovery import read_submission as read
+    finally:
+        sys.path.remove(str(KIT))
+    return read(folder)
 
 
-# -- Exercises 3.2 and 3.3 ------------------------------------------------------------------------
-@check("exercise3_2_two_dim_output", "ex3_2-shape")
-def _(m, torch):
-    mha = m.build_two_dim_wrapper(3, 6).eval()
-    return tuple(mha(torch.stack([book_inputs(torch)] * 2)).shape) == (2, 6, 2)
+class Locator:
+    """Names a place in the student's code the way they see it: a .py file's line, or a notebook's cell."""
 
+    def __init__(self, folder, modules_dir, t):
+        self.folder, self.modules_dir, self.t = folder, modules_dir, t
+        self._cells = None
 
-@check("exercise3_3_gpt2_attention", "ex3_3-config")
-def _(m, torch):
-    mha = m.build_gpt2_small_attention().eval()
-    with torch.no_grad():
-        out = mha(torch.rand(1, 4, 768))
-    return mha.num_heads == 12 and mha.head_dim == 64 and tuple(out.shape) == (1, 4, 768)
-
-
-# -- the runner -----------------------------------------------------------------------------------
-def load_messages(lang):
-    data = json.loads((HERE / "check_messages.json").read_text(encoding="utf-8"))
-    return data.get(lang) or data["en"], data["en"]
-
-
-def where(exc, folder):
-    """The last traceback frame inside the student's folder: (file, line)."""
-    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-        try:
-            if Path(frame.filename).resolve().parent == folder:
-                return Path(frame.filename).name, frame.lineno
-        except OSError:
-            continue
-    return None, None
-
-
-def run(folder, messages, fallback):
-    def t(key, **params):
-        text = messages.get(key, fallback.get(key, key))
-        try:
-            return text.format(**params)
-        except (KeyError, IndexError, ValueError):
-            return text
-
-    import torch
-
-    sys.path.insert(0, str(folder))
-    results = []
-    loaded = {}
-    for module, key, fn in CHECKS:
-        row = {"module": module, "section": messages.get("section." + module, module), "text": t("items." + key)}
-        if module not in loaded:
-            if not (folder / f"{module}.py").is_file():
-                loaded[module] = ("missing", t("missing-file", module=module))
-            else:
+    def notebook_cells(self):
+        """(notebook name, cell number, source lines) of every code cell of the folder's notebooks."""
+        if self._cells is None:
+            self._cells = []
+            for notebook in sorted(self.folder.glob("*.ipynb")):
                 try:
-                    loaded[module] = ("ok", importlib.import_module(module))
-                except BaseException as exc:  # noqa: BLE001 - a student's import may raise anything
-                    if isinstance(exc, KeyboardInterrupt):
-                        raise
-                    loaded[module] = ("error", t("import-error", module=module, error=f"{type(exc).__name__}: {exc}"))
-        state, value = loaded[module]
-        if state != "ok":
-            results.append({**row, "status": "fail", "note": value})
-            continue
-        torch.manual_seed(0)
-        try:
-            ok = bool(fn(value, torch))
-            results.append({**row, "status": "pass" if ok else "fail", "note": ""})
-        except NotImplementedError:
-            first_todo = not any(r["status"] == "todo" for r in results)
-            results.append({**row, "status": "todo", "note": t("not-implemented") if first_todo else ""})
-        except Exception as exc:  # noqa: BLE001 - report any error of the student's code
-            file, line = where(exc, folder)
-            error = f"{type(exc).__name__}: {exc}"
-            note = t("error", error=error, file=file, line=line) if file else t("error-unlocated", error=error)
-            results.append({**row, "status": "fail", "note": note})
-    return results
+                    if notebook.stat().st_size > MAX_NOTEBOOK_BYTES:
+                        continue
+                    cells = json.loads(notebook.read_text(encoding="utf-8-sig", errors="replace")).get("cells", [])
+                except (OSError, ValueError, AttributeError):
+                    continue
+                for number, cell in enumerate(cells if isinstance(cells, list) else [], start=1):
+                    if isinstance(cell, dict) and cell.get("cell_type") == "code":
+                        source = cell.get("source", "")
+                        text = "".join(p for p in source if isinstance(p, str)) if isinstance(source, list) else str(source)
+                        self._cells.append((notebook.name, number, [line.strip() for line in text.splitlines()]))
+        return self._cells
+
+    def __call__(self, frame):
+        path = Path(frame.filename)
+        if path.parent != self.modules_dir:
+            return self.t("where", file=path.name, line=frame.line)
+        module = path.stem
+        if (self.folder / f"{module}.py").is_file():
+            return self.t("where", file=f"{module}.py", line=frame.line)
+        for notebook, number, lines in self.notebook_cells():
+            if frame.code and frame.code in lines:
+                return self.t("where-notebook", notebook=notebook, cell=number, line=lines.index(frame.code) + 1)
+        return self.t("where-module", module=module)
 
 
-def render(results, folder, messages, fallback):
-    def t(key, **params):
-        text = messages.get(key, fallback.get(key, key))
-        return text.format(**params) if params else text
-
-    passed = sum(r["status"] == "pass" for r in results)
-    first = next((r for r in results if r["status"] != "pass"), None)
-    context = {"results": results, "folder": folder, "passed": passed, "total": len(results), "first": first,
-               "t": t, "marks": {"pass": "✔", "fail": "✘", "todo": "…"}}
+def load(module, modules_dir, locate, code_of):
+    """The student's module imported from its source, or why it cannot be."""
+    if not (modules_dir / f"{module}.py").is_file():
+        return Unavailable("missing-module", module=module)
     try:
-        import jinja2
-    except ImportError:
-        lines = [t("title"), t("folder", folder=folder)]
-        lines += [f"  {context['marks'][r['status']]} {r['text']} {r['note']}" for r in results]
-        lines.append(t("summary", passed=passed, total=len(results)))
-        return "\n".join(lines)
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(HERE)), trim_blocks=True, lstrip_blocks=True)
-    return env.get_template("check_report.txt.j2").render(context)
+        return Code(module, vars(importlib.import_module(module)), code_of)
+    except KeyboardInterrupt:
+        raise
+    except SyntaxError as exc:
+        frame = Frame(exc.filename or "", exc.lineno or 0, "", (exc.text or "").strip())
+        return Unavailable("import-error", code=frame.code, module=module, error=f"SyntaxError: {exc.msg}",
+                           where=locate(frame))
+    except BaseException as exc:  # noqa: BLE001 - a student's import may raise anything, even SystemExit
+        frame = student_frame(exc)
+        return Unavailable("import-error", code=frame.code if frame else "", module=module,
+                           error=f"{type(exc).__name__}: {exc}", where=locate(frame) if frame else module)
+
+
+def check_folder(folder, t, modules=MODULES):
+    """Run the public checks of `modules` on the code in `folder`; returns (results, problems)."""
+    submission = read_submission(folder)
+    problems = [t("integrity." + note.kind, detail=note.detail) if t.has("integrity." + note.kind)
+                else f"{note.kind}: {note.detail}" for note in submission.problems]
+    with tempfile.TemporaryDirectory(prefix="ch3-check-") as scratch:
+        modules_dir = Path(scratch).resolve()
+        for module, source in submission.sources.items():
+            if module in MODULES:
+                (modules_dir / f"{module}.py").write_text(source, encoding="utf-8")
+        locate = Locator(folder, modules_dir, t)
+        codes = {}
+
+        def code_of(module):
+            if module not in codes:
+                codes[module] = load(module, modules_dir, locate, code_of)
+            return codes[module]
+
+        for module in MODULES:
+            sys.modules.pop(module, None)
+        sys.path.insert(0, str(modules_dir))
+        try:
+            results = run_checks(code_of, t, locate, modules)
+        finally:
+            sys.path.remove(str(modules_dir))
+            for module in MODULES:
+                sys.modules.pop(module, None)
+    return results, problems
 
 
 def main(argv=None):
-    defaults = json.loads((HERE / "check_messages.json").read_text(encoding="utf-8"))
+    languages = [k for k in json.loads((HERE / "check_messages.json").read_text(encoding="utf-8")) if k != "default"]
     parser = argparse.ArgumentParser(description="Chapter 3 self-check")
-    parser.add_argument("folder", nargs="?", type=Path, default=HERE / "exercises")
-    parser.add_argument("--lang", choices=[k for k in defaults if k != "default"], default=defaults.get("default", "en"))
+    parser.add_argument("path", nargs="?", type=Path, default=HERE / "exercises",
+                        help="a folder with your .py files or notebooks, or one notebook (default: exercises/)")
+    parser.add_argument("--lang", choices=languages, default=None)
     args = parser.parse_args(argv)
-    messages, fallback = load_messages(args.lang)
-    folder = args.folder.resolve()
-    results = run(folder, messages, fallback)
-    out = render(results, folder, messages, fallback)
-    sys.stdout.buffer.write((out + "\n").encode("utf-8"))
+    t = Messages(args.lang)
+    path = args.path.resolve()
+    if not path.exists():
+        sys.stderr.write(t("no-such-path", path=args.path) + "\n")
+        return 2
+    if path.is_file():
+        with tempfile.TemporaryDirectory(prefix="ch3-check-") as scratch:
+            folder = Path(scratch)
+            shutil.copy(path, folder / path.name)
+            results, problems = check_folder(folder, t)
+    else:
+        results, problems = check_folder(path, t)
+    report = render(results, t, folder=path, problems=problems)
+    sys.stdout.buffer.write((report + "\n").encode("utf-8"))
+    sys.stdout.flush()
     return 0 if all(r["status"] == "pass" for r in results) else 1
 
 

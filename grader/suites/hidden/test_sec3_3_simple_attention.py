@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from grader.suites.compare import expect, expect_close
+from grader.suites.compare import expect, expect_close, expect_shape
 
 P = "sec3_3_simple_attention:"
 
@@ -46,6 +46,7 @@ def test_attention_weights(student, reference):
 @pytest.mark.points(1)
 def test_attention_weights_rows_sum_to_one(student):
     weights = student.run(P + "attention_weights")["random"]
+    expect_shape(weights, (5, 5), what="what.attention_weights", on="on.random_5x4")
     row_sums = weights.sum(dim=-1)
     expect(torch.allclose(row_sums, torch.ones_like(row_sums), atol=1e-5),
            "check.rows-sum-to-one", sums=[round(float(s), 4) for s in row_sums])

@@ -220,6 +220,12 @@ def where(exc, folder):
     return None, None
 
 
+def place(exc, folder, t):
+    """Where in the student's files `exc` was raised ("file, line"), or None."""
+    file, line = where(exc, folder)
+    return t("where", file=file, line=line) if file else None
+
+
 def run(folder, messages, fallback):
     def t(key, **params):
         text = messages.get(key, fallback.get(key, key))
@@ -235,17 +241,20 @@ def run(folder, messages, fallback):
     results = []
     loaded = {}
     for module, key, fn in CHECKS:
-        row = {"module": module, "section": messages.get("section." + module, module), "text": t("items." + key)}
+        row = {"module": module, "section": messages.get("section." + module, module), "text": t("items." + key),
+               "code": None}
         if module not in loaded:
             if not (folder / f"{module}.py").is_file():
-                loaded[module] = ("missing", t("missing-file", module=module))
+                loaded[module] = ("missing", t("missing-module", module=module))
             else:
                 try:
                     loaded[module] = ("ok", importlib.import_module(module))
                 except BaseException as exc:  # noqa: BLE001 - a student's import may raise anything
                     if isinstance(exc, KeyboardInterrupt):
                         raise
-                    loaded[module] = ("error", t("import-error", module=module, error=f"{type(exc).__name__}: {exc}"))
+                    at = place(exc, folder, t) or t("where-module", module=module)
+                    loaded[module] = ("error", t("import-error", module=module, error=f"{type(exc).__name__}: {exc}",
+                                                 where=at))
         state, value = loaded[module]
         if state != "ok":
             results.append({**row, "status": "fail", "note": value})
@@ -254,14 +263,17 @@ def run(folder, messages, fallback):
         try:
             ok = bool(fn(value, ms))
             results.append({**row, "status": "pass" if ok else "fail", "note": ""})
-        except NotImplementedError:
-            first_todo = not any(r["status"] == "todo" for r in results)
-            results.append({**row, "status": "todo", "note": t("not-implemented") if first_todo else ""})
+        except NotImplementedError as exc:
+            at = place(exc, folder, t)
+            frame = next((f for f in reversed(traceback.extract_tb(exc.__traceback__))
+                          if Path(f.filename).name == f"{module}.py"), None)
+            note = (t("not-implemented", function=frame.name, where=at) if at and frame
+                    else t("not-implemented-unlocated"))
+            results.append({**row, "status": "todo", "note": note})
         except Exception as exc:  # noqa: BLE001 - report any error of the student's code
-            file, line = where(exc, folder)
             error = f"{type(exc).__name__}: {exc}"
-            note = t("error", error=error, file=file, line=line) if file else t("error-unlocated", error=error)
-            results.append({**row, "status": "fail", "note": note})
+            at = place(exc, folder, t)
+            results.append({**row, "status": "fail", "note": t("error", error=error, where=at) if at else error})
     return results
 
 
@@ -271,9 +283,9 @@ def render(results, folder, messages, fallback):
         return text.format(**params) if params else text
 
     passed = sum(r["status"] == "pass" for r in results)
-    first = next((r for r in results if r["status"] != "pass"), None)
-    context = {"results": results, "folder": folder, "passed": passed, "total": len(results), "first": first,
-               "t": t, "marks": {"pass": "✔", "fail": "✘", "todo": "…"}}
+    first = next((i for i, r in enumerate(results) if r["status"] != "pass"), None)
+    context = {"results": results, "folder": folder, "problems": [], "passed": passed, "total": len(results),
+               "first": first, "t": t, "marks": {"pass": "✔", "fail": "✘", "todo": "…"}}
     try:
         import jinja2
     except ImportError:

@@ -1,0 +1,181 @@
+"""What the grading platforms (Gradescope, PrairieLearn) share.
+
+- the kit's files and its runtime requirements, for an autograder zip or a grading image;
+- finding the modules in an upload without ever following a link;
+- grading that folder with the kit's own path (`grader.runner.grade`) into a folder only the
+  grading user can read (the reference outputs cached there must never be in reach of the sandbox);
+- checking, and saying precisely, whether the answer key is out of reach of the sandbox's user.
+
+On both platforms the kit stays out of site-packages, in a folder readable by root only: the
+sandbox's children run under their own uid and, where bubblewrap cannot run (e.g. a container
+without the privileges it needs), file permissions are what keeps the answer key from them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import site
+import stat
+import sysconfig
+import tempfile
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.i18n import Catalog
+from grader.records import GradeResult, IntegrityNote
+
+ROOT = Path(__file__).resolve().parents[2]
+KIT_PARTS = ("grader", "solutions", "templates", "pyproject.toml", "README.md", "LICENSE")
+ANSWER_KEY_PARTS = ("solutions", "grader")  # the reference; the hidden suites and the buggy variants
+REPORT_FILES = ("results.json", "feedback.md", "feedback.html")
+# torch pinned and CPU-only: the build the kit is tested with (an unpinned torch pulls CUDA).
+TORCH_REQUIREMENT = "torch==2.13.0"
+TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+SUBMISSION_NAME = "submission"  # how reports name an upload on a grading platform
+
+
+# -- the kit, as shipped to a platform ---------------------------------------------------------
+
+def kit_files(root: Path = ROOT) -> list[tuple[Path, str]]:
+    """(file, path inside the kit) for every file the grader needs at run time; no caches, no links."""
+    files = []
+    for part in KIT_PARTS:
+        path = root / part
+        if path.is_file() and not path.is_symlink():
+            files.append((path, part))
+        elif path.is_dir() and not path.is_symlink():
+            for folder, dirs, names in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                for name in sorted(names):
+                    file = Path(folder) / name
+                    if file.suffix != ".pyc" and file.is_file() and not file.is_symlink():
+                        files.append((file, file.relative_to(root).as_posix()))
+    return files
+
+
+def runtime_requirements(root: Path = ROOT) -> list[str]:
+    """The kit's runtime dependencies as pip requirement strings, from pyproject.toml, without torch
+    (installed first, pinned, from the CPU index)."""
+    with open(root / "pyproject.toml", "rb") as handle:
+        dependencies = tomllib.load(handle)["project"]["dependencies"]
+    return [d for d in dependencies if re.split(r"[\s<>=!~;\[]", d, maxsplit=1)[0].lower() != "torch"]
+
+
+# -- an upload ---------------------------------------------------------------------------------
+
+def locate_submission(upload: Path) -> Path | None:
+    """The folder of an upload that holds the modules (the upload itself, or the shallowest folder
+    inside it that does), found by the kit's intake: only real folders are entered, never a link,
+    not even the upload itself. Reading the files is the intake's job too."""
+    from grader.intake.discovery import find_upload
+
+    return find_upload(upload, follow_root=False)
+
+
+@dataclass
+class Graded:
+    """One upload graded: the kit's results.json document, its feedback.md, the record itself and the
+    sandbox protections that were missing on this machine."""
+
+    document: dict
+    feedback_md: str
+    result: GradeResult
+    protections: list[IntegrityNote] = field(default_factory=list)
+
+
+def grade_upload(folder: Path, *, lang: str, report_copy: Path | None = None) -> Graded:
+    """Grade one located upload with `grader.runner.grade`, named "submission" in its reports.
+
+    The reports (and the reference outputs the runner caches beside them) are written to a fresh
+    folder of mode 0700: no sandboxed child, whatever its uid, can look into it. `report_copy`
+    receives results.json, feedback.md and feedback.html once grading is over."""
+    from grader.runner import grade
+
+    with tempfile.TemporaryDirectory(prefix="attention-kit-report-") as private:
+        out = Path(private) / "report"
+        summary = grade(folder, out, jobs=1, lang=lang, force=True, name=SUBMISSION_NAME)
+        document = json.loads((out / "results.json").read_text(encoding="utf-8"))
+        feedback = out / "feedback.md"
+        feedback_md = feedback.read_text(encoding="utf-8") if feedback.exists() else ""
+        if report_copy is not None:
+            report_copy.mkdir(parents=True, exist_ok=True)
+            for name in REPORT_FILES:
+                if (out / name).exists():
+                    shutil.copyfile(out / name, report_copy / name)
+    return Graded(document, feedback_md, summary.results[0], list(summary.protections))
+
+
+def restrict_to_owner(path: Path) -> None:
+    """Make a platform's folder (e.g. /autograder, /grade) reachable by its owner only: student code,
+    running under the sandbox's own uid, then sees nothing of it (its files reach the sandbox as
+    data, through the kit's intake). Best effort: what could not be done shows in the check below."""
+    try:
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            os.chmod(path, 0o700)
+    except OSError:
+        pass
+
+
+# -- is the answer key out of reach? -------------------------------------------------------------
+
+def answer_key_exposure(kit_root: Path = ROOT) -> list[IntegrityNote]:
+    """What keeps the answer key (solutions, hidden suites, buggy variants) from student code, and
+    what is missing: the kit inside site-packages (which the sandbox mounts), or any file of the kit
+    readable by other users (the sandbox's uid) where bubblewrap cannot hide it."""
+    notes = []
+    kit_root = kit_root.resolve()
+    if any(kit_root == p or p in kit_root.parents for p in _site_packages()):
+        notes.append(IntegrityNote("deploy.kit-in-site-packages", str(kit_root)))
+    readable = readable_by_others(kit_root)
+    if readable is not None:
+        notes.append(IntegrityNote("deploy.kit-readable", readable))
+    return notes
+
+
+def readable_by_others(root: Path) -> str | None:
+    """A file of the answer key under ROOT (the reference in solutions/, the hidden suites and the buggy
+    variants in grader/) whose content a user other than its owner and group can read: every folder
+    on its path searchable by others and the file readable by others. None when there is none."""
+    root = root.resolve()
+    for folder in (*reversed(root.parents), root):
+        if not os.stat(folder).st_mode & stat.S_IXOTH:
+            return None
+    readable = []
+    for part in ANSWER_KEY_PARTS:
+        for folder, dirs, names in os.walk(root / part):
+            dirs.sort()
+            if not os.stat(folder).st_mode & stat.S_IXOTH:
+                dirs[:] = []
+                continue
+            for name in sorted(names):
+                try:
+                    info = os.lstat(os.path.join(folder, name))
+                except OSError:
+                    continue
+                if stat.S_ISREG(info.st_mode) and info.st_mode & stat.S_IROTH:
+                    readable.append(os.path.relpath(os.path.join(folder, name), root))
+    # name the reference or a hidden suite when one of them is readable
+    secret = [path for prefix in ("solutions", os.path.join("grader", "suites", "hidden"))
+              for path in readable if path.startswith(prefix)]
+    return (secret or readable or [None])[0]
+
+
+def _site_packages() -> list[Path]:
+    paths = set(site.getsitepackages()) | {sysconfig.get_paths()[key] for key in ("purelib", "platlib")}
+    if site.ENABLE_USER_SITE:
+        paths.add(site.getusersitepackages())
+    return [Path(p).resolve() for p in paths if p and os.path.isdir(p)]
+
+
+def protection_lines(graded_protections: list[IntegrityNote], exposure: list[IntegrityNote],
+                     catalog: Catalog) -> list[str]:
+    """For the instructor (a platform's log): each protection that is missing, in words, or one line
+    saying that all of them are in place."""
+    notes = list(graded_protections) + list(exposure)
+    if not notes:
+        return [catalog.t("deploy.all-protections")]
+    return [catalog.t("deploy.protection-missing", what=catalog.t(f"integrity.{n.kind}", detail=n.detail))
+            for n in notes]

@@ -1,0 +1,306 @@
+"""`grade export REPORTS --lms canvas|moodle`: a gradebook CSV that Canvas or Moodle imports, made
+from an output folder of `grade` (its results.json files), without grading anything again.
+
+Canvas (its gradebook importer, instructure/canvas-lms app/models/gradebook_importer.rb): the header
+starts with "Student" and "ID", then "SIS User ID" and "SIS Login ID", then "Section"; every further
+column is an assignment (an existing one is matched by "Title (id)" or its title, any other title
+creates one); a row whose first cell contains "Points Possible" gives the points of each assignment;
+a student is matched by ID (Canvas's own number), else SIS User ID, else SIS Login ID, else name; a
+blank grade changes nothing. Columns named like "Current Score" or "Final Grade" are ignored, so the
+kit never writes a total beside per-section columns.
+
+Moodle (Grades > Import > CSV file, grade/import/csv): a header, then one row per student; at import
+the teacher maps one column to the users' username, ID number, email address or id ("Map from" /
+"Map to") and each grade column to a grade item or a new one. No points-possible row: a row whose
+identifier matches no user stops the whole import. The maximum is the grade item's (100 for a new
+item; grades above it are refused unless the site allows unlimited grades).
+
+Every text cell (names, titles) is neutralised for spreadsheets (see textsafe.spreadsheet_cell).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import stat
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.classroom.textsafe import clean, spreadsheet_cell
+from grader.i18n import Catalog, section_key
+from grader.records import SECTIONS
+
+LMS = ("canvas", "moodle")
+GROUPINGS = ("assignment", "section")
+MAX_RESULTS_BYTES = 32 * 1024**2
+MAX_ROSTER_BYTES = 16 * 1024**2
+MAX_NAME = 255
+CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+CANVAS_POINTS_ROW = "Points Possible"
+MOODLE_IDENTITY = ("First name", "Last name", "Username", "ID number", "Email address")
+
+
+class ExportError(Exception):
+    """The export cannot be made (no results, a bad roster, a bad target). Carries a message-catalogue
+    key (export.error.<key>) and its parameters."""
+
+    def __init__(self, key: str, **params: object):
+        super().__init__(key)
+        self.key = key
+        self.params = params
+
+
+@dataclass
+class StudentGrades:
+    name: str
+    score: float
+    max_score: float
+    sections: dict[str, tuple[float, float]]  # section id -> (score, max)
+
+
+@dataclass
+class Export:
+    path: Path
+    rows: int
+    columns: list[tuple[str, float]]  # (title, points possible)
+    unreadable: list[str] = field(default_factory=list)  # output folders without a usable results.json
+    unmatched: list[str] = field(default_factory=list)  # graded students the roster does not list
+    not_submitted: list[str] = field(default_factory=list)  # roster rows with no graded submission
+    altered_ids: list[str] = field(default_factory=list)  # identifiers changed to stay inert in spreadsheets
+    identity_column: str = ""  # the column that identifies a student (what Moodle maps from)
+
+
+# -- reading an output folder -------------------------------------------------------------------
+
+def _read_json(path: Path) -> dict | None:
+    """A results.json of the grader's output folder, read without following a link, size-capped."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_RESULTS_BYTES:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            document = json.loads(handle.read(MAX_RESULTS_BYTES + 1))
+    except (OSError, ValueError, RecursionError):
+        return None
+    finally:
+        os.close(fd)
+    return document if isinstance(document, dict) else None
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return None
+    return float(value)
+
+
+def _grades(document: dict | None, folder_name: str) -> StudentGrades | None:
+    if document is None:
+        return None
+    score, max_score = _number(document.get("score")), _number(document.get("max_score"))
+    if score is None or max_score is None:
+        return None
+    sections: dict[str, tuple[float, float]] = {}
+    for section in document.get("sections") or []:
+        if isinstance(section, dict) and section.get("id") in SECTIONS:
+            got, most = _number(section.get("score")), _number(section.get("max_score"))
+            if got is None or most is None:
+                return None
+            sections[section["id"]] = (got, most)
+    name = document.get("submission")
+    return StudentGrades(name if isinstance(name, str) and name.strip() else folder_name, score, max_score, sections)
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def read_output(out_dir: Path) -> tuple[list[StudentGrades], list[str]]:
+    """(the graded students, the folders whose results.json is missing or unusable) of an output
+    folder: one submission (results.json in it) or a class (one folder per student)."""
+    try:
+        if not stat.S_ISDIR(os.lstat(out_dir).st_mode):
+            raise ExportError("not-a-folder", path=out_dir)
+    except OSError:
+        raise ExportError("missing", path=out_dir) from None
+    if _is_file(out_dir / "results.json"):  # one submission's reports (a student *folder* named so is a class)
+        grades = _grades(_read_json(out_dir / "results.json"), out_dir.name)
+        return ([grades], []) if grades else ([], [out_dir.name])
+    students, unreadable = [], []
+    with os.scandir(out_dir) as entries:
+        for entry in sorted(entries, key=lambda e: e.name):
+            if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
+                continue
+            name = clean(entry.name)
+            grades = _grades(_read_json(Path(entry.path) / "results.json"), name)
+            if grades:
+                students.append(grades)
+            else:
+                unreadable.append(name)
+    if not students:
+        raise ExportError("no-results", path=out_dir)
+    return students, unreadable
+
+
+# -- a roster (an LMS's own export, or any CSV with a column of the folder names) ----------------
+
+def _key(text: str) -> str:
+    return unicodedata.normalize("NFC", text).strip().casefold()
+
+
+def read_roster(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """(header, rows) of a roster CSV (UTF-8, with or without BOM; comma or semicolon separated).
+    Canvas's "Points Possible" row and its muted/posting rows are skipped."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ExportError("roster-unreadable", path=path, reason=exc.strerror or exc) from None
+    if len(data) > MAX_ROSTER_BYTES:
+        raise ExportError("roster-too-large", path=path, megabytes=MAX_ROSTER_BYTES // 1024**2)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ExportError("roster-not-utf8", path=path) from None
+    first = text.split("\n", 1)[0]
+    dialect = "excel" if first.count(",") >= first.count(";") else _Semicolon
+    reader = csv.reader(io.StringIO(text), dialect)
+    header = [cell.strip() for cell in next(reader, [])]
+    if not any(header):
+        raise ExportError("roster-no-header", path=path)
+    rows = []
+    for cells in reader:
+        if not any(c.strip() for c in cells) or CANVAS_POINTS_ROW in (cells[0] if cells else ""):
+            continue
+        if all(c.strip().lower() in ("", "muted") or c.strip().lower().startswith("manual posting") for c in cells):
+            continue
+        rows.append({column: (cells[i].strip() if i < len(cells) else "") for i, column in enumerate(header)})
+    return header, rows
+
+
+class _Semicolon(csv.excel):
+    delimiter = ";"
+
+
+def match_roster(students: list[StudentGrades], header: list[str], rows: list[dict[str, str]],
+                 key: str | None) -> tuple[str, dict[str, dict[str, str]]]:
+    """(the roster column that holds the students' folder names, student name -> roster row).
+    Without KEY, the column that matches the most names is used."""
+    exact = {unicodedata.normalize("NFC", s.name).strip() for s in students}
+    names = {_key(s.name) for s in students}
+    if key is not None:
+        if key not in header:
+            raise ExportError("roster-no-column", column=key, columns=", ".join(header))
+        candidates = [key]
+    else:
+        candidates = [column for column in header if column]
+    best, best_count = None, (0, 0)
+    for column in candidates:
+        values = [row[column] for row in rows if row.get(column)]
+        count = (len(exact & {unicodedata.normalize("NFC", v).strip() for v in values}),  # exact matches first
+                 len(names & {_key(v) for v in values}))
+        if count[1] and count > best_count:
+            best, best_count = column, count
+    if best is None:
+        raise ExportError("roster-key-matches-none" if key else "roster-no-key", column=key)
+    by_key: dict[str, dict[str, str]] = {}
+    for row in rows:
+        by_key.setdefault(_key(row.get(best, "")), row)
+    return best, {s.name: by_key[_key(s.name)] for s in students if _key(s.name) in by_key}
+
+
+# -- writing ---------------------------------------------------------------------------------------
+
+def _columns(students: list[StudentGrades], by: str, assignment: str, catalog: Catalog) -> list[tuple[str, float]]:
+    if by == "assignment":
+        return [(assignment, max(s.max_score for s in students))]
+    return [(catalog.t("export.section-column", assignment=assignment, section=catalog.t(section_key(section))),
+             max((s.sections.get(section, (0.0, 0.0))[1] for s in students), default=0.0))
+            for section in SECTIONS]
+
+
+def _cells(student: StudentGrades, by: str) -> list[str]:
+    if by == "assignment":
+        return [_num(student.score)]
+    return [_num(student.sections[s][0]) if s in student.sections else "" for s in SECTIONS]
+
+
+def _num(value: float) -> str:
+    return f"{round(value, 4):g}"
+
+
+def _name(text: str) -> str:
+    cell = spreadsheet_cell(text)
+    return cell if len(cell) <= MAX_NAME else cell[: MAX_NAME - 1] + "…"
+
+
+def export(out_dir: Path, *, lms: str, by: str = "assignment", assignment: str, catalog: Catalog,
+           roster: Path | None = None, roster_key: str | None = None, to: Path | None = None) -> Export:
+    """Write the CSV (default: OUT_DIR/<lms>-grades.csv) and say what it holds and what was left out."""
+    if lms not in LMS or by not in GROUPINGS:
+        raise ValueError(f"unknown LMS {lms!r} or grouping {by!r}")
+    if not assignment.strip():
+        raise ExportError("empty-title")
+    students, unreadable = read_output(out_dir)
+    target = to if to is not None else out_dir / f"{lms}-grades.csv"
+    if os.path.isdir(target) or (os.path.lexists(target) and not os.path.isfile(target)):
+        raise ExportError("target-is-folder", path=target)
+    matched: dict[str, dict[str, str]] | None = None
+    report = Export(target, 0, [], unreadable)
+    if roster is not None:
+        header, rows = read_roster(roster)
+        key, matched = match_roster(students, header, rows, roster_key)
+        report.unmatched = [s.name for s in students if s.name not in matched]
+        graded = {_key(s.name) for s in students}
+        report.not_submitted = [r[key] for r in rows if r.get(key) and _key(r[key]) not in graded]
+        students = [s for s in students if s.name in matched]
+        identity = CANVAS_IDENTITY if lms == "canvas" else tuple(c for c in MOODLE_IDENTITY if c in header) or (key,)
+        report.identity_column = key if key in identity else next(
+            (c for c in ("Username", "ID number", "Email address") if c in identity), identity[0])
+    else:
+        identity = CANVAS_IDENTITY if lms == "canvas" else ("Student",)
+        report.identity_column = "SIS Login ID" if lms == "canvas" else "Student"
+    report.columns = _columns(students, by, assignment, catalog) if students else []
+    lines: list[list[str]] = [[*identity, *(_name(title) for title, _ in report.columns)]]
+    if lms == "canvas":
+        lines.append([CANVAS_POINTS_ROW, *[""] * (len(identity) - 1), *(_num(p) for _, p in report.columns)])
+    for student in sorted(students, key=lambda s: _key(s.name)):
+        if matched is not None:
+            values = [matched[student.name].get(column, "") for column in identity]
+            if lms == "canvas" and not any(values[1:4]):
+                values[3] = student.name  # no Canvas id in the roster: match by login
+        else:
+            values = [student.name, "", "", student.name, ""] if lms == "canvas" else [student.name]
+        cells = [_name(v) if v else "" for v in values]
+        if any(cell != unicodedata.normalize("NFC", clean(v)) for cell, v in zip(cells, values) if v):
+            report.altered_ids.append(student.name)
+        lines.append([*cells, *_cells(student, by)])
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\r\n").writerows(lines)
+    _write(target, buffer.getvalue())
+    report.rows = len(students)
+    return report
+
+
+def _write(path: Path, text: str) -> None:
+    """Write through a temporary file and a rename: a link at PATH is replaced, never followed."""
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise

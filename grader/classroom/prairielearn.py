@@ -1,0 +1,219 @@
+"""PrairieLearn: an externally graded question, and the grading image that grades it with the kit.
+
+Formats, from PrairieLearn's documentation (github.com/PrairieLearn/PrairieLearn, docs/externalGrading.md,
+docs/elements/pl-file-editor.md, pl-file-upload.md, pl-external-grader-results.md, and the question
+schema apps/prairielearn/src/schemas/infoQuestion.ts):
+- info.json: "gradingMethod": "External" and "externalGradingOptions" with `enabled`, `image` (a
+  Docker Hub image), `entrypoint` (an absolute path, executable in the image), `timeout` (seconds,
+  at most 600; default 30) and `enableNetworking` (off by default);
+- in the grading container: /grade/student (the submitted files), /grade/tests (the question's
+  tests/ folder), /grade/data/data.json; the entrypoint must create /grade/results and write
+  results.json there, at most 1 MB: `score` in [0, 1], or `gradable: false` with `format_errors`
+  (a string or a list of strings; no attempt is used); optional `message`, `output`, `images`
+  ({label, url} with a data: URL) and `tests` ({name, description, points, max_points, message,
+  output, images});
+- question.html: <pl-file-editor file-name=… source-file-name=… directory=…> or
+  <pl-file-upload optional-file-names=… optional-file-patterns=…>, and
+  <pl-external-grader-results> in the submission panel.
+
+`grade prairielearn OUT` writes OUT/questions/<id>/ (info.json, question.html, tests/) and
+OUT/grader-image/ (Dockerfile, requirements.txt, the entrypoint, kit/): see `question`. In the
+container, the entrypoint runs ``python -m grader.classroom.prairielearn run``: /grade becomes
+reachable by root only, the upload is located without following links, read by the kit's intake and
+graded by `grader.runner.grade` (the same path as `grade`), and results.json is written, always.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import math
+import os
+import stat
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from grader.classroom.deployment import (Graded, answer_key_exposure, grade_upload, locate_submission,
+                                         protection_lines, restrict_to_owner, ROOT)
+from grader.classroom.textsafe import clean, clip, fit_json
+from grader.i18n import LANGUAGES, TEMPLATES_DIR, Catalog
+from grader.records import GradeResult
+
+CONFIG_NAME = "attention-kit.json"  # in the question's tests/ folder: {"lang": "en" | "zh"}
+MAX_RESULTS_BYTES = 1_000_000  # PrairieLearn: results.json "should be limited to 1 MB"
+MAX_TEST_TEXT = 6_000
+MAX_CONFIG_BYTES = 64 * 1024
+PARSE_ERRORS = {"SyntaxError", "IndentationError", "TabError"}
+SVG_NAMESPACE = 'xmlns="http://www.w3.org/2000/svg"'
+
+
+# ------------------------------------------------------------------------------------------------
+# results.json
+# ------------------------------------------------------------------------------------------------
+
+def _text_macros(lang: str):
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR / "prairielearn")),
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=False)
+    env.globals["t"] = Catalog(lang).t
+    env.filters["num"] = lambda value: f"{value:g}"
+    return env.get_template("results.txt.j2").module
+
+
+def _svg_data_url(grid: Any, tokens: list[str], catalog: Catalog) -> str:
+    from grader.report import _attention_grid
+
+    svg = str(_attention_grid(catalog.lang, grid, tuple(tokens), catalog.t("report.heatmap.query"),
+                              catalog.t("report.heatmap.key")))
+    svg = svg.strip().replace("<svg ", f"<svg {SVG_NAMESPACE} ", 1)  # a file needs its namespace
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
+
+
+def _images(check: Any, catalog: Catalog) -> list[dict[str, str]]:
+    """The student's and the reference's attention weights, for a check whose weights differ."""
+    heatmap = check.heatmap
+    if heatmap is None or check.passed or (heatmap.student is not None and not heatmap.differing):
+        return []
+    images = []
+    if heatmap.student is not None:
+        images.append({"label": catalog.t("report.heatmap.yours"),
+                        "url": _svg_data_url(heatmap.student, heatmap.tokens, catalog)})
+    images.append({"label": catalog.t("report.heatmap.reference"),
+                   "url": _svg_data_url(heatmap.reference, heatmap.tokens, catalog)})
+    return images
+
+
+def format_errors(result: GradeResult, catalog: Catalog) -> list[str]:
+    """Why nothing of a submission could be graded (it is then "not gradable": no attempt used):
+    every module is missing, unreadable or fails to parse. Empty when anything could be graded."""
+    errors: dict[str, str] = {}
+    for outcome in result.tests:
+        error = outcome.error
+        if outcome.status == "passed" or error is None:
+            return []
+        if error.key == "import.missing":
+            continue
+        if error.exc_type not in PARSE_ERRORS:
+            return []
+        errors.setdefault(error.module or outcome.module, outcome.message)
+    notes = [n for n in result.integrity if n.kind.startswith("submission.")]
+    if not errors and not notes and result.tests:
+        errors["missing"] = catalog.t("prairielearn.no-module")
+    from grader.report.messages import _note
+
+    return [clean(text) for text in [*(_note(n, catalog).text for n in notes), *errors.values()]]
+
+
+def to_prairielearn(graded: Graded, catalog: Catalog, seconds: float = 0.0) -> dict[str, Any]:
+    """The kit's grading of one upload as PrairieLearn's results.json (at most 1 MB)."""
+    from grader.report import feedback_view
+
+    result = graded.result
+    errors = format_errors(result, catalog)
+    if errors:
+        return not_gradable(errors, catalog)
+    view = feedback_view(result, catalog)
+    macros = _text_macros(catalog.lang)
+    tests = []
+    for section in view.sections:
+        for check in section.tests:
+            test = {
+                "name": clean(f"{section.id} {check.title}"),
+                "description": clean(section.title),
+                "points": float(check.points),
+                "max_points": float(check.max_points),
+                "message": clip(macros.check_message(check), MAX_TEST_TEXT),
+                "output": clip(macros.check_output(check, view.cards), MAX_TEST_TEXT),
+            }
+            images = _images(check, catalog)
+            if images:
+                test["images"] = images
+            tests.append(test)
+    score = result.score / result.max_score if result.max_score else 0.0
+    document = {
+        "gradable": True,
+        "score": min(1.0, max(0.0, score)) if math.isfinite(score) else 0.0,
+        "message": clean(macros.summary(view)),
+        "output": clean(macros.report(view)),
+        "tests": tests,
+        "execution_time": round(seconds, 2),
+    }
+    return fit_json(document, MAX_RESULTS_BYTES)
+
+
+def not_gradable(errors: list[str], catalog: Catalog) -> dict[str, Any]:
+    document = {"gradable": False, "format_errors": [clip(e, MAX_TEST_TEXT) for e in errors],
+                "message": catalog.t("prairielearn.not-gradable")}
+    return fit_json(document, MAX_RESULTS_BYTES, shrink=("message",), per_test=())
+
+
+# ------------------------------------------------------------------------------------------------
+# The entrypoint, in the grading container
+# ------------------------------------------------------------------------------------------------
+
+def read_config(tests_dir: Path) -> dict[str, Any]:
+    """The question's tests/attention-kit.json (the language of the feedback); {} when absent or bad."""
+    try:
+        fd = os.open(tests_dir / CONFIG_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return {}
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_CONFIG_BYTES:
+            return {}
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            config = json.loads(handle.read(MAX_CONFIG_BYTES))
+    except (OSError, ValueError):
+        return {}
+    finally:
+        os.close(fd)
+    return config if isinstance(config, dict) else {}
+
+
+def run(root: Path = Path("/grade"), *, lang: str | None = None) -> dict[str, Any]:
+    """Grade ROOT/student and write ROOT/results/results.json; returns what was written."""
+    results_dir = root / "results"
+    results_dir.mkdir(parents=True, exist_ok=True)
+    restrict_to_owner(root)
+    configured = read_config(root / "tests").get("lang")
+    lang = lang or (configured if configured in LANGUAGES else "en")
+    catalog = Catalog(lang)
+    started = time.perf_counter()
+    log: list[str] = []
+    try:
+        folder = locate_submission(root / "student")
+        if folder is None:
+            result = not_gradable([catalog.t("prairielearn.no-submission")], catalog)
+        else:
+            graded = grade_upload(folder, lang=lang)
+            log = protection_lines(graded.protections, answer_key_exposure(ROOT), catalog)
+            result = to_prairielearn(graded, catalog, time.perf_counter() - started)
+    except Exception as exc:  # noqa: BLE001 - PrairieLearn must always get a results.json
+        result = not_gradable([catalog.t("prairielearn.grader-failed",
+                                         reason=clip(f"{type(exc).__name__}: {exc}", 300))], catalog)
+    text = json.dumps(result, indent=2, ensure_ascii=False)
+    (results_dir / "results.json").write_text(text, encoding="utf-8")
+    for line in log:
+        print(line)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m grader.classroom.prairielearn")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run_parser = sub.add_parser("run", help="grade /grade/student into /grade/results/results.json")
+    run_parser.add_argument("--root", type=Path, default=Path("/grade"))
+    run_parser.add_argument("--lang", choices=LANGUAGES, default=None,
+                            help="language of the feedback (default: tests/attention-kit.json, else en)")
+    args = parser.parse_args(argv)
+    result = run(args.root, lang=args.lang)
+    print(f"score {result['score']:g}" if result.get("gradable", True) else "not gradable")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

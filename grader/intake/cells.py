@@ -1,0 +1,285 @@
+"""From notebook cells to module sources, remembering where every line came from.
+
+`section_module` makes one module of every code cell of a notebook named like the module;
+`chapter_modules` makes the modules of a chapter notebook from its marked cells (see
+`grader.intake.notebooks` for the layouts). Each generated line carries a `LineOrigin` (notebook,
+cell number, line in the cell) or None for lines the grader adds, and `in_notebook_terms` turns a
+traceback frame of a generated module back into the cell and line the student wrote.
+
+Python code is parsed in this (trusted) process only in small pieces: an unmarked cell is searched
+for its imports and definitions only when it is at most MAX_SCANNED_CELL characters long, and at
+most MAX_SCANNED_TOTAL characters per notebook (``ast.parse`` takes ~500 bytes of memory per byte
+of a hostile expression).
+"""
+from __future__ import annotations
+
+import ast
+import bisect
+import io
+import re
+import tokenize
+from dataclasses import dataclass, replace
+from typing import Any
+
+from grader.records import MODULES, LineOrigin, StudentFrame
+
+CHAPTER_NOTEBOOK_MARKER = re.compile(r"^#\s*module:\s*([A-Za-z0-9_]+)\s*$")
+MAX_SCANNED_CELL = 32 * 1024  # an unmarked cell longer than this is not searched for definitions
+MAX_SCANNED_TOTAL = 128 * 1024  # nor any once this much unmarked code has been searched
+# Cell magics whose body is still Python; any other cell magic makes the cell non-Python.
+PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug"}
+_TOP_LEVEL_NAME = re.compile(r"^(?:async[ \t]+def|def|class)[ \t]+(\w+)|^(\w+)[ \t]*(?::[^=\n]*)?=(?!=)", re.M)
+_LOCATION_IN_MESSAGE = re.compile(r"\((\w+)\.py, line (\d+)\)")
+_FIRST_LINE = re.compile(r"^([^\S\n]*)(\S.*)$", re.M)  # the first line that is not blank
+_MAGIC_LINE = re.compile(r"^([^\S\n]*)([%!].*)$", re.M)  # %time x, !pip list
+_HELP_LINE = re.compile(r"^([^\S\n]*)(\??[A-Za-z_][\w.]{0,200}\?{1,2})$", re.M)  # torch.tril?  ?torch.tril
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def tags(metadata: dict) -> list[str]:
+    """A cell's tags (only a list of strings counts)."""
+    found = metadata.get("tags")
+    return [t for t in found if isinstance(t, str)] if isinstance(found, list) else []
+
+
+@dataclass(frozen=True)
+class GeneratedModule:
+    """A module's source made from notebook cells, and the origin of each of its lines."""
+
+    source: str
+    origins: "Origins"  # see origin_at
+
+
+
+def python_code(cell_source: str) -> str | None:
+    """The cell as plain Python, or None when its body is not Python (``%%bash`` and the like).
+    Lines are the cell's lines, one for one (worked on as one text: a cell of a million lines is
+    not a million strings)."""
+    first = _FIRST_LINE.search(cell_source)
+    if first is not None and first.group(2).startswith("%%"):
+        magic = first.group(2)
+        name = magic[2:].split(maxsplit=1)[0] if magic.strip() != "%%" else ""
+        if name not in PYTHON_CELL_MAGICS:
+            return None
+        cell_source = cell_source[:first.start()] + "# " + cell_source[first.start():]
+    if "%" in cell_source or "!" in cell_source:
+        cell_source = _MAGIC_LINE.sub(r"\1pass  # \2", cell_source)
+    if "?" in cell_source:
+        cell_source = _HELP_LINE.sub(r"\1pass  # \2", cell_source)
+    return cell_source
+
+
+def _module_of(source: str, metadata: dict) -> str | None:
+    first_line = source.lstrip().split("\n", 1)[0] if source.strip() else ""
+    match = CHAPTER_NOTEBOOK_MARKER.match(first_line.strip())
+    if match:
+        return match.group(1)
+    for tag in tags(metadata):
+        if tag.startswith("module:"):
+            return tag.partition(":")[2].strip()
+    kit = _dict(metadata.get("attention_kit"))
+    if isinstance(kit.get("module"), str):
+        return kit["module"]
+    return None
+
+
+@dataclass
+class _Scan:
+    """What an unmarked cell gives the kernel: its imports and its definitions, as line ranges."""
+
+    imports: list[tuple[int, int]]  # (first line, last line), 1-based, of each import statement
+    definitions: list[tuple[str, int, int]]  # (name, first, last) of each def / class (decorators included)
+
+
+def _scan(code: str) -> _Scan:
+    """The top-level imports and definitions of a cell; statements that share a line with another
+    are left out (their lines cannot be taken alone)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return _Scan([], [])
+    spans = []
+    for node in tree.body:
+        decorators = getattr(node, "decorator_list", None) or []
+        first = min([node.lineno] + [d.lineno for d in decorators])
+        spans.append((node, first, node.end_lineno or node.lineno))
+    scan = _Scan([], [])
+    for index, (node, first, last) in enumerate(spans):
+        if index and spans[index - 1][2] >= first or index + 1 < len(spans) and spans[index + 1][1] <= last:
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if not (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
+                scan.imports.append((first, last))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            scan.definitions.append((node.name, first, last))
+    return scan
+
+
+def _string_continuations(lines: list[str]) -> set[int]:
+    """1-based numbers of lines that continue a multi-line string (re-indenting them would change
+    the string)."""
+    inside: set[int] = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline):
+            if token.start[0] < token.end[0]:
+                inside.update(range(token.start[0] + 1, token.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError, ValueError, RecursionError, MemoryError):
+        pass
+    return inside
+
+
+# Where the lines of a generated module came from, as runs: (first line of the run in the generated
+# module, 1-based; the origin of that line, or None for lines the grader added). Each following
+# line of a run comes from the next line of the same cell. A cell is one run, whatever its length.
+Origins = tuple[tuple[int, "LineOrigin | None"], ...]
+
+
+def origin_at(runs: Origins, line: int) -> LineOrigin | None:
+    """The origin of line `line` (1-based) of a generated module."""
+    index = bisect.bisect_right(runs, line, key=lambda run: run[0]) - 1
+    if index < 0:
+        return None
+    start, origin = runs[index]
+    return None if origin is None else LineOrigin(origin.notebook, origin.cell, origin.line + line - start)
+
+
+class _Builder:
+    """A generated module: its text in chunks (a whole cell is one) and where its lines came from."""
+
+    def __init__(self, notebook: str):
+        self.notebook = notebook
+        self.chunks: list[str] = []
+        self.count = 0  # lines so far
+        self.runs: list[tuple[int, LineOrigin | None]] = []
+        self._next: tuple[int, int] | None = None  # (cell, line) that would continue the last run
+
+    def _add(self, text: str, cell: int | None = None, line: int = 0) -> None:
+        start = self.count + 1
+        self.chunks.append(text)
+        self.count += text.count("\n") + 1
+        if cell is None:
+            if not self.runs or self.runs[-1][1] is not None:
+                self.runs.append((start, None))
+            self._next = None
+            return
+        if self._next != (cell, line):
+            self.runs.append((start, LineOrigin(self.notebook, cell, line)))
+        self._next = (cell, line + self.count - start + 1)
+
+    def generated(self, line: str) -> None:
+        self._add(line)
+
+    def cell(self, number: int, code: str) -> None:
+        self.generated(f"# --- notebook cell {number} ---")
+        self._add(code, number, 1)
+
+    def lines_of(self, number: int, lines: list[str], first: int, last: int, indent: str = "",
+                 keep: set[int] = frozenset()) -> None:  # type: ignore[assignment]
+        for index in range(first, last + 1):
+            line = lines[index - 1]
+            self._add(line if index in keep or not line.strip() else indent + line, number, index)
+
+    def module(self) -> GeneratedModule:
+        return GeneratedModule("\n".join(self.chunks) + "\n", tuple(self.runs))
+
+
+def chapter_modules(cells: list[tuple[int, str, dict]], shown_name: str) -> dict[str, GeneratedModule]:
+    # Which cell goes where: module cells by their marker; unmarked cells are scanned.
+    order: list[tuple[int, str | None, str, _Scan | None]] = []
+    budget = MAX_SCANNED_TOTAL
+    for number, source, metadata in cells:
+        code = python_code(source)
+        if code is None:
+            continue
+        module = _module_of(source, metadata)
+        if module is None:
+            scan = None
+            if len(code) <= min(MAX_SCANNED_CELL, budget):
+                budget -= len(code)
+                scan = _scan(code)
+            order.append((number, None, code, scan))
+        elif module in MODULES:
+            order.append((number, module, code, None))
+    modules = list(dict.fromkeys(module for _, module, _, _ in order if module is not None))
+    # Names the module cells define: an unmarked cell never replaces them (a draft left in a
+    # scratch cell does not override the student's marked solution).
+    marked = {match.group(1) or match.group(2) for _, module, code, _ in order if module is not None
+              for match in _TOP_LEVEL_NAME.finditer(code)}
+    preamble: list[tuple[int, list[str], int, int]] = []  # (cell, its lines, first, last)
+    seen: set[str] = set()
+    for number, module, code, scan in order:
+        if module is None and scan is not None:
+            lines = code.split("\n")
+            for first, last in scan.imports:
+                text = "\n".join(lines[first - 1:last])
+                if text not in seen:
+                    seen.add(text)
+                    preamble.append((number, lines, first, last))
+    sources: dict[str, GeneratedModule] = {}
+    for index, module in enumerate(modules):
+        builder = _Builder(shown_name)
+        for number, lines, first, last in preamble:
+            builder.lines_of(number, lines, first, last)
+        for name in modules[:index]:
+            builder.generated(f"from {name} import *  # defined earlier in this notebook")
+        if preamble or index:
+            builder.generated("")
+        for number, owner, code, scan in order:
+            if owner == module:
+                builder.generated("")
+                builder.cell(number, code)
+            elif owner is None and scan is not None:
+                _definitions(builder, number, code, [d for d in scan.definitions if d[0] not in marked])
+        sources[module] = builder.module()
+    return sources
+
+
+def _definitions(builder: _Builder, number: int, code: str, definitions: list[tuple[str, int, int]]) -> None:
+    """An unmarked cell's definitions, each in `try: ... except Exception: pass`: a helper whose
+    definition needs a name this module lacks is skipped here, as it would have been unusable."""
+    if not definitions:
+        return
+    lines = code.split("\n")
+    strings = _string_continuations(lines)
+    builder.generated("")
+    builder.generated(f"# --- definitions from notebook cell {number} ---")
+    for _, first, last in definitions:
+        builder.generated("try:")
+        builder.lines_of(number, lines, first, last, indent="    ", keep=strings)
+        builder.generated("except Exception:")
+        builder.generated("    pass")
+
+
+def section_module(cells: list[tuple[int, str, dict]], shown_name: str) -> GeneratedModule | None:
+    """Every Python code cell of a notebook named like its module, in order."""
+    builder = _Builder(shown_name)
+    parts = [(n, code) for n, source, _ in cells if (code := python_code(source)) is not None]
+    for index, (number, code) in enumerate(parts):
+        if index:
+            builder.generated("")
+        builder.cell(number, code)
+    return builder.module() if parts else None
+
+
+def in_notebook_terms(frame: StudentFrame, origins: dict[str, Origins]) -> StudentFrame:
+    """A frame of a module made from a notebook, as the notebook's cell and line; others unchanged."""
+    module = frame.file[:-3] if frame.file.endswith(".py") else ""
+    runs = origins.get(module)
+    if not runs or frame.cell or not isinstance(frame.line, int) or frame.line < 1:
+        return frame
+    origin = origin_at(runs, frame.line)
+    if origin is None:
+        return frame
+    return replace(frame, file=origin.notebook, line=origin.line, cell=origin.cell)
+
+
+def message_in_notebook_terms(message: str, origins: dict[str, Origins]) -> str:
+    """Python's "(sec3_5_causal_attention.py, line 12)" in a syntax error's message, as the cell."""
+    def place(match: re.Match) -> str:
+        frame = in_notebook_terms(StudentFrame(f"{match.group(1)}.py", int(match.group(2)), "", ""), origins)
+        return f"({frame.file}, cell {frame.cell}, line {frame.line})" if frame.cell else match.group()
+
+    return _LOCATION_IN_MESSAGE.sub(place, message) if origins and len(message) < 100_000 else message

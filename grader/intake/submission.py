@@ -1,0 +1,115 @@
+"""Assembling a `Submission` from the files read (by `grader.intake.files`' rules), within budgets.
+
+A submission's files are read one at a time and each notebook is turned into module sources at
+once, so that at most one file's raw bytes are held. The budgets bound what one submission costs
+the trusted process whatever it holds: MAX_SOURCE_BYTES per module (a .py file, or the code a
+notebook gives a module), MAX_NOTEBOOK_BYTES per notebook, MAX_NOTEBOOKS notebooks and
+MAX_SUBMISSION_BYTES read in all. What is over a budget is not graded, and a note says so.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, notebook_modules
+from grader.intake.text import decode_name
+from grader.records import MODULES, IntegrityNote, LineOrigin, Submission
+
+MAX_SOURCE_BYTES = 512 * 1024
+MAX_NOTEBOOKS = 16
+MAX_SUBMISSION_BYTES = 24 * 1024 * 1024
+
+
+def is_module_file(name: str) -> bool:
+    stem, dot, suffix = name.rpartition(".")
+    return bool(dot) and suffix in ("py", "ipynb") and stem in MODULES
+
+
+def reading_order(names: list[str]) -> list[str]:
+    """The files of a submission that are read, in the order they are: the modules' .py files,
+    then notebooks named like a module, then other notebooks (by name)."""
+    modules = [f"{m}.py" for m in MODULES if f"{m}.py" in names]
+    notebooks = sorted((n for n in names if n.endswith(".ipynb") and not n.startswith(".")),
+                       key=lambda n: (n[:-6] not in MODULES, os.fsencode(n)))
+    return modules + notebooks
+
+
+class Assembly:
+    """A submission being put together, file by file."""
+
+    def __init__(self, name: str, path: Path, problems: list[IntegrityNote] | tuple[IntegrityNote, ...] = ()):
+        self.name = name
+        self.path = Path(path)
+        self.py: dict[str, str] = {}
+        self.generated: dict[str, tuple[str, tuple[tuple[int, LineOrigin | None], ...]]] = {}
+        self.problems = list(problems)
+        self.left = MAX_SUBMISSION_BYTES
+        self.notebooks = 0
+
+    def note(self, kind: str, filename: str) -> None:
+        self.problems.append(IntegrityNote(kind, decode_name(filename)))
+
+    def admits(self, filename: str, size: int) -> bool:
+        """Whether a file of `size` bytes is read (a note says why not)."""
+        if filename.endswith(".ipynb"):
+            if self.notebooks >= MAX_NOTEBOOKS:
+                self.note("submission.notebook-skipped", filename)
+                return False
+        if size > self.left:
+            self.note("submission.file-over-budget", filename)
+            return False
+        return True
+
+    def add(self, filename: str, data: bytes) -> None:
+        self.left -= len(data)
+        if filename.endswith(".ipynb"):
+            self.notebooks += 1
+            self._notebook(filename, data)
+        elif is_module_file(filename):
+            self.py[filename[:-3]] = data.decode("utf-8", errors="replace")
+
+    def _notebook(self, filename: str, data: bytes) -> None:
+        shown_name = decode_name(filename)
+        try:
+            modules = notebook_modules(data, filename, shown_name)
+        except NotebookError as exc:
+            detail = shown_name + (f" ({exc.where})" if exc.where else "")
+            self.problems.append(IntegrityNote(f"submission.notebook-{exc.reason}", detail))
+            return
+        for module, generated in modules.items():
+            if module in self.generated:
+                continue  # an earlier notebook (a module-named one) has it
+            if len(generated.source.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
+                self.problems.append(IntegrityNote("submission.notebook-code-too-large", f"{module} ({shown_name})"))
+                continue
+            self.generated[module] = (generated.source, generated.origins)
+
+    def submission(self) -> Submission:
+        sources = {module: source for module, (source, _) in self.generated.items()}
+        origins = {module: runs for module, (_, runs) in self.generated.items()}
+        for module, source in self.py.items():  # a .py file wins over a notebook
+            sources[module] = source
+            origins.pop(module, None)
+        digest = hashlib.sha256()
+        for module in sorted(sources):
+            digest.update(module.encode() + b"\0" + sources[module].encode("utf-8", "surrogatepass") + b"\0")
+        for note in self.problems:
+            digest.update(b"note\0" + f"{note.kind}\0{note.detail}".encode("utf-8", "surrogatepass") + b"\0")
+        ordered = {module: sources[module] for module in MODULES if module in sources}
+        return Submission(self.name, self.path, ordered, digest.hexdigest(), tuple(self.problems), origins)
+
+
+def submission_from_files(name: str, path: Path, files: dict[str, bytes],
+                          problems: list[IntegrityNote] | tuple[IntegrityNote, ...] = ()) -> Submission:
+    """A Submission from file names and contents already read (by intake's rules): .py files named
+    like a module and notebooks (*.ipynb), within the budgets above; other names are ignored."""
+    assembly = Assembly(name, path, problems)
+    for filename in reading_order(list(files)):
+        if assembly.admits(filename, len(files[filename])):
+            assembly.add(filename, files[filename])
+    return assembly.submission()
+
+
+__all__ = ["MAX_NOTEBOOK_BYTES", "MAX_NOTEBOOKS", "MAX_SOURCE_BYTES", "MAX_SUBMISSION_BYTES", "Assembly",
+           "is_module_file", "reading_order", "submission_from_files"]

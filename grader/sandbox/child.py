@@ -1,0 +1,147 @@
+"""The restricted child: forked from the warm worker for one submission, it drops every privilege
+and every shared resource before any student code runs, then runs the probes and writes one
+frame per probe to the worker (see `worker`).
+
+Frames to the worker, in this order per probe: {"kind": "start", "name": probe}, any number of
+{"kind": "import", "name": module} / {"kind": "imported", ...} pairs, then {"kind": "result",
+"name": probe} with the probe's record (`driver.serialise`) as payload.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+
+from grader.sandbox import driver, seccomp
+from grader.sandbox.channel import frame, frame_head, write_all
+
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_DUMPABLE = 4
+CLONE_NEWNET = 0x40000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+LIBC = ctypes.CDLL(None, use_errno=True)  # loaded once in the worker, not in every child
+SMALL = 64 * 1024
+KEYRINGS_BLOCKED = False  # set by `block_keyrings` in the worker, whose filter every child inherits
+# Exit statuses of a child whose own (the kit's) code failed: reported as a crash, not as an exit.
+FAILED, NOT_DROPPED, NO_NAMESPACE = 70, 71, 72
+
+
+def run(job: dict, remaining: list[str], poisoned: dict[str, str], scratch: str, write_fd: int, uid: int,
+        probes: dict) -> None:
+    """The child's whole life: restrict, then one frame per probe; never returns."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    # nothing but the result pipe: not the pool's channel, not the job channel, nothing inherited
+    os.closerange(3, write_fd)
+    os.closerange(write_fd + 1, 1 << 16)
+    restrict(uid, job["limits"])
+    os.chdir(scratch)
+    ns = driver.StudentNamespace(scratch, poisoned,
+                                 on_import=lambda module: write_all(write_fd, frame({"kind": "import", "name": module})),
+                                 on_imported=lambda module: write_all(write_fd, frame({"kind": "imported", "name": module})))
+    run_probe = driver.MODES[job["mode"]]
+    pending = b""
+    for name in remaining:
+        # a probe's (small) result and the next one's start go in one write: one wake-up of the worker
+        write_all(write_fd, pending + frame({"kind": "start", "name": name}))
+        payload = driver.serialise(run_probe(probes[name], ns, scratch))
+        pending = frame_head({"kind": "result", "name": name}, len(payload))
+        if len(payload) > SMALL:
+            write_all(write_fd, pending)
+            write_all(write_fd, payload)  # never copied
+            pending = b""
+        else:
+            pending += payload
+    write_all(write_fd, pending)
+    os._exit(0)
+
+
+def restrict(uid: int, limits: dict) -> list[str]:
+    """Called in the child before any student code runs. Returns protections that were unavailable."""
+    missing = []
+    os.setsid()
+    limits_set = {
+        resource.RLIMIT_CPU: limits["cpu_seconds"],
+        resource.RLIMIT_FSIZE: limits["file_bytes"],
+        resource.RLIMIT_NOFILE: 256,
+        resource.RLIMIT_CORE: 0,
+        # torch's libraries already take a few hundred MB of address space: the budget comes on top
+        resource.RLIMIT_AS: _vm_size() + limits["memory_bytes"],
+        # tasks (processes and threads) of the real uid: a slot's own uid when running as root,
+        # otherwise the grading user's, whose existing tasks count too
+        resource.RLIMIT_NPROC: limits["processes"] + (0 if os.getuid() == 0 else _tasks_of(os.getuid())),
+    }
+    for which, value in limits_set.items():
+        try:
+            resource.setrlimit(which, (value, value))
+        except (ValueError, OSError):
+            missing.append(f"rlimit-{which}")
+    if not isolate_ipc():
+        missing.append("ipc")
+    if not limits.get("network_isolated"):
+        if os.getuid() != 0 or LIBC.unshare(CLONE_NEWNET) != 0:
+            missing.append("network")
+    if LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        missing.append("no_new_privs")
+    if not KEYRINGS_BLOCKED:
+        missing.append("keyrings")
+    if os.getuid() == 0:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+        if os.getuid() != uid or os.geteuid() != uid:
+            os._exit(NOT_DROPPED)  # never run student code as root
+    else:
+        missing.append("uid")
+    return missing
+
+
+def block_keyrings() -> None:
+    """Install the keyring filter (`seccomp`) once, in the worker before it forks: every child
+    inherits it, at no cost per child. The worker never executes another program, so it can
+    give up gaining privileges (which an unprivileged filter needs)."""
+    global KEYRINGS_BLOCKED
+    LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    KEYRINGS_BLOCKED = seccomp.install(LIBC)
+
+
+def isolate_ipc() -> bool:
+    """A fresh IPC namespace for this child: System V shared memory, semaphores and message queues
+    and POSIX message queues of earlier children (other students) are invisible, and whatever
+    this child creates disappears with it. As root, one unshare(); otherwise inside a new user
+    namespace that maps this process's own uid and gid to themselves (files keep their owners)."""
+    if LIBC.unshare(CLONE_NEWIPC) == 0:
+        return True
+    uid, gid = os.getuid(), os.getgid()
+    if LIBC.unshare(CLONE_NEWUSER | CLONE_NEWIPC) != 0:
+        return False
+    LIBC.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # after a change of uid, /proc/self is root's until this
+    try:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as handle:
+                handle.write(text)
+    except OSError:
+        os._exit(NO_NAMESPACE)  # half-made namespace: the uid would be "nobody"; the worker reports a crash
+    return True
+
+
+def _vm_size() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _tasks_of(uid: int) -> int:
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    count += len(os.listdir(f"/proc/{entry}/task"))
+            except OSError:
+                pass
+    return count

@@ -1,0 +1,88 @@
+"""After a child: every process it started is killed and reaped, and what it left where the next
+student's child could find it is removed. Runs in the warm worker; copied into the sandbox."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+
+# Folders any process may write to, where a child could leave something for the next student when
+# the sandbox has no private /tmp (without bubblewrap; with it the child can write only its scratch).
+SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")
+
+
+def kill_all(uid: int, pid: int, pid_namespace: bool) -> None:
+    """Kill the child and everything it spawned, without forking (a fork of a torch process is slow).
+
+    In bubblewrap's pid namespace, kill(-1) reaches every process of the namespace except this
+    worker and bubblewrap's init: exactly the child and its descendants, whatever session or
+    process group they moved to. Without a pid namespace, as root, every process of the slot's uid
+    is killed, pass after pass, until none is left (a fork bomb is bounded by RLIMIT_NPROC).
+    Without either, only the child's session is reachable (reported as a missing protection).
+    """
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if pid_namespace:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    elif os.getuid() == 0:
+        for _ in range(100):
+            found = False
+            for entry in os.listdir("/proc"):
+                if not entry.isdigit() or int(entry) == os.getpid():
+                    continue
+                try:
+                    if os.stat(f"/proc/{entry}").st_uid == uid:
+                        found = True
+                        os.kill(int(entry), signal.SIGKILL)
+                except (OSError, ValueError):
+                    pass
+            if not found:
+                break
+
+
+def reap_orphans() -> None:
+    """Collect zombies of the child's descendants (this worker is their subreaper)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def clear_leftovers(uid: int, scratch: str) -> None:
+    """Remove what a child of the slot's uid left in the folders every process may write to (and
+    in their world-writable subfolders, such as /tmp/.X11-unix), so that the next student's child
+    finds nothing of it; the scratch folder stays for the rest of this submission. Every process of
+    the uid is dead by now. Only as root: otherwise the child runs as the grading user, whose own
+    files cannot be told apart (reported as no uid separation)."""
+    if os.getuid() != 0:
+        return
+    folders = list(SHARED_DIRS)
+    while folders:
+        folder = folders.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                status = entry.stat(follow_symlinks=False)
+                if entry.path == scratch:
+                    continue
+                if status.st_uid != uid:
+                    if entry.is_dir(follow_symlinks=False) and status.st_mode & 0o002 and folder in SHARED_DIRS:
+                        folders.append(entry.path)  # another owner's folder anyone may write to
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                pass

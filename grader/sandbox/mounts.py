@@ -1,0 +1,129 @@
+"""What the sandbox's workers see: the bubblewrap command line, its mounts, and whether bubblewrap
+can run on this machine at all (and if not, why)."""
+from __future__ import annotations
+
+import os
+import shutil
+import site
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from grader.sandbox.worker import main; main()"
+TMPFS_BYTES = 512 * 1024**2  # the sandbox's /tmp, where each submission's scratch folder lives
+# Top-level directories of the host that the sandbox sees (read-only); symlinks stay symlinks.
+SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
+MAX_REASON = 160
+
+
+@dataclass(frozen=True)
+class Bubblewrap:
+    """Whether bubblewrap is installed, whether it runs here, and why not (its own words, short)."""
+
+    installed: bool
+    usable: bool
+    reason: str = ""
+
+
+def bubblewrap() -> Bubblewrap:
+    """Tries bwrap with the namespaces the sandbox uses. A container without user namespaces,
+    or with a seccomp profile that forbids them, has bwrap installed but unusable."""
+    if not shutil.which("bwrap"):
+        return Bubblewrap(installed=False, usable=False)
+    probe = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net",
+             "--unshare-pid", "--unshare-ipc", "--die-with-parent", "true"]
+    try:
+        done = subprocess.run(probe, capture_output=True, stdin=subprocess.DEVNULL, timeout=30)
+    except subprocess.TimeoutExpired:
+        return Bubblewrap(installed=True, usable=False, reason="bwrap did not finish within 30 s")
+    except OSError as exc:
+        return Bubblewrap(installed=True, usable=False, reason=short(str(exc)))
+    if done.returncode == 0:
+        return Bubblewrap(installed=True, usable=True)
+    reason = short(done.stderr.decode("utf-8", "replace")) or f"bwrap exited with status {done.returncode}"
+    return Bubblewrap(installed=True, usable=False, reason=reason)
+
+
+def short(text: str) -> str:
+    """The first non-empty line of `text`, printable characters only, at most MAX_REASON long."""
+    for line in text.splitlines():
+        line = "".join(c for c in line if c.isprintable()).strip()
+        if line:
+            return line if len(line) <= MAX_REASON else line[:MAX_REASON - 1] + "…"
+    return ""
+
+
+def _site_packages_of(package: str) -> str:
+    """The directory a package is installed in, found without importing it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    origin = spec.origin if spec is not None and spec.origin else ""
+    return os.path.dirname(os.path.dirname(origin)) if origin else ""
+
+
+def python_roots() -> list[Path]:
+    """What the interpreter needs to run: its prefixes and site-packages (never the kit's checkout)."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
+             _site_packages_of("torch")}
+    paths |= set(site.getsitepackages())
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        paths.add(sysconfig.get_paths()[key])
+    roots = sorted({Path(p).resolve() for p in paths if p and os.path.isdir(p)})
+    return [r for r in roots if not any(other != r and other in r.parents for other in roots)]
+
+
+def hide_targets(paths: list[Path], keep: list[Path]) -> list[Path]:
+    """Directories to cover with an empty tmpfs: `paths`, except ancestors of what must stay visible."""
+    targets: list[Path] = []
+    for path in paths:
+        path = path.resolve()
+        if not path.is_dir() or path in keep:
+            continue  # what must stay visible itself (e.g. a venv inside the repository)
+        if any(path in k.parents for k in keep):
+            targets += hide_targets([child for child in path.iterdir() if child.is_dir()], keep)
+        else:
+            targets.append(path)
+    return sorted(set(targets))
+
+
+def mounted_hidden(hidden: list[Path], roots: list[Path]) -> list[Path]:
+    """Of the paths to hide, those the sandbox would otherwise see: only the system's and the
+    interpreter's directories are mounted, so only what lies inside them (e.g. the kit installed
+    into site-packages) needs covering."""
+    mounted = roots + [Path("/") / name for name in SYSTEM_DIRS]
+    return [p for p in hide_targets(hidden, roots) if any(root == p or root in p.parents for root in mounted)]
+
+
+def bwrap_command(kit: Path, roots: list[Path], hidden: list[Path]) -> list[str]:
+    """bubblewrap's part of a worker's command line, up to the interpreter; the staged `kit` is
+    /tmp/kit inside. An allowlist: the system's directories and the interpreter's, read-only; an
+    empty /tmp (where the scratch copies live); the staged probe code. Nothing else of the host."""
+    command = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+               "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
+    # The empty /tmp first: an interpreter or venv that lives under the host's /tmp (a CI clone)
+    # is bound on top of it below, instead of being covered by it.
+    command += ["--dev", "/dev", "--proc", "/proc", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp"]
+    for name in SYSTEM_DIRS:
+        path = Path("/") / name
+        if path.is_symlink():
+            command += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            command += ["--ro-bind", str(path), str(path)]
+    for root in roots:
+        command += ["--ro-bind", str(root), str(root)]
+    for path in hidden:
+        command += ["--tmpfs", str(path)]
+    return command + ["--ro-bind", str(kit), "/tmp/kit", "--chdir", "/tmp"]
+
+
+def worker_command(kit: Path, uid: int, result_fd: int, flavour: str, bwrap: list[str] | None) -> list[str]:
+    """The whole command line of a warm worker: inside `bwrap` (its part from `bwrap_command`), or
+    directly when bubblewrap is unavailable."""
+    python = [sys.executable, "-E", "-s", "-B", "-c", BOOT]
+    arguments = ["--uid", str(uid), "--result-fd", str(result_fd), "--flavour", flavour]
+    if bwrap is None:
+        return python + [str(kit), *arguments]
+    return bwrap + python + ["/tmp/kit", *arguments, "--pid-namespace"]

@@ -1,0 +1,224 @@
+"""Chapter 3 public checks: running them and reporting, each failure with its reason.
+
+In a notebook (the test cells of the course's notebook do this):
+
+    from ch3_checks import check_section
+    check_section("sec3_5_causal_attention", globals())
+
+check.py runs every check on the .py files or notebooks of a folder. The checks themselves are in
+ch3_check_list.py; messages come from check_messages.json and the report's layout from
+check_report.txt.j2, all beside this file.
+"""
+from __future__ import annotations
+
+import json
+import linecache
+import os
+import sys
+import textwrap
+import traceback
+import warnings
+from pathlib import Path
+
+# torch warns on import when NumPy is missing; these checks never use NumPy.
+warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
+
+import ch3_check_list  # noqa: E402 - after the warning filter
+from ch3_check_list import CHECKS, MODULES, Mismatch, Undefined  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+MARKS = {"pass": "✔", "fail": "✘", "todo": "…"}
+OWN_FILES = {os.path.abspath(__file__), os.path.abspath(ch3_check_list.__file__)}
+
+
+class Code:
+    """A student's module, or a notebook's namespace, as the checks see it: a name it does not
+    define is reported as such, not as an AttributeError of the checks."""
+
+    def __init__(self, module, namespace, code_of=None, undefined="undefined"):
+        self._module, self._namespace, self._code_of, self._undefined = module, namespace, code_of, undefined
+
+    def _sibling(self, module):
+        """Another of the student's modules (a notebook has one namespace for all of them)."""
+        code = self._code_of(module) if self._code_of else self
+        if isinstance(code, Unavailable):
+            raise Blocked(module, code)
+        return code
+
+    def __getattr__(self, name):
+        try:
+            return self._namespace[name]
+        except KeyError:
+            raise Undefined(self._module, name, self._undefined) from None
+
+
+class Unavailable:
+    """A module the checks cannot use: why, as (message key, params), and the line of code at fault."""
+
+    def __init__(self, key, code="", **params):
+        self.key, self.params, self.code = key, params, code
+
+
+class Messages:
+    def __init__(self, lang=None, path=None):
+        data = json.loads(Path(path or HERE / "check_messages.json").read_text(encoding="utf-8"))
+        self.lang = lang if lang in data and lang != "default" else data.get("default", "en")
+        self.messages, self.fallback = data.get(self.lang, {}), data["en"]
+
+    def has(self, key):
+        return key in self.messages or key in self.fallback
+
+    def __call__(self, key, **params):
+        text = self.messages.get(key, self.fallback.get(key, key))
+        try:
+            return text.format(**params)
+        except (KeyError, IndexError, ValueError):
+            return text
+
+    def show(self, value):
+        return self(value[0], **value[1]) if isinstance(value, tuple) else str(value)
+
+
+class Blocked(Exception):
+    """A check needs another of the student's modules, which the checks cannot use."""
+
+    def __init__(self, module, why):
+        super().__init__(module)
+        self.module, self.why = module, why
+
+
+class Frame:
+    """Where in the student's code something happened."""
+
+    def __init__(self, filename, line, function, code):
+        self.filename, self.line, self.function, self.code = filename, line, function, code
+
+
+def _library(filename):
+    if filename.startswith("<frozen") or os.path.abspath(filename) in OWN_FILES:
+        return True
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    return any(os.path.abspath(filename).startswith(os.path.join(root, "lib", "")) for root in roots if root)
+
+
+def student_frame(exc):
+    """The last traceback frame in the student's code (not in these checks, torch or Python)."""
+    found = None
+    for frame, line in traceback.walk_tb(exc.__traceback__):
+        code = frame.f_code
+        if not _library(code.co_filename):
+            found = (code.co_filename, line, getattr(code, "co_qualname", code.co_name))
+    if found is None:
+        return None
+    return Frame(*found, linecache.getline(found[0], found[1]).strip()[:120])
+
+
+def run_checks(code_of, t, locate, modules=MODULES):
+    """Run the checks of `modules`. `code_of(module)` gives a Code or an Unavailable; `locate(frame)`
+    names where a student's frame is. Returns one result per check, in book order."""
+    import torch
+
+    results, codes = [], {}
+    for module, key, fn in CHECKS:
+        if module not in modules:
+            continue
+        row = {"module": module, "key": key, "section": t("section." + module), "text": t("items." + key),
+               "status": "fail", "note": "", "code": ""}
+        results.append(row)
+        first_of_module = module not in codes
+        code = codes[module] = code_of(module) if first_of_module else codes[module]
+        if isinstance(code, Unavailable):  # said once per module
+            row["note"], row["code"] = (t(code.key, **code.params), code.code) if first_of_module else (t("see-above"), "")
+            continue
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            try:
+                fn(code, torch)
+                row["status"], row["note"] = "pass", ""
+            except Mismatch as exc:
+                row["note"] = t("reason", what=exc.what, expected=t.show(exc.expected), actual=t.show(exc.actual))
+            except Undefined as exc:
+                row["note"] = t(exc.key, module=exc.module, name=exc.name)
+            except Blocked as exc:
+                row["note"] = t("blocked", module=exc.module, reason=t(exc.why.key, **exc.why.params))
+            except NotImplementedError as exc:
+                frame = student_frame(exc)
+                row["status"] = "todo"
+                row["note"] = t("not-implemented", function=frame.function, where=locate(frame)) if frame \
+                    else t("not-implemented-unlocated")
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - report any error of the student's code, even exit()
+                frame = student_frame(exc)
+                error = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
+                row["note"] = t("error", error=error, where=locate(frame)) if frame else error
+                row["code"] = frame.code if frame else ""
+    return results
+
+
+def next_step(results):
+    """The index of the one check to work on next: the first that does not pass, in book order."""
+    return next((i for i, r in enumerate(results) if r["status"] != "pass"), None)
+
+
+def render(results, t, **context):
+    """The report (check_report.txt.j2 beside this file): a whole folder's with `folder=...`, one
+    section's for a notebook test cell otherwise."""
+    import jinja2  # installed with PyTorch
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(HERE)), trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=False)
+    return env.get_template("check_report.txt.j2").render(
+        results=results, t=t, marks=MARKS, first=next_step(results), passed=sum(r["status"] == "pass" for r in results),
+        total=len(results), **context).strip("\n")
+
+
+# -- in a notebook ----------------------------------------------------------------------------------
+def wrapped(report, width=82):
+    """The report's lines wrapped to `width` columns: `nbgrader validate` cuts longer lines off."""
+    lines = []
+    for line in report.splitlines():
+        indent = line[: len(line) - len(line.lstrip())]
+        lines += textwrap.wrap(line, width, subsequent_indent=indent + "  ", break_long_words=False,
+                               break_on_hyphens=False) or [""]
+    return lines
+
+
+class ChecksNotPassed(AssertionError):
+    """Raised by a test cell whose public checks do not all pass; shown as the report alone."""
+
+    def __init__(self, report):
+        super().__init__(report)
+        self.report = report
+
+    def _render_traceback_(self):  # IPython shows these lines instead of a Python traceback
+        return wrapped(self.report)
+
+
+def _notebook_locate(t):
+    def locate(frame):
+        cell = None
+        try:
+            shell = get_ipython()  # noqa: F821 - defined in IPython kernels
+            cell = getattr(shell.compile, "_filename_map", {}).get(frame.filename)
+        except NameError:
+            pass
+        where = t("where-cell", cell=cell) if cell is not None else os.path.basename(frame.filename)
+        return t("where", file=where, line=frame.line)
+    return locate
+
+
+def check_section(module, namespace, lang=None):
+    """A notebook's test cell: run this section's public checks on the notebook's own definitions.
+    Prints the result when every check passes, raises ChecksNotPassed with the reasons otherwise."""
+    t = Messages(lang)
+    if os.environ.get("NBGRADER_EXECUTION") == "autograde":
+        # Under `nbgrader autograde` the course's GradeWithKit preprocessor scores this cell and
+        # replaces its output. Reaching this means that it is not configured: fail closed.
+        raise RuntimeError(t("not-configured"))
+    code = Code(module, namespace, undefined="undefined-in-notebook")
+    results = run_checks(lambda name: code, t, _notebook_locate(t), modules=(module,))
+    report = render(results, t, section=t("section." + module))
+    if next_step(results) is not None:
+        raise ChecksNotPassed(report)
+    print("\n".join(wrapped(report)))

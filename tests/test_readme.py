@@ -1,0 +1,100 @@
+"""README is executable truth: every command block of README.md works pasted into a clean shell on
+a fresh clone.
+
+The committed HEAD is cloned into a temporary folder, and README's `bash` blocks run there in
+order, each in a new clean shell as a new user's would be: `env -i` with the system's PATH, an
+empty HOME, from the clone's top folder (README says "from this folder"), stopping at the first
+command that fails (`bash -e -o pipefail`). Later blocks see what earlier ones made, as they do
+for a reader going down the page.
+
+Cost. Nothing of this machine is reused: the Quick start block builds the clone's own `.venv`
+(`make demo` runs `make setup`), because a venv copied in would hide a missing setup step, and
+the later blocks use that venv as README tells the reader to. One thing is narrowed: README's
+`make test` runs with `PYTEST_ARGS=--collect-only` (the setup, the test extra and the import of
+every test module, not the run), since the whole suite is what CI runs, in the same clean way,
+and this test is part of it.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.readme
+CLEAN_PATH = "/usr/local/bin:/usr/bin:/bin"
+FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.M | re.S)
+SHELL = {"bash", "sh", "shell", "console"}
+MAKE_TEST = re.compile(r"^make test(?=\s|$)", re.M)
+
+
+def readme_blocks(text: str) -> list[tuple[str, str]]:
+    """(language, code) of every fenced block of a Markdown text, in order."""
+    return [(match.group(1).strip(), match.group(2)) for match in FENCE.finditer(text)]
+
+
+def command_blocks(text: str) -> list[str]:
+    return [code for language, code in readme_blocks(text) if language in SHELL]
+
+
+def test_every_block_says_whether_it_is_a_command():
+    """An unlabelled block would escape the test below: commands are `bash`, the rest `text`."""
+    blocks = readme_blocks((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert blocks and all(language for language, _ in blocks), [code[:60] for language, code in blocks if not language]
+    commands = "\n".join(command_blocks((ROOT / "README.md").read_text(encoding="utf-8")))
+    assert "make demo" in commands and len(MAKE_TEST.findall(commands)) == 1
+
+
+def test_the_block_reader_sees_what_a_reader_sees():
+    text = "intro\n```bash\nmake demo\n```\n\n```text\ngrade PATH [--out DIR]\n```\n```\nuntagged\n```\n"
+    assert readme_blocks(text) == [("bash", "make demo\n"), ("text", "grade PATH [--out DIR]\n"), ("", "untagged\n")]
+    assert command_blocks(text) == ["make demo\n"]
+
+
+@pytest.fixture(scope="module")
+def fresh_clone(tmp_path_factory):
+    if shutil.which("git") is None:
+        pytest.fail("git is needed to clone HEAD (README's Quick start assumes it)")
+    base = tmp_path_factory.mktemp("readme")
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(base / "project")], check=True, timeout=300,
+                   capture_output=True)
+    (base / "home").mkdir()
+    yield base / "project", base / "home"
+    shutil.rmtree(base, ignore_errors=True)  # the clone's own .venv is large
+
+
+def run_block(code: str, clone: Path, home: Path) -> subprocess.CompletedProcess:
+    env = {"PATH": CLEAN_PATH, "HOME": str(home), "LANG": "C.UTF-8", "TERM": "dumb"}
+    return subprocess.run(["bash", "-e", "-o", "pipefail", "-c", code], cwd=clone, env=env,
+                          capture_output=True, text=True, timeout=3600)
+
+
+def test_readme_blocks_run_in_a_clean_shell_on_a_fresh_clone(fresh_clone):
+    clone, home = fresh_clone
+    assert not (clone / ".venv").exists()
+    blocks = command_blocks((clone / "README.md").read_text(encoding="utf-8"))
+    assert blocks
+    outputs = []
+    for number, code in enumerate(blocks, start=1):
+        runnable = MAKE_TEST.sub("make test PYTEST_ARGS=--collect-only", code)
+        result = run_block(runnable, clone, home)
+        output = result.stdout + result.stderr
+        assert result.returncode == 0, f"README block {number} failed:\n{code}\n--- output (end) ---\n{output[-4000:]}"
+        assert "Traceback (most recent call last)" not in output, f"README block {number}:\n{code}\n{output[-4000:]}"
+        outputs.append(output)
+    quick_start = outputs[0]
+    assert "Report: reports/example-class/summary.html" in quick_start
+    assert (clone / "reports" / "example-class" / "summary.html").is_file()
+    collected = re.search(r"^(\d+) tests collected", quick_start, re.M)  # make test: the whole suite imports
+    assert collected and int(collected.group(1)) > 200, quick_start[-2000:]
+    # What the classroom blocks promise, beyond their exit status.
+    everything = "\n".join(outputs)
+    assert "19 of 19 checks pass" in everything  # the bundle's check.py on alice
+    assert "VALIDATION FAILED ON 7 CELL(S)" in everything  # nbgrader validate on the blank notebook
+    for made in ("bundle/check.py", "course/feedback/blank-student/ch3/ch3_attention.html", "course/grades.csv",
+                 "autograder.zip"):
+        assert (clone / made).is_file(), made

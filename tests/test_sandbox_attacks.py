@@ -1,0 +1,336 @@
+"""The sandbox against attacks on what lasts between students and on its clocks, its memory in the
+trusted process, its extension points (modes, flavours) and the notice of missing protections.
+Each test runs its own small pool; the attacks are in tests/attacks/ (persist_*, deadline_*,
+flood_*)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader.i18n import Catalog
+from grader.intake.discovery import read_submission
+from grader.probes import book_inputs
+from grader.records import ProbeError
+from grader.sandbox import mounts, pool as pool_module
+from grader.sandbox.pool import Limits, SandboxPool
+from tests.conftest import MODULES, solutions_as_submission
+
+ROOT = Path(__file__).resolve().parents[1]
+ATTACKS = ROOT / "tests" / "attacks"
+MODULE = "sec3_3_simple_attention"
+PROBE = f"{MODULE}:attention_scores"
+SECTION_PROBES = [f"{MODULE}:{name}" for name in ("attention_scores", "attention_weights", "context_vector_for_query",
+                                                  "context_vectors", "scores_for_query", "softmax_naive")]
+INDEPENDENT = [f"{MODULE}:scores_for_query", f"{MODULE}:softmax_naive"]  # never call attention_scores
+LIMITS = Limits(probe_seconds=3, probe_wall_seconds=30, submission_seconds=120, cpu_seconds=30)
+NO_BUBBLEWRAP = mounts.Bubblewrap(installed=False, usable=False)
+
+
+def attacked(tmp_path: Path, name: str, attack: str, **fill: str):
+    """A correct submission whose sec3_3 module has `attack` appended (placeholders filled in)."""
+    target = solutions_as_submission(tmp_path / name)
+    text = (ATTACKS / attack).read_text()
+    for key, value in fill.items():
+        text = text.replace("{" + key + "}", value)
+    module = target / f"{MODULE}.py"
+    module.write_text(module.read_text() + "\n" + text)
+    return read_submission(target)
+
+
+def run_all(pool: SandboxPool, submissions, probes=None) -> dict[str, dict]:
+    for submission in submissions:
+        pool.submit(submission, probes)
+    return {run.submission.name: run.results for run in pool.results()}
+
+
+# -- nothing persists between students ----------------------------------------------------------
+
+OPEN_FOLDER = Path("/tmp/.attention-kit-open")
+LEAK_FILES = [Path(p) for p in ("/tmp/attention-kit-leak", "/var/tmp/attention-kit-leak",
+                                "/dev/shm/attention-kit-leak", "/run/lock/attention-kit-leak",
+                                str(OPEN_FOLDER / "attention-kit-leak"))]
+
+
+@pytest.mark.parametrize("bubblewrap", [True, False], ids=["bubblewrap", "without-bubblewrap"])
+def test_nothing_one_student_leaves_reaches_the_next_in_the_same_worker(tmp_path, monkeypatch, bubblewrap):
+    if not bubblewrap:
+        monkeypatch.setattr(mounts, "bubblewrap", lambda: NO_BUBBLEWRAP)
+    for leftover in LEAK_FILES:
+        leftover.unlink(missing_ok=True)
+    OPEN_FOLDER.mkdir(exist_ok=True)  # like /tmp/.X11-unix: root's, anyone may write into it
+    OPEN_FOLDER.chmod(0o1777)
+    leave = attacked(tmp_path, "leave", "persist_state.py", PERSIST="leave")
+    find = attacked(tmp_path, "find", "persist_state.py", PERSIST="find")
+    with SandboxPool(1, LIMITS, probes=[PROBE]) as pool:  # one worker: the same slot, the same uid
+        assert pool.use_bwrap == bubblewrap
+        results = run_all(pool, [leave, find])
+    report = results["leave"][PROBE]
+    match = re.search(r"left=\[(.*)\] seen=\[(.*)\]", report.message)
+    assert match, report
+    left, seen = ({item.strip(" '") for item in group.split(",") if item.strip()} for group in match.groups())
+    # the attack did leave all of this, and could see it from where it was
+    assert {"sysv-shm", "sysv-sem", "sysv-msg", "posix-mqueue", "daemon", "file attention-kit-leak"} <= left
+    assert left <= seen
+    assert "keyring" not in left  # keyrings are out of reach
+    shared = {f"file {path}" for path in LEAK_FILES}
+    assert not (left & shared) if bubblewrap else {"file /tmp/attention-kit-leak",
+                                                    f"file {OPEN_FOLDER}/attention-kit-leak"} <= left
+    found = results["find"][PROBE]
+    assert isinstance(found, dict), found.message
+    assert torch.allclose(found["book"], book_inputs() @ book_inputs().T)
+    assert not [path for path in LEAK_FILES if path.exists()]
+    shutil.rmtree(OPEN_FOLDER, ignore_errors=True)
+
+
+# -- deadlines ----------------------------------------------------------------------------------
+
+def test_no_frame_a_child_writes_moves_its_deadline(tmp_path):
+    """A probe's clock starts once, when the probe starts; the other probes are graded as usual
+    (had the attack moved its clock, it would have run until the submission's deadline, and every
+    later probe would have timed out)."""
+    limits = Limits(probe_seconds=1, probe_wall_seconds=2, submission_seconds=600, cpu_seconds=60)
+    kinds = ["restart", "next", "imports", "imports-busy"]
+    submissions = [attacked(tmp_path, kind, "deadline_frames.py", FRAMES=kind) for kind in kinds]
+    with SandboxPool(2, limits) as pool:
+        results = run_all(pool, submissions, SECTION_PROBES)
+    # sleeping between notices: the wall-clock backstop; notices as fast as it can: too many of them
+    expected = {"restart": "crash", "next": "crash", "imports": "timeout", "imports-busy": "crash"}
+    for kind in kinds:
+        error = results[kind][PROBE]
+        assert isinstance(error, ProbeError) and error.kind == expected[kind], (kind, error)
+        for probe in INDEPENDENT:
+            assert isinstance(results[kind][probe], dict), (kind, probe, results[kind][probe])
+
+
+def test_the_pool_keeps_one_deadline_for_a_job_across_retries(monkeypatch):
+    """Workers that die on every attempt: each attempt gets the job's deadline, set once (moved
+    only by the time a replacement worker takes to start, here next to nothing), and what is left
+    of the submission's time, never a fresh allowance."""
+    seen = []
+
+    class Dying:
+        pid = 0
+
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def alive(self):
+            return True
+
+        def run(self, job, results, budget, deadline, payload_bytes):
+            seen.append((deadline, job["limits"]["submission_seconds"]))
+            return False
+
+        def kill(self):
+            pass
+
+        stop = kill
+
+    monkeypatch.setattr(pool_module, "WorkerConnection", Dying)
+    with SandboxPool(1, Limits(submission_seconds=50)) as pool:
+        pool.submit(read_submission(solutions_as_submission(Path(pool.staging) / "s")), [PROBE])
+        (run,) = list(pool.results())
+    assert len(seen) == pool_module.ATTEMPTS
+    deadlines = [deadline for deadline, _ in seen]
+    assert deadlines == sorted(deadlines) and deadlines[-1] - deadlines[0] < 50  # no fresh 50 s
+    assert all(0 < seconds <= 50 for _, seconds in seen)
+    assert [seconds for _, seconds in seen] == sorted((seconds for _, seconds in seen), reverse=True)
+    assert run.results[PROBE].key == "sandbox.worker-died"
+
+
+# -- messages name the student's file ---------------------------------------------------------
+
+def test_messages_and_frames_name_the_students_file_not_the_scratch_folder(tmp_path):
+    target = solutions_as_submission(tmp_path / "paths")
+    module = target / f"{MODULE}.py"
+    module.write_text(module.read_text() + textwrap.dedent("""
+        import os
+
+
+        def attention_scores(inputs):
+            raise FileNotFoundError(os.path.abspath("data.txt") + " in " + __file__ + " under " + os.getcwd())
+
+
+        def softmax_naive(x):
+            from sec3_4_self_attention import NoSuchThing
+        """))
+    with SandboxPool(1, LIMITS) as pool:
+        results = run_all(pool, [read_submission(target)], [PROBE, f"{MODULE}:softmax_naive"])["paths"]
+    error = results[PROBE]
+    assert error.message == "data.txt in sec3_3_simple_attention.py under ."
+    assert error.location.file == "sec3_3_simple_attention.py" and error.location.line > 0
+    imported = results[f"{MODULE}:softmax_naive"]
+    assert "(sec3_4_self_attention.py)" in imported.message and "/tmp" not in imported.message
+
+
+# -- memory of the trusted process ------------------------------------------------------------
+
+MEMORY_SCRIPT = """
+import json, resource, sys
+from pathlib import Path
+from grader.runner import grade
+
+peaks, messages = {}, set()
+for kind in ("honest", "flood"):
+    summary = grade(Path(sys.argv[1]) / kind, Path(sys.argv[2]) / kind, jobs=2, force=True)
+    peaks[kind] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    if kind == "flood":
+        messages = {t.message for r in summary.results for t in r.tests if t.status != "passed"}
+print(json.dumps({"peaks": peaks, "messages": sorted(messages)}))
+print(json.dumps(sorted(messages)), file=sys.stderr)
+"""
+
+
+def test_a_class_flooding_every_probe_keeps_the_trusted_process_near_its_baseline(tmp_path):
+    """Every probe of every flooding student sends a payload just under the per-result limit, in
+    the shapes that cost most per byte. Before the byte budget, two such students took the grading
+    process from 320 MB to 1.6 GB; now six take it to about 40 MB more than six honest ones."""
+    flood = (ATTACKS / "flood_results.py").read_text()
+    for kind in ("honest", "flood"):
+        for index in range(6):
+            student = solutions_as_submission(tmp_path / "classes" / kind / f"s{index}")
+            for module in MODULES:
+                path = student / f"{module}.py"
+                path.write_text(path.read_text() + (f"\n{flood}" if kind == "flood" else "") + f"\n# {index}\n")
+    done = subprocess.run([sys.executable, "-c", MEMORY_SCRIPT, str(tmp_path / "classes"), str(tmp_path / "out")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    document = json.loads(done.stdout.strip().splitlines()[-1])
+    peaks = document["peaks"]
+    over_budget = Catalog("en").t("sandbox.over-budget", limit_mb=8)
+    assert over_budget in document["messages"], done.stderr[-3000:]  # the flood did hit the budget
+    grader_blamed = Catalog("en").t("internal.suite-error", type="", text="").split(").")[-1].strip()
+    assert not [m for m in document["messages"] if grader_blamed in m]  # forged results are the student's
+    assert peaks["flood"] - peaks["honest"] < 300 * 1024**2, peaks
+
+
+# -- extension points: modes and flavours -----------------------------------------------------
+
+class PoolWithTestExtensions(SandboxPool):
+    """A pool whose staged sandbox code registers one more mode and one more flavour, the way
+    another track or a second pass would."""
+
+    def _stage_code(self) -> None:
+        super()._stage_code()
+        sandbox = self.staging / "kit" / "grader" / "sandbox"
+        with open(sandbox / "driver.py", "a") as driver:
+            driver.write('\nMODES["echo"] = lambda probe, ns, directory: '
+                         '{"ok": {"probe": probe.name, "flavour": os.environ.get("KIT_TEST_FLAVOUR", "")}}\n')
+        with open(sandbox / "warmup.py", "a") as warmup:
+            warmup.write('\ndef _test_flavour():\n    import os\n    torch_flavour()\n'
+                         '    os.environ["KIT_TEST_FLAVOUR"] = "test"\n\n\nFLAVOURS["test"] = _test_flavour\n')
+
+
+def test_a_submission_runs_in_several_modes_and_flavours_warm_up_the_workers(tmp_path):
+    submission = read_submission(solutions_as_submission(tmp_path / "alice"))
+    with PoolWithTestExtensions(1, LIMITS, flavour="test") as pool:
+        ids = [pool.submit(submission, [PROBE], mode=mode) for mode in ("echo", "grade", "missing-mode")]
+        runs = {run.job: run for run in pool.results()}
+    assert len(set(ids)) == 3 and set(runs) == set(ids)
+    echo, grade, missing = (runs[i] for i in ids)
+    assert (echo.mode, grade.mode, missing.mode) == ("echo", "grade", "missing-mode")
+    assert echo.results[PROBE] == {"probe": PROBE, "flavour": "test"}
+    assert torch.is_tensor(grade.results[PROBE]["book"])
+    assert isinstance(missing.results[PROBE], ProbeError)  # a grader bug fails loudly, never hangs
+
+
+def test_an_unknown_flavour_fails_every_probe_instead_of_hanging(tmp_path):
+    submission = read_submission(solutions_as_submission(tmp_path / "alice"))
+    with SandboxPool(1, LIMITS, flavour="no-such-framework") as pool:
+        results = run_all(pool, [submission], [PROBE])["alice"]
+    assert results[PROBE].key == "sandbox.worker-died"
+
+
+# -- which protection is missing, precisely ---------------------------------------------------
+
+def fake_bwrap(folder: Path, stderr: str, status: int) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "bwrap"
+    script.write_text(f"#!/bin/sh\nprintf '%s\\n' {json.dumps(stderr)} >&2\nexit {status}\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+def test_bubblewrap_installed_but_unusable_is_not_called_not_installed(tmp_path, monkeypatch):
+    reason = ("bwrap: No permissions to creating new namespace, likely because the kernel does not allow "
+              "non-privileged user namespaces. On e.g. debian this can be enabled with "
+              "'sysctl kernel.unprivileged_userns_clone=1'.")
+    fake_bwrap(tmp_path / "bin", reason + "\nsecond line", 1)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:/usr/bin:/bin")
+    status = mounts.bubblewrap()
+    assert (status.installed, status.usable) == (True, False)
+    assert status.reason.startswith("bwrap: No permissions to creating new namespace")
+    assert len(status.reason) <= mounts.MAX_REASON and "second line" not in status.reason
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    assert mounts.bubblewrap() == mounts.Bubblewrap(installed=False, usable=False)
+
+
+@pytest.mark.parametrize("status, kind, detail", [
+    (mounts.Bubblewrap(installed=False, usable=False), "sandbox.no-bubblewrap", "bwrap"),
+    (mounts.Bubblewrap(installed=True, usable=False, reason="bwrap: setting up uid map: Permission denied"),
+     "sandbox.bubblewrap-unusable", "bwrap: setting up uid map: Permission denied"),
+])
+def test_the_notice_says_which_protection_is_missing(monkeypatch, status, kind, detail):
+    monkeypatch.setattr(mounts, "bubblewrap", lambda: status)
+    with SandboxPool(1, LIMITS, probes=[]) as pool:
+        notes = pool.protections()
+    assert [(n.kind, n.detail) for n in notes if "bubblewrap" in n.kind] == [(kind, detail)]
+    for lang in ("en", "zh"):
+        text = Catalog(lang).t(f"integrity.{kind}", detail=detail)
+        assert text != f"integrity.{kind}"
+        if kind == "sandbox.bubblewrap-unusable":
+            assert detail in text and text != Catalog(lang).t("integrity.sandbox.no-bubblewrap")
+
+
+def test_a_child_without_root_still_gets_an_ipc_namespace_of_its_own():
+    """Where the grader is not root (no unshare of IPC alone), the child enters a user namespace
+    that maps its own uid to itself, with a new IPC namespace: what it creates is invisible
+    outside and dies with it, and its files keep their owner."""
+    import ctypes
+
+    from grader.sandbox import child
+
+    key, uid = 0x4B1701, 54321
+    libc = ctypes.CDLL(None, use_errno=True)
+    report_r, report_w = os.pipe()
+    done_r, done_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            os.write(report_w, b"{")  # a child that dies in isolate_ipc leaves a report that is no JSON
+            isolated = child.isolate_ipc()
+            created = libc.shmget(key, 4096, 0o1000 | 0o600)
+            os.write(report_w, json.dumps({"isolated": isolated, "uid": os.getuid(), "created": created})[1:].encode())
+            os.close(report_w)
+            os.read(done_r, 1)  # alive (and its shared memory with it) until the parent has looked
+        finally:
+            os._exit(0)
+    os.close(report_w)
+    try:
+        with os.fdopen(report_r, "rb") as report_file:
+            report = json.loads(report_file.read())
+        with open("/proc/sysvipc/shm") as table:
+            keys = {int(line.split()[0]) for line in table.read().splitlines()[1:]}
+    finally:
+        os.write(done_w, b"x")
+        os.waitpid(pid, 0)
+        for fd in (done_r, done_w):
+            os.close(fd)
+    if not report["isolated"]:
+        pytest.skip("this kernel allows no user namespaces")
+    assert report["uid"] == uid and report["created"] >= 0
+    assert key not in keys
