@@ -27,7 +27,8 @@ from grader.records import SECTIONS, GradeResult, Heatmap, IntegrityNote, ProbeE
 from grader.report import outcome_message, write_submission_reports
 from grader.report.text import words
 from grader.sandbox import codec
-from grader.sandbox.pool import SandboxPool, SandboxRun, result_from_record
+from grader.sandbox.pool import SandboxRun, result_from_record
+from grader.sandbox.pools import TrackPools
 from grader.scoring import section_scores, total
 from grader.suites.seam import Seam, reference_results
 from grader.suites.tracks import TrackBaselines
@@ -69,7 +70,7 @@ def probe_names() -> list[str]:
     return sorted(load_all())
 
 
-def grade_with_suites(pool: SandboxPool, out_of: dict[str, Path], cache_dir: Path, fingerprint: str,
+def grade_with_suites(pool: TrackPools, out_of: dict[str, Path], cache_dir: Path, fingerprint: str,
                       catalog: Catalog, protections: list[IntegrityNote],
                       on_result: Callable[[GradeResult], None]) -> None:
     """Grade the submissions submitted to `pool`: one pytest session runs the hidden suites on each

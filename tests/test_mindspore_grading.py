@@ -1,6 +1,5 @@
-"""MindSpore submissions through the trusted grading path (runner, hidden suites, diagnosis,
-reports) next to PyTorch ones in one class. The probes run in this process with each track's
-adapter (tests/inprocess.py) instead of the sandbox.
+"""MindSpore submissions graded by `grade` as instructors run it (the sandbox's MindSpore
+workers, the hidden suites, diagnosis, reports), next to PyTorch ones in one class.
 
 The "port-style" student is written as exercise-api.md §4 describes the chapter's Chinese
 MindSpore port: `Parameter(mask, requires_grad=False)` masks, `ops.rand` initialisation, and a
@@ -19,7 +18,7 @@ import pytest
 pytest.importorskip("mindspore")
 
 from tests.conftest import ROOT, solutions_as_submission  # noqa: E402
-from tests.inprocess import grade_in_process  # noqa: E402
+from grader.runner import grade  # noqa: E402
 
 EXAMPLES = ROOT / "examples" / "mindspore-class"
 # correct MindSpore submissions written otherwise than the reference (other ops, mask kept as a
@@ -48,7 +47,7 @@ def graded(tmp_path_factory):
     solutions_as_submission(klass / "torch-solutions")
     for correct in CORRECT:
         shutil.copytree(ROOT / "tests" / "submissions" / "correct-mindspore" / correct, klass / correct)
-    summary = grade_in_process(klass, base / "reports")
+    summary = grade(klass, base / "reports", force=True)
     return {r.submission: r for r in summary.results}, base / "reports", klass
 
 
@@ -134,16 +133,8 @@ def test_reports_and_gradebook_show_the_track(graded):
 
 
 def test_a_regrade_reuses_the_results_with_their_track(graded, tmp_path):
-    from grader import runner
-    from tests.inprocess import InProcessPool
-
     _, reports, klass = graded
-    original = runner.SandboxPool
-    runner.SandboxPool = InProcessPool
-    try:
-        summary = runner.grade(klass, reports, jobs=1)
-    finally:
-        runner.SandboxPool = original
+    summary = grade(klass, reports, jobs=1)
     assert summary.graded == 0
     assert {r.submission: r.track for r in summary.results}["port-style"] == "mindspore"
 
@@ -151,7 +142,7 @@ def test_a_regrade_reuses_the_results_with_their_track(graded, tmp_path):
 def test_chinese_reports_explain_the_mindspore_traps(graded, tmp_path):
     _, _, klass = graded
     single = shutil.copytree(klass / "mei", tmp_path / "mei")
-    summary = grade_in_process(single, tmp_path / "zh", lang="zh")
+    summary = grade(single, tmp_path / "zh", lang="zh", force=True)
     text = (tmp_path / "zh" / "feedback.md").read_text(encoding="utf-8")
     assert summary.results[0].track == "mindspore"
     for phrase in ("框架：MindSpore（昇思）", "keep_prob", "axis=", "set_train(False)"):
@@ -179,7 +170,7 @@ def graded_buggy(tmp_path_factory):
     base = tmp_path_factory.mktemp("ms-buggy")
     for name in BUGGY:
         shutil.copytree(ROOT / "tests" / "submissions" / "buggy" / name, base / "class" / name)
-    return {r.submission: r for r in grade_in_process(base / "class", base / "reports").results}
+    return {r.submission: r for r in grade(base / "class", base / "reports", force=True).results}
 
 
 @pytest.mark.parametrize("name", sorted(BUGGY))

@@ -35,6 +35,7 @@ SANDBOX_FILES = ["__init__.py", "probes", "frameworks", "sandbox/__init__.py", "
                  "sandbox/cleanup.py", "sandbox/codec.py", "sandbox/driver.py", "sandbox/seccomp.py", "sandbox/warmup.py",
                  "sandbox/worker.py"]
 SLOT_UID_BASE = 61000
+SLOTS_PER_RUN = 16  # uids per grading run, for all its pools' workers
 GRACE_SECONDS = 30  # after a job's own deadline, for its worker to stop the child and answer
 ATTEMPTS = 3
 
@@ -67,7 +68,7 @@ class SandboxRun:
 
 def _uid_base() -> int:
     """Per-run uids for the slots, so that two grading runs on one machine never share a uid."""
-    return SLOT_UID_BASE + (os.getpid() % 2000) * 16
+    return SLOT_UID_BASE + (os.getpid() % 2000) * SLOTS_PER_RUN
 
 
 class SandboxPool:
@@ -75,11 +76,12 @@ class SandboxPool:
 
     The workers start as soon as the pool exists (each imports torch: about two seconds), so that
     their start-up overlaps whatever the caller does before submitting. `flavour` selects the
-    workers' warm-up (`warmup.FLAVOURS`).
+    workers' warm-up (`warmup.FLAVOURS`). Pools that work side by side (`pools.TrackPools`) share
+    one `results` queue and take different `first_slot`s (each slot has its own uid).
     """
 
     def __init__(self, jobs: int, limits: Limits = Limits(), hide: list[Path] = (), probes: list[str] = (),
-                 flavour: str = "torch"):
+                 flavour: str = "torch", results: queue.Queue | None = None, first_slot: int = 0):
         self.jobs = max(1, jobs)
         self.limits = limits
         self.probes = list(probes)
@@ -89,7 +91,7 @@ class SandboxPool:
         self.bubblewrap = mounts.bubblewrap()
         self.use_bwrap = self.bubblewrap.usable
         self.is_root = os.getuid() == 0
-        self.uid_base = _uid_base()
+        self.uid_base = _uid_base() + first_slot
         self.roots = mounts.python_roots()
         import solutions  # only to find (and hide) where the answer key lives
 
@@ -102,7 +104,7 @@ class SandboxPool:
         self._ids = itertools.count(1)
         self._workers: dict[int, WorkerConnection] = {}
         self._jobs: queue.Queue = queue.Queue()
-        self._results: queue.Queue = queue.Queue(maxsize=self.jobs)
+        self._results: queue.Queue = queue.Queue(maxsize=self.jobs) if results is None else results
         self._threads = [threading.Thread(target=self._slot, args=(slot,), daemon=True) for slot in range(self.jobs)]
         self._pending = 0
         for thread in self._threads:

@@ -67,8 +67,6 @@ def mindspore_flavour() -> None:
 
 
 FLAVOURS: dict[str, Callable[[], None]] = {"torch": torch_flavour, "mindspore": mindspore_flavour}
-# The flavour whose workers grade each track (`grader.frameworks.TRACKS`).
-FLAVOUR_OF_TRACK = {"pytorch": "torch", "mindspore": "mindspore"}
 
 
 def warm_up(flavour: str) -> None:
