@@ -52,10 +52,18 @@ class RunSummary:
         return self.out_dir / ("summary.html" if self.is_class else "feedback.html")
 
 
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
 def kit_fingerprint(lang: str, limits: Limits = Limits()) -> str:
     """Changes whenever anything that decides a grade or a report changes: all of the grader's code,
-    the templates and catalogues, the solutions, the language and the sandbox's limits."""
-    digest = hashlib.sha256(f"{lang}\0{limits!r}\0{importlib.metadata.version('torch')}".encode())
+    the templates and catalogues, the solutions, the language, the sandbox's limits and the versions
+    of torch and MindSpore."""
+    digest = hashlib.sha256(f"{lang}\0{limits!r}\0{importlib.metadata.version('torch')}\0{_version('mindspore')}".encode())
     roots = [Path(grader.__file__).parent, TEMPLATES_DIR]
     import solutions
 

@@ -113,7 +113,7 @@ def bwrap_command(kit: Path, roots: list[Path], hidden: list[Path]) -> list[str]
         elif path.is_dir():
             command += ["--ro-bind", str(path), str(path)]
     for folder in traversable_parents(roots):
-        command += ["--perms", "0755", "--dir", str(folder)]
+        command += ["--perms", "0711", "--dir", str(folder)]
     for root in roots:
         command += ["--ro-bind", str(root), str(root)]
     for path in hidden:
@@ -123,7 +123,7 @@ def bwrap_command(kit: Path, roots: list[Path], hidden: list[Path]) -> list[str]
 
 def traversable_parents(roots: list[Path]) -> list[Path]:
     """The folders bubblewrap must create above the interpreter's directories (a venv in a
-    checkout: /home/me/kit/.venv, /tmp/clone/.venv): made 0755 (bubblewrap's own are 0700), so that a
+    checkout: /home/me/kit/.venv, /tmp/clone/.venv): made 0711 (bubblewrap's own are 0700), so that a
     child, which runs as another uid, can still import a module the worker did not preload."""
     system = [Path("/") / name for name in SYSTEM_DIRS]
     parents = set()

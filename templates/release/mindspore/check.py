@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -234,6 +235,7 @@ def run(folder, messages, fallback):
         except (KeyError, IndexError, ValueError):
             return text
 
+    os.environ.setdefault("GLOG_v", "3")  # MindSpore's own warnings (deprecations) stay out of the report
     import mindspore as ms
 
     ms.set_device("CPU")
