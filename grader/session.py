@@ -32,7 +32,6 @@ from grader.sandbox.pools import TrackPools
 from grader.scoring import section_scores, total
 from grader.suites.seam import Seam, reference_results
 from grader.suites.tracks import TrackBaselines
-from grader.frameworks import track_of
 
 log = logging.getLogger("grader.session")
 
@@ -93,7 +92,7 @@ def grade_with_suites(pool: TrackPools, out_of: dict[str, Path], cache_dir: Path
         def sink(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome]) -> None:
             """One submission's result and reports; nothing in them stops the class."""
             submission = run.submission
-            track = track_of(submission.sources)
+            track = run.track
             try:
                 result = _grade_result(run, seam, outcomes, plugin.infos, tracks.reference(track),
                                        tracks.diagnoser(track), catalog, titles, protections)
@@ -110,7 +109,7 @@ def grade_with_suites(pool: TrackPools, out_of: dict[str, Path], cache_dir: Path
             on_result(result)
 
         plugin = GuardedPlugin(reference, source(), sink,
-                               reference_of=lambda run: tracks.reference(track_of(run.submission.sources)))
+                               reference_of=lambda run: tracks.reference(run.track))
         code = run_suites(plugin)
     finally:
         torch.set_num_threads(threads)

@@ -36,7 +36,8 @@ def imports_mindspore(source: str) -> bool:
     """Whether a module's source imports mindspore (any `import mindspore...`/`from mindspore...`)."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except Exception:  # noqa: BLE001 - SyntaxError, RecursionError, MemoryError; and CPython 3.11's
+        # SystemError ("AST constructor recursion depth mismatch") when parsing from deep in a stack
         return bool(_IMPORT_LINE.search(source))  # a broken module still shows its track
     for node in ast.walk(tree):
         if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "mindspore" for a in node.names):

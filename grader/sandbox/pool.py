@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import grader
+from grader.frameworks import track_of
 from grader.records import IntegrityNote, ProbeError, Submission
 from grader.sandbox import mounts
 from grader.sandbox.boundary import Budget, decode, error_from_dict, result_from_record
@@ -64,6 +65,7 @@ class SandboxRun:
     results: dict[str, dict[str, Any] | ProbeError] = field(default_factory=dict)
     mode: str = "grade"
     job: int = 0
+    track: str = "pytorch"  # the framework its code was run as (grader.frameworks.track_of)
 
 
 def _uid_base() -> int:
@@ -124,12 +126,15 @@ class SandboxPool:
             notes.append(IntegrityNote("sandbox.no-network-isolation", "unshare"))
         return notes
 
-    def submit(self, submission: Submission, probes: list[str] | None = None, mode: str = "grade") -> int:
+    def submit(self, submission: Submission, probes: list[str] | None = None, mode: str = "grade",
+               track: str | None = None) -> int:
         """Queue a job: run `probes` (default: the pool's) of `submission` in `mode` (a mode of
-        `driver.MODES`). A submission may be submitted several times; returns the job's id."""
+        `driver.MODES`) as code of `track` (default: the one its sources show). A submission may
+        be submitted several times; returns the job's id."""
         job_id = next(self._ids)
         self._pending += 1
-        self._jobs.put((job_id, submission, list(self.probes if probes is None else probes), mode))
+        self._jobs.put((job_id, submission, list(self.probes if probes is None else probes), mode,
+                        track or track_of(submission.sources)))
         return job_id
 
     def results(self) -> Iterator[SandboxRun]:
@@ -203,12 +208,12 @@ class SandboxPool:
         self._workers.pop(slot, None)
 
     def _run_job(self, slot: int, worker: WorkerConnection | None, job_id: int, submission: Submission,
-                 probes: list[str], mode: str) -> WorkerConnection | None:
+                 probes: list[str], mode: str, track: str) -> WorkerConnection | None:
         """One job, with up to ATTEMPTS workers if they die; returns the slot's worker afterwards.
 
         The job's deadline is absolute: set once here, and moved only by the time spent starting
         a replacement worker (the grader's own cost, not the student's)."""
-        run = SandboxRun(submission, mode=mode, job=job_id)
+        run = SandboxRun(submission, mode=mode, job=job_id, track=track)
         budget = Budget(self.limits.result_bytes)
         deadline = time.monotonic() + self.limits.submission_seconds + GRACE_SECONDS
         remaining = list(probes)
@@ -221,7 +226,7 @@ class SandboxPool:
                     worker = None
                     worker = self._spawn(slot)
                     deadline += time.monotonic() - started
-                job = job_record(job_id, submission, remaining, mode, self._job_limits(deadline, budget))
+                job = job_record(job_id, submission, remaining, mode, self._job_limits(deadline, budget), track)
                 done = worker.run(job, run.results, budget, deadline, self.limits.payload_bytes)
                 remaining = [name for name in remaining if name not in run.results]
                 if done or not remaining:

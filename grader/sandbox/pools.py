@@ -64,7 +64,7 @@ class TrackPools:
         have none of that track: a submission changed between two reads)."""
         track = track_of(submission.sources)
         pool = self.pools.get(track) or self._start(track, 1)
-        job = pool.submit(submission, probes, mode)
+        job = pool.submit(submission, probes, mode, track)
         self._pending += 1
         return job
 
