@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 import shutil
 
 import pytest
 
 pytest.importorskip("mindspore")
 
-from tests.conftest import ROOT, solutions_as_submission  # noqa: E402
+from tests.conftest import ROOT, mindspore_solutions_as_submission, solutions_as_submission  # noqa: E402
 from grader.runner import grade  # noqa: E402
 
 EXAMPLES = ROOT / "examples" / "mindspore-class"
@@ -25,15 +24,6 @@ EXAMPLES = ROOT / "examples" / "mindspore-class"
 # boolean Parameter, functional forms, CellList.append, keyword arguments...)
 # (in their own folder: the PyTorch suites' tests grade every folder of tests/submissions/correct)
 CORRECT = sorted(p.name for p in (ROOT / "tests" / "submissions" / "correct-mindspore").iterdir() if p.is_dir())
-
-
-def mindspore_solutions_as_submission(target):
-    target.mkdir(parents=True)
-    for path in (ROOT / "solutions" / "mindspore").glob("*.py"):
-        if path.name != "__init__.py":
-            source = re.sub(r"^from \.(\w+) import", r"from \1 import", path.read_text(), flags=re.M)
-            (target / path.name).write_text(source)
-    return target
 
 
 @pytest.fixture(scope="module")

@@ -47,8 +47,9 @@ def torch_flavour() -> None:
 
 
 # Imported by the MindSpore flavour before forking: what every MindSpore submission and the
-# adapter use. compile_config is what a child would otherwise import at its first op.
+# adapter use, and what the first op would otherwise import in every child.
 MINDSPORE_PRELOAD = ("mindspore", "mindspore.nn", "mindspore.ops", "mindspore.graph._parse.compile_config",
+                     "mindspore.ops.tensor_method",  # imported by the first op otherwise: in every child
                      "grader.frameworks.mindspore_adapter")
 
 

@@ -7,6 +7,7 @@ must not have run any op before (the children hang at their first `.asnumpy()`).
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any
 
 NOTES: list[str] = []  # what the adapter kept from taking effect, e.g. "device_target=Ascend"
@@ -18,6 +19,9 @@ def prepare() -> None:
     of set_context/set_device neutralised. Runs no MindSpore op (safe before forking)."""
     if _STATE["prepared"]:
         return
+    # MindSpore's log level is read at its import: errors only (its deprecation warnings about
+    # a student's code would otherwise fill the instructor's terminal)
+    os.environ.setdefault("GLOG_v", "3")
     import mindspore
 
     from grader import probes
