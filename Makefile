@@ -4,8 +4,9 @@ PYTEST_ARGS ?=
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+MINDSPORE_STAMP := $(VENV)/.installed-mindspore
 
-.PHONY: demo test setup sandbox-tools benchmark clean
+.PHONY: demo test setup mindspore sandbox-tools benchmark clean
 
 setup: $(STAMP) sandbox-tools
 
@@ -18,6 +19,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e ".[classroom,test]"
 	touch $(STAMP)
 
+# The MindSpore track (optional for users, always for the tests): MindSpore 2.10 CPU (~800 MB
+# download) and numpy<2, into the same .venv.
+mindspore: $(MINDSPORE_STAMP)
+
+$(MINDSPORE_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e ".[classroom,test,mindspore]"
+	touch $(MINDSPORE_STAMP)
+
 # bubblewrap isolates student code; without it grading still runs but every report says which
 # protections are missing.
 sandbox-tools:
@@ -27,7 +36,7 @@ demo: setup
 	$(BIN)/grade examples/class --out reports/example-class --force
 
 # PYTEST_ARGS narrows the run, e.g. make test PYTEST_ARGS="-k release".
-test: setup
+test: setup mindspore
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 benchmark: setup

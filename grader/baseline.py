@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from grader.suites.plugin import register_markers
-from grader.suites.seam import Seam, in_process_student, reference_results
+from grader.suites.seam import Seam, in_process_student, reference_results, submission_track
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -25,8 +25,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session")
-def reference() -> Seam:
-    return Seam(reference_results())
+def reference(pytestconfig: pytest.Config) -> Seam:
+    track = submission_track(pytestconfig.getoption("--submission").resolve())
+    if track == "pytorch":
+        return Seam(reference_results())
+    from grader.suites.tracks import TrackBaselines  # the seeded probes against the track's own reference
+
+    return TrackBaselines(Seam(reference_results()), []).reference(track)
 
 
 @pytest.fixture(scope="session")

@@ -14,11 +14,13 @@ def _release(argv: list[str]) -> int:
     parser.add_argument("out", type=Path, help="folder to write the bundle to")
     parser.add_argument("--lang", choices=LANGUAGES, default="en", help="default language of README and check.py")
     parser.add_argument("--force", action="store_true", help="write into an existing non-empty folder")
+    parser.add_argument("--framework", choices=("pytorch", "mindspore"), default="pytorch",
+                        help="the stubs and self-check of the PyTorch track (default) or the MindSpore track")
     args = parser.parse_args(argv)
     from grader.classroom.release import ReleaseError, write_release
 
     try:
-        files = write_release(args.out, lang=args.lang, force=args.force)
+        files = write_release(args.out, lang=args.lang, force=args.force, framework=args.framework)
     except ReleaseError as exc:
         parser.exit(2, f"grade release: {exc}\n")
     print(Catalog(args.lang).t("cli.release-written", count=len(files), path=args.out))

@@ -160,3 +160,4 @@ class GradeResult:
     tests: list[TestOutcome]
     integrity: list[IntegrityNote]
     heatmaps: list[Heatmap] = field(default_factory=list)
+    track: str = "pytorch"  # or "mindspore" (grader.frameworks.track_of)

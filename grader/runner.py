@@ -11,6 +11,7 @@ import importlib.metadata
 import json
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
@@ -20,8 +21,11 @@ from grader.intake.discovery import Candidate, discover, read_candidate
 from grader.intake.text import MAX_NAME_CHARS, folder_names, shown
 from grader.i18n import TEMPLATES_DIR, Catalog
 from grader.records import GradeResult, IntegrityNote, SectionScore, Submission, TestOutcome
-from grader.sandbox.pool import Limits, SandboxPool
+from grader.frameworks import track_of
+from grader.sandbox.pool import Limits
+from grader.sandbox.pools import TrackPools
 
+SLOTS_PER_TRACK = 8  # at most this many workers per track (a run has 16 sandbox uids)
 CACHE_DIR = ".grader-cache"  # in the output folder: reference and variant outputs, per kit fingerprint
 # What a class run writes at the top of its output folder: no student's folder may take these names.
 # (`grade export` writes its LMS gradebooks there too, by default.)
@@ -50,10 +54,18 @@ class RunSummary:
         return self.out_dir / ("summary.html" if self.is_class else "feedback.html")
 
 
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
 def kit_fingerprint(lang: str, limits: Limits = Limits()) -> str:
     """Changes whenever anything that decides a grade or a report changes: all of the grader's code,
-    the templates and catalogues, the solutions, the language and the sandbox's limits."""
-    digest = hashlib.sha256(f"{lang}\0{limits!r}\0{importlib.metadata.version('torch')}".encode())
+    the templates and catalogues, the solutions, the language, the sandbox's limits and the versions
+    of torch and MindSpore."""
+    digest = hashlib.sha256(f"{lang}\0{limits!r}\0{importlib.metadata.version('torch')}\0{_version('mindspore')}".encode())
     roots = [Path(grader.__file__).parent, TEMPLATES_DIR]
     import solutions
 
@@ -81,7 +93,8 @@ def _cached(out_dir: Path, content_hash: str, name: str) -> GradeResult | None:
         return GradeResult(name, content_hash, float(document["score"]), float(document["max_score"]),
                            [SectionScore(str(s["id"]), str(s["title"]), float(s["score"]), float(s["max_score"]))
                             for s in document["sections"]], tests,
-                           [IntegrityNote(str(n["kind"]), str(n["detail"])) for n in document.get("integrity", [])])
+                           [IntegrityNote(str(n["kind"]), str(n["detail"])) for n in document.get("integrity", [])],
+                           track=str(document.get("track", "pytorch")))
     except Exception:  # noqa: BLE001 - a damaged or foreign results.json: grade again
         return None
 
@@ -132,13 +145,13 @@ def _grade(loaders: list[Loader], out_dir: Path, is_class: bool, jobs: int | Non
     heads = []
     for load in loaders:
         submission = load()
-        heads.append((submission.name, submission.content_hash))
-    names = _unique_names([name for name, _ in heads])
+        heads.append((submission.name, submission.content_hash, track_of(submission.sources)))
+    names = _unique_names([name for name, _, _ in heads])
     folders = folder_names(names, CLASS_OUTPUTS) if is_class else {}
     pending: list[tuple[int, str]] = []  # (index, cache key)
     reused: list[GradeResult] = []
     out_of: dict[str, Path] = {}
-    for index, (name, (_, content_hash)) in enumerate(zip(names, heads)):
+    for index, (name, (_, content_hash, _)) in enumerate(zip(names, heads)):
         key = _key(content_hash, fingerprint)
         out_of[name] = out_dir / folders[name] if is_class else out_dir
         previous = None if force else _cached(out_of[name], key, name)
@@ -153,9 +166,12 @@ def _grade(loaders: list[Loader], out_dir: Path, is_class: bool, jobs: int | Non
     results: list[GradeResult] = list(reused)
     protections: list[IntegrityNote] = []
     if pending:
-        # the workers start at once; this process imports torch and the suites meanwhile
-        workers = min(jobs or os.cpu_count() or 1, len(pending))
-        with SandboxPool(workers, limits, hide=hide) as pool:
+        # the workers start at once (a track's only if the class has submissions of it); this
+        # process imports torch and the suites meanwhile
+        jobs = min(jobs or os.cpu_count() or 1, SLOTS_PER_TRACK)
+        per_track = Counter(heads[index][2] for index, _ in pending)
+        workers = {track: min(jobs, count) for track, count in per_track.items()}
+        with TrackPools(workers, limits, hide=hide) as pool:
             protections = pool.protections()
             from grader import session
 
@@ -169,7 +185,7 @@ def _grade(loaders: list[Loader], out_dir: Path, is_class: bool, jobs: int | Non
                     key = _key(submission.content_hash, fingerprint)
                 pool.submit(replace(submission, name=names[index], content_hash=key), probes)
 
-            for _ in range(min(len(queue), 2 * workers)):
+            for _ in range(min(len(queue), 2 * sum(workers.values()))):
                 submit_next()
 
             def on_result(result: GradeResult) -> None:

@@ -28,9 +28,11 @@ from grader.records import SECTIONS, Diagnosis, GradeResult, Heatmap, IntegrityN
 from grader.report import outcome_message, write_submission_reports
 from grader.report.text import words
 from grader.sandbox import codec
-from grader.sandbox.pool import SandboxPool, SandboxRun, result_from_record
+from grader.sandbox.pool import SandboxRun, result_from_record
+from grader.sandbox.pools import TrackPools
 from grader.scoring import section_scores, total
 from grader.suites.seam import Seam, reference_results
+from grader.suites.tracks import TrackBaselines
 
 log = logging.getLogger("grader.session")
 
@@ -68,7 +70,7 @@ def probe_names() -> list[str]:
     return sorted(load_all())
 
 
-def grade_with_suites(pool: SandboxPool, out_of: dict[str, Path], cache_dir: Path, fingerprint: str,
+def grade_with_suites(pool: TrackPools, out_of: dict[str, Path], cache_dir: Path, fingerprint: str,
                       catalog: Catalog, protections: list[IntegrityNote],
                       on_result: Callable[[GradeResult], None],
                       on_released: Callable[[], None] = lambda: None) -> None:
@@ -84,7 +86,7 @@ def grade_with_suites(pool: SandboxPool, out_of: dict[str, Path], cache_dir: Pat
     torch.set_num_threads(1)
     try:
         reference, runs = _baselines(fingerprint, cache_dir)
-        diagnoser = Diagnoser(reference, runs)
+        tracks = TrackBaselines(reference, runs, cache_dir, fingerprint)
 
         waiting: dict[int, tuple[SandboxRun, Seam, list[TestOutcome]]] = {}  # trace job -> its submission
 
@@ -99,7 +101,7 @@ def grade_with_suites(pool: SandboxPool, out_of: dict[str, Path], cache_dir: Pat
         def sink(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome]) -> None:
             """The probes that failed go back to the sandbox, traced; the rest is `finish`'s."""
             try:
-                probes = diagnoser.probes_to_trace(outcomes, seam) if run.submission.sources else []
+                probes = tracks.diagnoser(run.track).probes_to_trace(outcomes, seam) if run.submission.sources else []
             except Exception:  # noqa: BLE001
                 log.exception("choosing the probes to trace for %s failed", shown(run.submission.name))
                 probes = []
@@ -113,13 +115,15 @@ def grade_with_suites(pool: SandboxPool, out_of: dict[str, Path], cache_dir: Pat
         def finish(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome], traces: dict[str, dict]) -> None:
             """One submission's result and reports; nothing in them stops the class."""
             submission = run.submission
+            track = run.track
             try:
-                result = _grade_result(run, seam, outcomes, plugin.infos, reference, diagnoser, catalog,
-                                       titles, protections, traces)
+                result = _grade_result(run, seam, outcomes, plugin.infos, tracks.reference(track),
+                                       tracks.diagnoser(track), catalog, titles, protections, traces)
             except Exception as exc:  # noqa: BLE001
                 log.exception("grading %s failed", shown(submission.name))
                 result = _failed_result(submission, plugin.infos, catalog, titles, protections,
                                         f"grading: {type(exc).__name__}")
+            result.track = track
             try:
                 result = write_submission_reports(result, out_of[submission.name], catalog)
             except Exception as exc:  # noqa: BLE001 - e.g. the disk is full: the class still gets its gradebook
@@ -127,7 +131,8 @@ def grade_with_suites(pool: SandboxPool, out_of: dict[str, Path], cache_dir: Pat
                 result.integrity.append(IntegrityNote("report.failed", type(exc).__name__))
             on_result(result)
 
-        plugin = GuardedPlugin(reference, source(), sink)
+        plugin = GuardedPlugin(reference, source(), sink,
+                               reference_of=lambda run: tracks.reference(run.track))
         code = run_suites(plugin)
     finally:
         torch.set_num_threads(threads)

@@ -24,6 +24,15 @@ def solutions_as_submission(target: Path) -> Path:
     return target
 
 
+def mindspore_solutions_as_submission(target: Path) -> Path:
+    """The MindSpore reference (solutions/mindspore) as a student of that track would hand it in."""
+    target.mkdir(parents=True, exist_ok=True)
+    for module in MODULES:
+        source = (ROOT / "solutions" / "mindspore" / f"{module}.py").read_text()
+        (target / f"{module}.py").write_text(re.sub(r"^from \.(\w+) import", r"from \1 import", source, flags=re.M))
+    return target
+
+
 def stubs_as_submission(target: Path) -> Path:
     target.mkdir(parents=True, exist_ok=True)
     for module in MODULES:

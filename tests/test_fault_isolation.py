@@ -70,14 +70,14 @@ def run(tmp_path_factory):
         return real_run(self, item, info, seam, direct)
 
     monkeypatch.setattr(session.GradingPlugin, "_run", run_test)
-    real_results = session.SandboxPool.results
+    real_results = session.TrackPools.results
 
     def results(self):
         for sandbox_run in real_results(self):
             _current["name"] = sandbox_run.submission.name
             yield sandbox_run
 
-    monkeypatch.setattr(session.SandboxPool, "results", results)
+    monkeypatch.setattr(session.TrackPools, "results", results)
     try:
         first = grade(klass, base / "out", jobs=2, force=True)
         second = grade(klass, base / "out", jobs=2)  # the same failures are still there

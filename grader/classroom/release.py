@@ -28,6 +28,8 @@ KIT_DIR = "_kit"
 INTAKE = "grader.intake"
 # Never part of anything students get.
 SECRET_MODULES = ("grader.suites", "grader.probes", "grader.diagnosis", "grader.sandbox", "solutions")
+# The MindSpore track's stubs, README and self-check live in mindspore/ folders (exercises/, templates/release/).
+FRAMEWORKS = ("pytorch", "mindspore")
 
 
 class ReleaseError(Exception):
@@ -44,7 +46,7 @@ def _flat(tree: dict, prefix: str = "") -> dict[str, str]:
     return flat
 
 
-def check_messages(default: str) -> dict:
+def check_messages(default: str, framework: str = "pytorch") -> dict:
     """The public checks' strings per language (flat keys), with the section titles and the
     messages about submissions that cannot be read (the intake's problems)."""
     messages: dict = {"default": default}
@@ -53,6 +55,8 @@ def check_messages(default: str) -> dict:
         tree = _load(lang)
         flat = _flat(tree.get("classroom", {}).get("check", {}))
         flat |= _flat(tree.get("integrity", {}).get("submission", {}), "integrity.submission.")
+        if framework == "mindspore":  # item texts of the MindSpore edition (mindspore.toml)
+            flat |= _flat(tree.get("classroom", {}).get("check-mindspore", {}))
         flat |= {f"section.{module}": catalog.t(section_key(section)) for module, section in MODULE_SECTIONS.items()}
         messages[lang] = flat
     return messages
@@ -64,6 +68,16 @@ def write_public_checks(folder: Path, lang: str) -> list[Path]:
     written = [Path(shutil.copyfile(RELEASE_TEMPLATES / name, folder / name)) for name in PUBLIC_CHECK_FILES]
     messages = folder / "check_messages.json"
     messages.write_text(json.dumps(check_messages(lang), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    return [*written, messages]
+
+
+def write_mindspore_checks(folder: Path, lang: str) -> list[Path]:
+    """The MindSpore edition's self-check (check.py in MindSpore terms), its report layout and messages."""
+    written = [Path(shutil.copyfile(RELEASE_TEMPLATES / "mindspore" / "check.py", folder / "check.py")),
+               Path(shutil.copyfile(RELEASE_TEMPLATES / "check_report.txt.j2", folder / "check_report.txt.j2"))]
+    messages = folder / "check_messages.json"
+    messages.write_text(json.dumps(check_messages(lang, "mindspore"), ensure_ascii=False, indent=1) + "\n",
+                        encoding="utf-8")
     return [*written, messages]
 
 
@@ -120,9 +134,15 @@ def write_kit_intake(folder: Path) -> list[Path]:
     return written
 
 
-def write_release(out: Path, *, lang: str = "en", force: bool = False) -> list[Path]:
-    """Write the bundle; returns the files written."""
+def write_release(out: Path, *, lang: str = "en", force: bool = False, framework: str = "pytorch") -> list[Path]:
+    """Write the bundle (stubs and self-check of `framework`); returns the files written."""
     import jinja2
+
+    if framework not in FRAMEWORKS:
+        raise ReleaseError(f"unknown framework {framework!r}; choose one of {', '.join(FRAMEWORKS)}")
+    stubs = ROOT / "exercises" / ("mindspore" if framework == "mindspore" else "")
+    templates = RELEASE_TEMPLATES / ("mindspore" if framework == "mindspore" else "")
+    readme_template = "release/mindspore/README.md.j2" if framework == "mindspore" else "release/README.md.j2"
 
     out = Path(out)
     if out.exists() and any(out.iterdir()) and not force:
@@ -132,15 +152,18 @@ def write_release(out: Path, *, lang: str = "en", force: bool = False) -> list[P
     exercises = out / "exercises"
     exercises.mkdir(parents=True, exist_ok=True)
     for module in MODULE_SECTIONS:
-        written.append(Path(shutil.copyfile(ROOT / "exercises" / f"{module}.py", exercises / f"{module}.py")))
-    written.append(Path(shutil.copyfile(ROOT / "exercises" / "README.md", exercises / "README.md")))
-    written.append(Path(shutil.copyfile(RELEASE_TEMPLATES / "check.py", out / "check.py")))
-    written += write_public_checks(out, lang)
-    written += write_kit_intake(out)
+        written.append(Path(shutil.copyfile(stubs / f"{module}.py", exercises / f"{module}.py")))
+    written.append(Path(shutil.copyfile(stubs / "README.md", exercises / "README.md")))
+    if framework == "mindspore":
+        written += write_mindspore_checks(out, lang)
+    else:
+        written.append(Path(shutil.copyfile(RELEASE_TEMPLATES / "check.py", out / "check.py")))
+        written += write_public_checks(out, lang)
+        written += write_kit_intake(out)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
     env.globals["t"] = catalog.t
     readme = out / "README.md"
-    readme.write_text(env.get_template("release/README.md.j2").render(), encoding="utf-8")
+    readme.write_text(env.get_template(readme_template).render(), encoding="utf-8")
     written.append(readme)
     return written

@@ -33,4 +33,9 @@ CATALOGUE: dict[str, Misconception] = {m.id: m for m in [
     Misconception("qkv-bias-ignored", "3.4.2"),
     Misconception("wrong-config", "3.6.2"),
     Misconception("hardcoded-shape", "3.5.3"),
+    # met first on the MindSpore track (exercise-api.md §4); texts in templates/i18n/*/mindspore.toml
+    Misconception("mask-trainable", "3.5.3"),
+    Misconception("dropout-keep-prob", "3.5.2"),
+    Misconception("dim-not-axis", "3.3.1"),
+    Misconception("torch-api", "3.4.2"),
 ]}

@@ -95,11 +95,17 @@ def book_inputs() -> torch.Tensor:
     return torch.tensor(BOOK_INPUTS)
 
 
+# Other frameworks' seeding, run by cpu_manual_seed too (the MindSpore adapter adds mindspore.set_seed).
+SEEDERS: list[Callable[[int], None]] = []
+
+
 def cpu_manual_seed(seed: int) -> None:
     """torch.manual_seed(seed) as the book runs it, on the CPU: the same generator state, without
     the lazy CUDA seeding bookkeeping torch.manual_seed also does (it formats a stack trace each
     call, about 0.7 ms in a freshly forked sandbox child)."""
     torch.default_generator.manual_seed(seed)
+    for seeder in SEEDERS:
+        seeder(seed)
 
 
 def randn(*shape: int, seed: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -171,6 +177,7 @@ def linear_layers_zero_filled():
                 if parameter is not None:
                     parameter.zero_()
 
+    zero_fill.zero_filled = True  # type: ignore[attr-defined]  # framework adapters do the same (nn.Dense)
     torch.nn.Linear.reset_parameters = zero_fill
     try:
         yield

@@ -36,6 +36,7 @@ class StudentRow:
     sections: list[tuple[float, float]]  # (score, max) per section id, in section order
     integrity: list[NoteView]
     misconceptions: list[str]  # titles
+    track: str = "pytorch"
 
     @property
     def fraction(self) -> float:
@@ -105,7 +106,8 @@ def class_view(results: list[GradeResult], catalog: Catalog) -> ClassView:
                                [scores.get(s, (0.0, 0.0)) for s in section_ids],
                                [_note(n, catalog) for n in result.integrity],
                                [misconception_card(mid, catalog).title for mid in
-                                sorted({o.misconception for o in result.tests if o.misconception})]))
+                                sorted({o.misconception for o in result.tests if o.misconception})],
+                               result.track))
     fractions = sorted(row.fraction for row in rows)
     mean = sum(fractions) / len(fractions) if fractions else 0.0
     median = (fractions[(len(fractions) - 1) // 2] + fractions[len(fractions) // 2]) / 2 if fractions else 0.0

@@ -104,12 +104,13 @@ def gradebook_csv(results: list[GradeResult]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     section_ids = list(SECTIONS)
-    writer.writerow(["student", *section_ids, "total", "max_total", "integrity"])
+    writer.writerow(["student", *section_ids, "total", "max_total", "track", "integrity"])
     for result in sorted(results, key=lambda r: r.submission):
         scores = {s.id: s.score for s in result.sections}
         notes = "; ".join(f"{n.kind}: {n.detail}" for n in result.integrity)
         writer.writerow([spreadsheet_cell(result.submission), *[_score(scores.get(s, 0.0)) for s in section_ids],
-                         _score(result.score), _score(result.max_score), spreadsheet_cell(notes)])
+                         _score(result.score), _score(result.max_score), spreadsheet_cell(result.track),
+                         spreadsheet_cell(notes)])
     return buffer.getvalue()
 
 

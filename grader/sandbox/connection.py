@@ -119,9 +119,10 @@ class WorkerConnection:
             self.kill()
 
 
-def job_record(job_id: int, submission: Submission, probes: list[str], mode: str, limits: dict) -> dict:
-    """The job line a worker reads: the submission's files, the probes, the mode and the limits."""
-    return {"id": job_id, "probes": probes, "mode": mode, "limits": limits,
+def job_record(job_id: int, submission: Submission, probes: list[str], mode: str, limits: dict,
+               track: str = "pytorch") -> dict:
+    """The job line a worker reads: the submission's files, its track, the probes, the mode and the limits."""
+    return {"id": job_id, "probes": probes, "mode": mode, "limits": limits, "track": track,
             "files": {f"{module}.py": base64.b64encode(source.encode()).decode()
                       for module, source in submission.sources.items()}}
 

@@ -143,8 +143,9 @@ def _student_frames(exc: BaseException, directory: str) -> list[dict]:
 
 def _is_out_of_memory(exc: BaseException) -> bool:
     """Memory or file-size limits hit (Python ignores SIGXFSZ, so a too-large file is an OSError)."""
+    text = _text(exc).lower() if isinstance(exc, RuntimeError) else ""  # torch's and MindSpore's ("Allocate memory failed")
     return isinstance(exc, MemoryError) or (isinstance(exc, OSError) and exc.errno == errno.EFBIG) or (
-        isinstance(exc, RuntimeError) and "allocate" in _text(exc) and "memory" in _text(exc))
+        "allocate" in text and "memory" in text)
 
 
 def describe_error(exc: BaseException, directory: str) -> dict:

@@ -112,11 +112,28 @@ def bwrap_command(kit: Path, roots: list[Path], hidden: list[Path]) -> list[str]
             command += ["--symlink", os.readlink(path), str(path)]
         elif path.is_dir():
             command += ["--ro-bind", str(path), str(path)]
+    for folder in traversable_parents(roots):
+        command += ["--perms", "0711", "--dir", str(folder)]
     for root in roots:
         command += ["--ro-bind", str(root), str(root)]
     for path in hidden:
         command += ["--tmpfs", str(path)]
     return command + ["--ro-bind", str(kit), "/tmp/kit", "--chdir", "/tmp"]
+
+
+def traversable_parents(roots: list[Path]) -> list[Path]:
+    """The folders bubblewrap must create above the interpreter's directories (a venv in a
+    checkout: /home/me/kit/.venv, /tmp/clone/.venv): made 0711 (bubblewrap's own are 0700), so that a
+    child, which runs as another uid, can still import a module the worker did not preload."""
+    system = [Path("/") / name for name in SYSTEM_DIRS]
+    parents = set()
+    for root in roots:
+        for parent in root.parents:
+            if parent == Path("/") or parent == Path("/tmp") or any(s == parent or s in parent.parents for s in system) \
+                    or any(r == parent or r in parent.parents for r in roots):
+                continue
+            parents.add(parent)
+    return sorted(parents, key=lambda p: len(p.parts))
 
 
 def worker_command(kit: Path, uid: int, result_fd: int, flavour: str, bwrap: list[str] | None) -> list[str]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import grader
+from grader.frameworks import track_of
 from grader.records import IntegrityNote, ProbeError, Submission
 from grader.sandbox import exposure, mounts
 from grader.sandbox.boundary import Budget, decode, error_from_dict, result_from_record
@@ -31,10 +32,11 @@ __all__ = ["Limits", "SandboxPool", "SandboxRun", "decode", "error_from_dict", "
 
 KIT_ROOT = Path(grader.__file__).resolve().parent
 # What the workers run, copied out of the kit (never the suites, the solutions or the trusted side).
-SANDBOX_FILES = ["__init__.py", "probes", "sandbox/__init__.py", "sandbox/channel.py", "sandbox/child.py",
+SANDBOX_FILES = ["__init__.py", "probes", "frameworks", "sandbox/__init__.py", "sandbox/channel.py", "sandbox/child.py",
                  "sandbox/cleanup.py", "sandbox/codec.py", "sandbox/driver.py", "sandbox/seccomp.py", "sandbox/warmup.py",
                  "sandbox/worker.py"]
 SLOT_UID_BASE = 61000
+SLOTS_PER_RUN = 16  # uids per grading run, for all its pools' workers
 GRACE_SECONDS = 30  # after a job's own deadline, for its worker to stop the child and answer
 ATTEMPTS = 3
 
@@ -63,11 +65,12 @@ class SandboxRun:
     results: dict[str, dict[str, Any] | ProbeError] = field(default_factory=dict)
     mode: str = "grade"
     job: int = 0
+    track: str = "pytorch"  # the framework its code was run as (grader.frameworks.track_of)
 
 
 def _uid_base() -> int:
     """Per-run uids for the slots, so that two grading runs on one machine never share a uid."""
-    return SLOT_UID_BASE + (os.getpid() % 2000) * 16
+    return SLOT_UID_BASE + (os.getpid() % 2000) * SLOTS_PER_RUN
 
 
 class SandboxPool:
@@ -75,11 +78,13 @@ class SandboxPool:
 
     The workers start as soon as the pool exists (each imports torch: about two seconds), so that
     their start-up overlaps whatever the caller does before submitting. `flavour` selects the
-    workers' warm-up (`warmup.FLAVOURS`).
+    workers' warm-up (`warmup.FLAVOURS`). Pools that work side by side (`pools.TrackPools`) share
+    one `results` queue and take different `first_slot`s (each slot has its own uid).
     """
 
     def __init__(self, jobs: int, limits: Limits = Limits(), hide: list[Path] = (), probes: list[str] = (),
-                 flavour: str = "torch"):
+                 flavour: str = "torch", results: queue.Queue | None = None, first_slot: int = 0,
+                 ids: Iterator[int] | None = None):
         self.jobs = max(1, jobs)
         self.limits = limits
         self.probes = list(probes)
@@ -89,7 +94,7 @@ class SandboxPool:
         self.bubblewrap = mounts.bubblewrap()
         self.use_bwrap = self.bubblewrap.usable
         self.is_root = os.getuid() == 0
-        self.uid_base = _uid_base()
+        self.uid_base = _uid_base() + first_slot
         self.roots = mounts.python_roots()
         import solutions  # only to find (and hide) where the answer key lives
 
@@ -99,10 +104,10 @@ class SandboxPool:
         self.hidden = mounts.mounted_hidden(hidden, self.roots)
         self._closed = False
         self._kill_now = False
-        self._ids = itertools.count(1)
+        self._ids = ids if ids is not None else itertools.count(1)  # shared by pools of one stream
         self._workers: dict[int, WorkerConnection] = {}
         self._jobs: queue.Queue = queue.Queue()
-        self._results: queue.Queue = queue.Queue(maxsize=self.jobs)
+        self._results: queue.Queue = queue.Queue(maxsize=self.jobs) if results is None else results
         self._threads = [threading.Thread(target=self._slot, args=(slot,), daemon=True) for slot in range(self.jobs)]
         self._pending = 0
         for thread in self._threads:
@@ -126,12 +131,15 @@ class SandboxPool:
                   if note.kind == "deploy.kit-in-site-packages" or (not self.use_bwrap and self.is_root)]
         return notes
 
-    def submit(self, submission: Submission, probes: list[str] | None = None, mode: str = "grade") -> int:
+    def submit(self, submission: Submission, probes: list[str] | None = None, mode: str = "grade",
+               track: str | None = None) -> int:
         """Queue a job: run `probes` (default: the pool's) of `submission` in `mode` (a mode of
-        `driver.MODES`). A submission may be submitted several times; returns the job's id."""
+        `driver.MODES`) as code of `track` (default: the one its sources show). A submission may
+        be submitted several times; returns the job's id."""
         job_id = next(self._ids)
         self._pending += 1
-        self._jobs.put((job_id, submission, list(self.probes if probes is None else probes), mode))
+        self._jobs.put((job_id, submission, list(self.probes if probes is None else probes), mode,
+                        track or track_of(submission.sources)))
         return job_id
 
     def results(self) -> Iterator[SandboxRun]:
@@ -205,12 +213,12 @@ class SandboxPool:
         self._workers.pop(slot, None)
 
     def _run_job(self, slot: int, worker: WorkerConnection | None, job_id: int, submission: Submission,
-                 probes: list[str], mode: str) -> WorkerConnection | None:
+                 probes: list[str], mode: str, track: str) -> WorkerConnection | None:
         """One job, with up to ATTEMPTS workers if they die; returns the slot's worker afterwards.
 
         The job's deadline is absolute: set once here, and moved only by the time spent starting
         a replacement worker (the grader's own cost, not the student's)."""
-        run = SandboxRun(submission, mode=mode, job=job_id)
+        run = SandboxRun(submission, mode=mode, job=job_id, track=track)
         budget = Budget(self.limits.result_bytes)
         deadline = time.monotonic() + self.limits.submission_seconds + GRACE_SECONDS
         remaining = list(probes)
@@ -223,7 +231,7 @@ class SandboxPool:
                     worker = None
                     worker = self._spawn(slot)
                     deadline += time.monotonic() - started
-                job = job_record(job_id, submission, remaining, mode, self._job_limits(deadline, budget))
+                job = job_record(job_id, submission, remaining, mode, self._job_limits(deadline, budget), track)
                 done = worker.run(job, run.results, budget, deadline, self.limits.payload_bytes)
                 remaining = [name for name in remaining if name not in run.results]
                 if done or not remaining:

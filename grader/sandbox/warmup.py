@@ -5,7 +5,8 @@ One warm-up per framework flavour (`SandboxPool(..., flavour=...)`, the worker's
 flavour is a function run in the worker: it imports what its track's students use (the
 framework itself included) and runs whatever code paths must be hot, but must leave no
 background threads behind (a forked child of a multi-threaded parent can hang). `finish()`
-always runs last. Copied into the sandbox: imports only the standard library, torch and probes.
+always runs last. Copied into the sandbox: imports only the standard library, torch and probes
+(and, in the MindSpore flavour, mindspore and the kit's adapter, `grader.frameworks`).
 """
 from __future__ import annotations
 
@@ -45,7 +46,28 @@ def torch_flavour() -> None:
     exercise3_3_gpt2_attention.prepare()  # GPT-2-size weights: made once here, shared by every child
 
 
-FLAVOURS: dict[str, Callable[[], None]] = {"torch": torch_flavour}
+# Imported by the MindSpore flavour before forking: what every MindSpore submission and the
+# adapter use, and what the first op would otherwise import in every child.
+MINDSPORE_PRELOAD = ("mindspore", "mindspore.nn", "mindspore.ops", "mindspore.graph._parse.compile_config",
+                     "mindspore.ops.tensor_method",  # imported by the first op otherwise: in every child
+                     "grader.frameworks.mindspore_adapter")
+
+
+def mindspore_flavour() -> None:
+    """The MindSpore track (also grades PyTorch code): torch's warm-up, then MindSpore imported and
+    set up (`mindspore_adapter.prepare`: CPU, a 64 MB memory pool, synchronous kernels) WITHOUT
+    running a single MindSpore op. The first op starts MindSpore's background threads; a child
+    forked from a worker that ran one hangs at its first `.asnumpy()`. Each child runs its own
+    first op (and starts its own threads: about 6 tasks, within `Limits.processes`)."""
+    torch_flavour()
+    for name in MINDSPORE_PRELOAD:
+        __import__(name)
+    from grader.frameworks.mindspore_adapter import prepare
+
+    prepare()
+
+
+FLAVOURS: dict[str, Callable[[], None]] = {"torch": torch_flavour, "mindspore": mindspore_flavour}
 
 
 def warm_up(flavour: str) -> None:

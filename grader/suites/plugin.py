@@ -52,8 +52,11 @@ def item_info(item: pytest.Item) -> SuiteItem:
 
 class GradingPlugin:
     def __init__(self, reference: Seam, source: Iterable[tuple[object, Seam]],
-                 sink: Callable[[object, Seam, list[TestOutcome]], None]):
+                 sink: Callable[[object, Seam, list[TestOutcome]], None],
+                 reference_of: Callable[[object], Seam] | None = None):
         self._reference = reference
+        self.current_reference = reference
+        self.reference_of = reference_of or (lambda submission: reference)  # per track (grader.suites.tracks)
         self.source = source
         self.sink = sink
         self.current: Seam | None = None
@@ -70,7 +73,7 @@ class GradingPlugin:
 
     @pytest.fixture
     def reference(self) -> Seam:
-        return self._reference
+        return self.current_reference
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         order = list(MODULE_SECTIONS)
@@ -93,6 +96,7 @@ class GradingPlugin:
             return True
         for submission, seam in self.source:
             self.current = seam
+            self.current_reference = self.reference_of(submission)
             outcomes = [self._run(item, info, seam, direct)
                         for item, info, direct in zip(self.items, self.infos, self.direct)]
             self.current = None
@@ -105,7 +109,7 @@ class GradingPlugin:
             # The fast path (see `_direct_call`): the test function itself, with its two fixtures.
             passed, skipped, error = True, False, None
             try:
-                item.obj(**{name: (seam if name == "student" else self._reference if name == "reference" else value)
+                item.obj(**{name: (seam if name == "student" else self.current_reference if name == "reference" else value)
                             for name, value in direct.items()})
             except pytest.skip.Exception:
                 passed, skipped = False, True

@@ -144,10 +144,20 @@ def reference_results() -> ProbeResults:
     return results
 
 
+def submission_track(directory: Path) -> str:
+    """The track of the submission in `directory` (grader.frameworks.track_of on its modules)."""
+    from grader.frameworks import track_of
+
+    return track_of({path.stem: path.read_text(encoding="utf-8", errors="replace")
+                     for path in Path(directory).glob("*.py")})
+
+
 def in_process_student(directory: Path) -> Seam:
     """Baseline only: imports the student's modules into this process."""
+    from grader.frameworks import namespace_for
+
     ns = driver.StudentNamespace(str(directory))
     try:
-        return Seam(run_in_process(ns, ns.directory))
+        return Seam(run_in_process(namespace_for(submission_track(directory), ns), ns.directory))
     finally:
         sys.path.remove(ns.directory) if ns.directory in sys.path else None

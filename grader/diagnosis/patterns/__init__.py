@@ -29,4 +29,6 @@ def message_pattern(pattern: str, exc_type: str = "") -> Callable[[TestOutcome],
 
 
 def all_patterns() -> list[Pattern]:
-    return collect(__name__, "PATTERNS")
+    from grader.diagnosis.patterns import framework_traps
+
+    return collect(__name__, "PATTERNS") + framework_traps.PATTERNS

@@ -20,4 +20,6 @@ class Variant:
 
 def all_variants() -> list[Variant]:
     """Every module's VARIANTS list, in book order (a module without variants may be absent)."""
-    return collect(__name__, "VARIANTS")
+    from grader.diagnosis.variants import framework_traps
+
+    return collect(__name__, "VARIANTS") + framework_traps.VARIANTS

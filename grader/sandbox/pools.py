@@ -1,0 +1,87 @@
+"""One sandbox pool per track of a class: PyTorch submissions go to workers warmed up for torch,
+MindSpore submissions to workers warmed up for MindSpore (`warmup.FLAVOURS`), and their results
+come back as one stream, in the order they finish.
+
+A track's workers start only when the class has submissions of that track (`workers`): a
+PyTorch-only class starts no MindSpore worker, which would cost ~5 s and ~600 MB to warm up.
+Same API as `SandboxPool` (submit, results, protections, context manager).
+"""
+from __future__ import annotations
+
+import itertools
+import queue
+from pathlib import Path
+from typing import Iterator
+
+from grader.frameworks import PYTORCH, TRACKS, track_of
+from grader.records import IntegrityNote, Submission
+from grader.sandbox.pool import SLOTS_PER_RUN, Limits, SandboxPool, SandboxRun
+
+# The flavour of worker that grades each track (also known to `warmup`, which runs in the sandbox).
+FLAVOUR_OF_TRACK = {"pytorch": "torch", "mindspore": "mindspore"}
+
+
+class TrackPools:
+    """`workers[track]` warm workers per track (tracks with none start no pool)."""
+
+    def __init__(self, workers: dict[str, int], limits: Limits = Limits(), hide: list[Path] = (),
+                 probes: list[str] = ()):
+        unknown = set(workers) - set(TRACKS)
+        if unknown:
+            raise ValueError(f"unknown tracks: {', '.join(sorted(unknown))}")
+        counts = {track: max(0, n) for track, n in workers.items() if n > 0} or {PYTORCH: 1}
+        if sum(counts.values()) > SLOTS_PER_RUN:
+            raise ValueError(f"at most {SLOTS_PER_RUN} workers per grading run")
+        self.limits, self.hide, self.probes = limits, list(hide), list(probes)
+        self._results: queue.Queue = queue.Queue(maxsize=sum(counts.values()))
+        self._next_slot = 0
+        self._ids = itertools.count(1)  # job ids unique across the tracks' pools: one results stream
+        self._pending = 0
+        self.pools: dict[str, SandboxPool] = {}
+        try:
+            for track, count in counts.items():
+                self._start(track, count)
+        except BaseException:
+            self.close(kill=True)
+            raise
+
+    def _start(self, track: str, count: int) -> SandboxPool:
+        count = min(count, SLOTS_PER_RUN - self._next_slot)
+        if count <= 0:
+            raise RuntimeError("no sandbox slot left for another track's workers")
+        pool = SandboxPool(count, self.limits, hide=self.hide, probes=self.probes, flavour=FLAVOUR_OF_TRACK[track],
+                           results=self._results, first_slot=self._next_slot, ids=self._ids)
+        self._next_slot += count
+        self.pools[track] = pool
+        return pool
+
+    def protections(self) -> list[IntegrityNote]:
+        notes: list[IntegrityNote] = []
+        for pool in self.pools.values():
+            notes += [note for note in pool.protections() if note not in notes]
+        return notes
+
+    def submit(self, submission: Submission, probes: list[str] | None = None, mode: str = "grade") -> int:
+        """Queue a job on the pool of the submission's track (started now if the class was thought to
+        have none of that track: a submission changed between two reads)."""
+        track = track_of(submission.sources)
+        pool = self.pools.get(track) or self._start(track, 1)
+        job = pool.submit(submission, probes, mode, track)
+        self._pending += 1
+        return job
+
+    def results(self) -> Iterator[SandboxRun]:
+        while self._pending:
+            run = self._results.get()
+            self._pending -= 1
+            yield run
+
+    def close(self, kill: bool = False) -> None:
+        for pool in self.pools.values():
+            pool.close(kill=kill)
+
+    def __enter__(self) -> "TrackPools":
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        self.close(kill=exc_type is not None)

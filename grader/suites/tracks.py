@@ -1,0 +1,82 @@
+"""The reference each track is graded against (trusted side).
+
+Both tracks are compared with the PyTorch reference's probe outputs, except the probes of the
+book's seeded runs (`grader.frameworks.SEEDED_PROBES`): a MindSpore submission's seeded outputs
+come from MindSpore's random stream and are compared with the MindSpore reference's
+(`solutions.mindspore`, the CPU values of exercise-api.md §4). MindSpore is imported here only
+when a run has MindSpore submissions, and its seeded outputs are cached per kit version.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import os
+from pathlib import Path
+
+from grader.diagnosis import Diagnoser, VariantRun
+from grader.frameworks import MINDSPORE, PYTORCH, SEEDED_PROBES, namespace_for
+from grader.records import ProbeError
+from grader.sandbox import codec
+from grader.sandbox.pool import result_from_record
+from grader.suites.seam import ModuleNamespace, ProbeResults, Seam, run_in_process
+
+
+def mindspore_seeded_results() -> ProbeResults:
+    """The MindSpore reference's outputs on the seeded probes; any failure is a bug in the kit."""
+    ns = namespace_for(MINDSPORE, ModuleNamespace("solutions.mindspore"))
+    results = run_in_process(ns, probes=sorted(SEEDED_PROBES))
+    broken = {name: r for name, r in results.items() if isinstance(r, ProbeError)}
+    if broken:
+        raise RuntimeError(f"the MindSpore reference fails probes: {broken}")
+    return results
+
+
+class TrackBaselines:
+    """Reference seams and diagnosers per track, made on first use."""
+
+    def __init__(self, reference: Seam, runs: list[VariantRun], cache_dir: Path | None = None,
+                 fingerprint: str = ""):
+        self.torch_reference = reference
+        self.runs = runs
+        self.cache_dir = cache_dir
+        self.fingerprint = fingerprint
+        self._references: dict[str, Seam] = {PYTORCH: reference}
+        self._diagnosers: dict[str, Diagnoser] = {}
+
+    def reference(self, track: str) -> Seam:
+        if track not in self._references:
+            results = dict(self.torch_reference.results)
+            results.update(self._seeded(track))
+            self._references[track] = Seam(results)
+        return self._references[track]
+
+    def diagnoser(self, track: str) -> Diagnoser:
+        if track not in self._diagnosers:
+            self._diagnosers[track] = Diagnoser(self.reference(track), self.runs)
+        return self._diagnosers[track]
+
+    def _seeded(self, track: str) -> ProbeResults:
+        if track != MINDSPORE:
+            raise ValueError(f"unknown track {track!r}")
+        cache = None
+        if self.cache_dir is not None and self.fingerprint:
+            version = importlib.metadata.version("mindspore")
+            cache = self.cache_dir / f"baselines-mindspore-{version}-{self.fingerprint}.bin"
+        if cache is not None and cache.exists():
+            try:
+                document = codec.decode(cache.read_bytes())
+                return {name: result_from_record(record) for name, record in document.items()}
+            except (codec.CodecError, KeyError, TypeError, ValueError):
+                pass
+        results = mindspore_seeded_results()
+        if cache is not None:
+            try:
+                cache.parent.mkdir(parents=True, exist_ok=True)
+                temporary = cache.with_name(f".{cache.name}.{os.getpid()}")
+                temporary.write_bytes(codec.encode({name: {"ok": r} for name, r in results.items()}))
+                os.replace(temporary, cache)
+                for old in cache.parent.glob("baselines-mindspore-*.bin"):
+                    if old != cache:
+                        old.unlink(missing_ok=True)
+            except (OSError, codec.CodecError):
+                pass
+        return results

@@ -1,0 +1,5 @@
+from sec3_6_multi_head_attention import MultiHeadAttentionWrapper
+
+
+def build_two_dim_wrapper(d_in, context_length, dropout=0.0):
+    return MultiHeadAttentionWrapper(d_in=d_in, d_out=1, context_length=context_length, dropout=dropout, num_heads=2)

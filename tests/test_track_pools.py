@@ -1,0 +1,75 @@
+"""Each track's submissions go to workers warmed up for it (grader/sandbox/pools.py), and a
+track's workers start only when the class has submissions of it: a PyTorch-only class starts no
+MindSpore worker."""
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from grader.intake.discovery import read_submission
+from grader.runner import grade
+from grader.sandbox import pools
+from grader.sandbox.pool import Limits
+from tests.conftest import mindspore_solutions_as_submission, solutions_as_submission
+
+needs_mindspore = pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="the mindspore extra")
+PROBE = "sec3_3_simple_attention:attention_scores"
+
+
+@pytest.fixture
+def started(monkeypatch):
+    """(flavour, workers) of every SandboxPool started, in order."""
+    calls = []
+    real = pools.SandboxPool.__init__
+
+    def spy(self, jobs, *args, flavour="torch", **kwargs):
+        calls.append((flavour, jobs))
+        real(self, jobs, *args, flavour=flavour, **kwargs)
+
+    monkeypatch.setattr(pools.SandboxPool, "__init__", spy)
+    return calls
+
+
+def test_a_pytorch_class_starts_only_torch_workers(tmp_path, started):
+    for name in ("a", "b", "c"):
+        solutions_as_submission(tmp_path / "class" / name)
+    summary = grade(tmp_path / "class", tmp_path / "out", jobs=2, force=True)
+    assert started == [("torch", 2)]
+    assert {r.track for r in summary.results} == {"pytorch"}
+    assert all(r.score == r.max_score for r in summary.results)
+
+
+@needs_mindspore
+def test_a_mixed_class_starts_one_pool_per_track(tmp_path, started):
+    solutions_as_submission(tmp_path / "class" / "torch-student")
+    mindspore_solutions_as_submission(tmp_path / "class" / "ms-student")
+    summary = grade(tmp_path / "class", tmp_path / "out", jobs=2, force=True)
+    assert sorted(started) == [("mindspore", 1), ("torch", 1)]
+    tracks = {r.submission: r.track for r in summary.results}
+    assert tracks == {"torch-student": "pytorch", "ms-student": "mindspore"}
+    assert all(r.score == r.max_score for r in summary.results)
+
+
+@needs_mindspore
+def test_a_track_the_class_was_not_thought_to_have_gets_its_workers_when_it_arrives(tmp_path, started):
+    """A submission that changed between the two reads (a student handing in late) is still graded
+    on its track: its pool starts then, with slots (uids) of its own."""
+    torch_student = read_submission(solutions_as_submission(tmp_path / "torch-student"))
+    ms_student = read_submission(mindspore_solutions_as_submission(tmp_path / "ms-student"))
+    with pools.TrackPools({"pytorch": 1}, Limits(), probes=[PROBE]) as pool:
+        assert set(pool.pools) == {"pytorch"}
+        pool.submit(torch_student)
+        pool.submit(ms_student)
+        runs = {run.submission.path.name: run for run in pool.results()}
+        assert pool.pools["mindspore"].uid_base != pool.pools["pytorch"].uid_base
+    assert started == [("torch", 1), ("mindspore", 1)]
+    assert {name: run.track for name, run in runs.items()} == {"torch-student": "pytorch", "ms-student": "mindspore"}
+    assert all(isinstance(run.results[PROBE], dict) for run in runs.values()), runs
+
+
+def test_unknown_tracks_and_too_many_workers_are_refused():
+    with pytest.raises(ValueError, match="unknown tracks"):
+        pools.TrackPools({"jax": 1})
+    with pytest.raises(ValueError, match="at most"):
+        pools.TrackPools({"pytorch": 9, "mindspore": 9})
