@@ -11,7 +11,7 @@ from grader.intake.discovery import read_submission
 from grader.runner import grade
 from grader.sandbox import pools
 from grader.sandbox.pool import Limits
-from tests.conftest import mindspore_solutions_as_submission, solutions_as_submission
+from tests.conftest import ROOT, mindspore_solutions_as_submission, solutions_as_submission
 
 needs_mindspore = pytest.mark.skipif(importlib.util.find_spec("mindspore") is None, reason="the mindspore extra")
 PROBE = "sec3_3_simple_attention:attention_scores"
@@ -59,13 +59,32 @@ def test_a_track_the_class_was_not_thought_to_have_gets_its_workers_when_it_arri
     ms_student = read_submission(mindspore_solutions_as_submission(tmp_path / "ms-student"))
     with pools.TrackPools({"pytorch": 1}, Limits(), probes=[PROBE]) as pool:
         assert set(pool.pools) == {"pytorch"}
-        pool.submit(torch_student)
-        pool.submit(ms_student)
+        jobs = [pool.submit(torch_student), pool.submit(ms_student)]
         runs = {run.submission.path.name: run for run in pool.results()}
+        assert len(set(jobs)) == 2 and sorted(run.job for run in runs.values()) == sorted(jobs)  # one stream
         assert pool.pools["mindspore"].uid_base != pool.pools["pytorch"].uid_base
     assert started == [("torch", 1), ("mindspore", 1)]
     assert {name: run.track for name, run in runs.items()} == {"torch-student": "pytorch", "ms-student": "mindspore"}
     assert all(isinstance(run.results[PROBE], dict) for run in runs.values()), runs
+
+
+@needs_mindspore
+def test_in_a_mixed_class_each_students_second_pass_comes_back_to_them(tmp_path):
+    """Failing students of both tracks have their failed probes run again (traced) in their own
+    track's pool: the results stream of both pools must hand each back to its own submission."""
+    import shutil
+
+    for name, source in (("bob", ROOT / "examples" / "class" / "bob"),
+                         ("mei", ROOT / "examples" / "mindspore-class" / "mei"),
+                         ("carol", ROOT / "examples" / "class" / "carol")):
+        shutil.copytree(source, tmp_path / "class" / name)
+    mixed = {r.submission: r for r in grade(tmp_path / "class", tmp_path / "out", jobs=2, force=True).results}
+    for name in ("bob", "mei", "carol"):
+        alone = grade(tmp_path / "class" / name, tmp_path / "alone" / name, jobs=1, force=True).results[0]
+        assert mixed[name].score == alone.score and mixed[name].track == alone.track
+        assert [(t.id, t.status, t.misconception) for t in mixed[name].tests] == \
+               [(t.id, t.status, t.misconception) for t in alone.tests]
+    assert {mixed["bob"].track, mixed["mei"].track} == {"pytorch", "mindspore"}
 
 
 def test_unknown_tracks_and_too_many_workers_are_refused():
