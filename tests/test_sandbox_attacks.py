@@ -92,6 +92,27 @@ def test_nothing_one_student_leaves_reaches_the_next_in_the_same_worker(tmp_path
     shutil.rmtree(OPEN_FOLDER, ignore_errors=True)
 
 
+@pytest.mark.parametrize("bubblewrap", [True, False], ids=["bubblewrap", "without-bubblewrap"])
+def test_a_child_finds_nothing_of_an_earlier_student_in_the_memory_it_starts_with(tmp_path, monkeypatch, bubblewrap):
+    """Children are forked from the warm worker: had the worker itself read the victim's job (its
+    files, base64-encoded in a JSON line) or forwarded its results, the thief graded next by the
+    same worker would find the victim's source in freed heap it inherited."""
+    if not bubblewrap:
+        monkeypatch.setattr(mounts, "bubblewrap", lambda: NO_BUBBLEWRAP)
+    padding = "".join(f"\n# padding {line}: " + "x" * 60 for line in range(3000))  # a larger job than the thief's
+    victim = attacked(tmp_path, "victim", "persist_memory.py", PERSIST="victim", SECRET="VICTIM-SECRET-k3J9xQ" + padding)
+    thief = attacked(tmp_path, "thief", "persist_memory.py", PERSIST="thief", SECRET="")
+    assert "VICTIM-SECRET-k3J9xQ" in victim.sources[MODULE] and "VICTIM-SECRET-k3J9xQ" not in thief.sources[MODULE]
+    with SandboxPool(1, LIMITS, probes=[PROBE]) as pool:  # one worker: the thief runs where the victim ran
+        for submission in (victim, thief, victim, thief):
+            pool.submit(submission)
+        runs = [run.results[PROBE] for run in pool.results() if run.submission.name == "thief"]
+    assert len(runs) == 2
+    for found in runs:
+        assert isinstance(found, dict), found.message
+        assert torch.allclose(found["book"], book_inputs() @ book_inputs().T)
+
+
 # -- deadlines ----------------------------------------------------------------------------------
 
 def test_no_frame_a_child_writes_moves_its_deadline(tmp_path):
