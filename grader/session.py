@@ -128,6 +128,14 @@ def _baselines(fingerprint: str, cache_dir: Path | None) -> tuple[Seam, list[Var
     (with the sandbox's pickle-free codec) from the output folder's cache."""
     cache = cache_dir / f"baselines-{fingerprint}.bin" if cache_dir is not None else None
     variants = all_variants()
+    if cache is not None and cache.parent.is_dir():
+        # the reference's outputs are the answer key in another form: for no other user to read
+        # (student code, where neither bubblewrap nor a mount namespace hides the reports), also
+        # when an earlier version of the kit made the folder
+        try:
+            cache.parent.chmod(0o700)
+        except OSError:
+            pass
     if cache is not None and cache.exists():
         try:
             document = codec.decode(cache.read_bytes())
@@ -143,7 +151,8 @@ def _baselines(fingerprint: str, cache_dir: Path | None) -> tuple[Seam, list[Var
         document = {"reference": {name: _record(r) for name, r in reference.items()},
                     "variants": [{name: _record(r) for name, r in run.results.items()} for run in runs]}
         try:
-            cache.parent.mkdir(parents=True, exist_ok=True)
+            cache.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
+            cache.parent.chmod(0o700)  # see below
             temporary = cache.with_name(f".{cache.name}.{os.getpid()}")
             temporary.write_bytes(codec.encode(document))
             os.replace(temporary, cache)

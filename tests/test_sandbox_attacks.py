@@ -113,6 +113,45 @@ def test_a_child_finds_nothing_of_an_earlier_student_in_the_memory_it_starts_wit
         assert torch.allclose(found["book"], book_inputs() @ book_inputs().T)
 
 
+# -- fairness and the answer key, with and without bubblewrap ------------------------------------
+
+@pytest.mark.parametrize("bubblewrap", [True, False], ids=["bubblewrap", "without-bubblewrap"])
+def test_a_correct_submission_importing_any_standard_module_earns_full_marks(tmp_path, monkeypatch, bubblewrap):
+    """The interpreter may live in a folder the sandbox's uid cannot pass (pyenv under /root,
+    mode 0700): modules the warm worker did not import must still be found."""
+    if not bubblewrap:
+        monkeypatch.setattr(mounts, "bubblewrap", lambda: NO_BUBBLEWRAP)
+    fair = attacked(tmp_path, "fair", "fair_stdlib.py")
+    with SandboxPool(1, LIMITS) as pool:
+        assert pool.use_bwrap == bubblewrap
+        results = run_all(pool, [fair], SECTION_PROBES)["fair"]
+    for probe in SECTION_PROBES:
+        assert isinstance(results[probe], dict), (probe, results[probe])
+    assert torch.allclose(results[PROBE]["book"], book_inputs() @ book_inputs().T)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="uid separation (and so any hiding) needs root")
+@pytest.mark.parametrize("bubblewrap", [True, False], ids=["bubblewrap", "without-bubblewrap"])
+def test_the_answer_key_the_class_and_the_reports_are_out_of_reach(tmp_path, monkeypatch, bubblewrap):
+    """As `grade` runs the pool: hiding the class folder and the reports. Without bubblewrap the
+    workers' own mount namespace hides them, the kit's checkout and its git folder."""
+    if not bubblewrap:
+        monkeypatch.setattr(mounts, "bubblewrap", lambda: NO_BUBBLEWRAP)
+    klass, out = tmp_path / "class", tmp_path / "reports"
+    solutions_as_submission(klass / "classmate")
+    (out / ".grader-cache").mkdir(parents=True)
+    (out / ".grader-cache" / "baselines-test.bin").write_bytes(b"the reference's outputs")
+    git = pool_module._git_folders(ROOT)[-1]
+    paths = {"REPO": str(ROOT), "CLASS": str(klass), "OUT": str(out), "GIT": str(git)}
+    thief = attacked(klass, "thief", "reach_answer_key.py", **paths)
+    assert os.access(ROOT / "solutions", os.R_OK)  # reachable here, in the grader
+    with SandboxPool(1, LIMITS, probes=[PROBE], hide=[klass, out]) as pool:
+        assert pool.use_bwrap == bubblewrap
+        found = run_all(pool, [thief])["thief"][PROBE]
+    assert isinstance(found, dict), found.message
+    assert torch.allclose(found["book"], book_inputs() @ book_inputs().T)
+
+
 # -- deadlines ----------------------------------------------------------------------------------
 
 def test_no_frame_a_child_writes_moves_its_deadline(tmp_path):

@@ -32,7 +32,7 @@ import tempfile
 import time
 
 from grader.probes import PROBES
-from grader.sandbox import child, cleanup, driver, warmup
+from grader.sandbox import child, cleanup, driver, private_view, warmup
 from grader.sandbox.channel import ChannelError, FrameReader, frame, write_all
 
 RESULT_FD = 3
@@ -262,6 +262,12 @@ def main() -> None:
     # namespace pid 2 is never a Python process, so kill(-1) can never reach the host
     PID_NAMESPACE = "--pid-namespace" in sys.argv and os.getpid() <= 2
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    view = _argument("--private-view", "")
+    if view:
+        try:
+            private_view.make(**json.loads(view))
+        except OSError:
+            pass  # e.g. a container without CAP_SYS_ADMIN: as exposed as without it (reported as no bubblewrap)
     child.LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     warmup.warm_up(_argument("--flavour", "torch"))
     child.block_keyrings()
