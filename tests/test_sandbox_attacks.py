@@ -61,10 +61,16 @@ LEAK_FILES = [Path(p) for p in ("/tmp/attention-kit-leak", "/var/tmp/attention-k
                                 str(OPEN_FOLDER / "attention-kit-leak"))]
 
 
-@pytest.mark.parametrize("bubblewrap", [True, False], ids=["bubblewrap", "without-bubblewrap"])
-def test_nothing_one_student_leaves_reaches_the_next_in_the_same_worker(tmp_path, monkeypatch, bubblewrap):
+@pytest.mark.parametrize("bubblewrap, view", [(True, False), (False, True), (False, False)],
+                         ids=["bubblewrap", "without-bubblewrap", "without-bubblewrap-or-mount-namespace"])
+def test_nothing_one_student_leaves_reaches_the_next_in_the_same_worker(tmp_path, monkeypatch, bubblewrap, view):
+    """Without bubblewrap, as root, the workers' own mount namespace gives children the same
+    /tmp as bubblewrap (only the scratch folder is theirs) and read-only shared folders; where no
+    mount namespace can be made either, what they leave in the shared folders is removed."""
     if not bubblewrap:
         monkeypatch.setattr(mounts, "bubblewrap", lambda: NO_BUBBLEWRAP)
+    if not view:
+        monkeypatch.setattr(mounts, "private_view", lambda *args: "")
     for leftover in LEAK_FILES:
         leftover.unlink(missing_ok=True)
     OPEN_FOLDER.mkdir(exist_ok=True)  # like /tmp/.X11-unix: root's, anyone may write into it
@@ -83,8 +89,8 @@ def test_nothing_one_student_leaves_reaches_the_next_in_the_same_worker(tmp_path
     assert left <= seen
     assert "keyring" not in left  # keyrings are out of reach
     shared = {f"file {path}" for path in LEAK_FILES}
-    assert not (left & shared) if bubblewrap else {"file /tmp/attention-kit-leak",
-                                                    f"file {OPEN_FOLDER}/attention-kit-leak"} <= left
+    assert not (left & shared) if bubblewrap or view else {"file /tmp/attention-kit-leak",
+                                                            f"file {OPEN_FOLDER}/attention-kit-leak"} <= left
     found = results["find"][PROBE]
     assert isinstance(found, dict), found.message
     assert torch.allclose(found["book"], book_inputs() @ book_inputs().T)

@@ -139,13 +139,13 @@ def private_view(roots: list[Path], hidden: list[Path], staging: Path) -> str:
     reachable (`private_view.make`), as its --private-view argument. The whole host is visible
     there: a folder to hide that holds the interpreter (a venv inside the kit's checkout) is
     covered whole and the interpreter bound back into it; the others are covered, except the
-    system's folders, /tmp and the staged probe code."""
+    system's folders and the staged probe code (bound back into the view's own /tmp)."""
     keep = [staging.resolve(), *(Path("/") / name for name in (*SYSTEM_DIRS, "proc", "dev", "sys", "tmp"))]
     resolved = sorted({p.resolve() for p in hidden if p.is_dir()})
     covers = [p for p in resolved if any(p in r.parents for r in roots) and not _holds(p, keep)]
     rest = [p for p in hide_targets([p for p in resolved if p not in covers], roots + keep) if not _holds(p, keep)]
     return json.dumps({"roots": [str(r) for r in roots], "covers": [str(p) for p in covers],
-                       "hidden": [str(p) for p in rest]})
+                       "hidden": [str(p) for p in rest], "keep": [str(staging.resolve())], "tmp_bytes": TMPFS_BYTES})
 
 
 def _holds(path: Path, keep: list[Path]) -> bool:
