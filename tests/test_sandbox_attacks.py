@@ -148,7 +148,7 @@ def test_the_answer_key_the_class_and_the_reports_are_out_of_reach(tmp_path, mon
     (out / ".grader-cache").mkdir(parents=True)
     (out / ".grader-cache" / "baselines-test.bin").write_bytes(b"the reference's outputs")
     git = pool_module._git_folders(ROOT)[-1]
-    paths = {"REPO": str(ROOT), "CLASS": str(klass), "OUT": str(out), "GIT": str(git)}
+    paths = {"REPO": str(ROOT), "CLASS": str(klass), "OUT": str(out), "GIT": str(git), "GRADER": str(os.getpid())}
     thief = attacked(klass, "thief", "reach_answer_key.py", **paths)
     assert os.access(ROOT / "solutions", os.R_OK)  # reachable here, in the grader
     with SandboxPool(1, LIMITS, probes=[PROBE], hide=[klass, out]) as pool:

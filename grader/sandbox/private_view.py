@@ -5,7 +5,8 @@ covered with empty tmpfs; /tmp is a fresh, bounded tmpfs and the other folders a
 to are empty and read-only; and the interpreter's directories are reachable by the sandbox's uid
 even where they lie under a private folder (pyenv under /root, mode 0700): the topmost such folder
 is covered with an empty tmpfs too, and the interpreter's directories are bound back into it,
-read-only, at the same paths. The host's other files and its processes stay visible. Every child inherits the namespace; none can undo it (a mount
+read-only, at the same paths; /proc shows a child only its own processes. The host's other
+files stay visible. Every child inherits the namespace; none can undo it (a mount
 propagated into a less privileged namespace is locked, and the children are not root).
 
 Copied into the sandbox: standard library only.
@@ -17,7 +18,7 @@ import os
 import stat
 
 CLONE_NEWNS = 0x00020000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
 O_PATH = getattr(os, "O_PATH", 0o10000000)
 # Besides /tmp, the folders any process may write to: empty and read-only here, as in bubblewrap
 # (a child could otherwise fill the machine's memory through /dev/shm, or leave files for the next)
@@ -84,4 +85,21 @@ def make(roots: list[str], covers: list[str], hidden: list[str], keep: list[str]
     for path in [*hidden, *SHARED_DIRS]:
         if os.path.isdir(path) and not os.path.islink(path):
             _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "mode=0711,size=4k")
+    _hide_processes()
     os.chdir("/")  # the grader's folder (the kit's checkout, perhaps) is no longer this process's cwd
+
+
+def _hide_processes() -> None:
+    """A /proc of this namespace's own in which a process sees only the processes it may inspect
+    (its own): not the host's command lines. Only where each mount of proc has its own options
+    (Linux 5.8+); on older kernels the option would change the host's /proc. Best effort."""
+    try:
+        major, minor = (int(part) for part in os.uname().release.split(".")[:2])
+    except ValueError:
+        return
+    if (major, minor) < (5, 8):
+        return
+    try:
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible")
+    except ViewFailed:
+        pass
