@@ -24,6 +24,7 @@ from grader.records import ProbeError
 from grader.sandbox import mounts, pool as pool_module
 from grader.sandbox.pool import Limits, SandboxPool
 from tests.conftest import MODULES, solutions_as_submission
+from tests.platforms import WITHOUT_NAMESPACES
 
 ROOT = Path(__file__).resolve().parents[1]
 ATTACKS = ROOT / "tests" / "attacks"
@@ -156,6 +157,32 @@ def test_the_answer_key_the_class_and_the_reports_are_out_of_reach(tmp_path, mon
         found = run_all(pool, [thief])["thief"][PROBE]
     assert isinstance(found, dict), found.message
     assert torch.allclose(found["book"], book_inputs() @ book_inputs().T)
+
+
+@pytest.mark.skipif(not WITHOUT_NAMESPACES, reason="needs root and setpriv")
+def test_root_without_the_right_to_make_namespaces_still_grades_correct_code(tmp_path):
+    """As in a container that cannot run bubblewrap (root without CAP_SYS_ADMIN): no mount or IPC
+    namespace can be made. The child's fallback for IPC (a user namespace) maps root alone, after
+    which it could not become the slot's uid: every probe of every student crashed."""
+    fair = solutions_as_submission(tmp_path / "fair")
+    module = fair / f"{MODULE}.py"  # the standard modules that issue asks for; the worker preloads them
+    module.write_text(module.read_text() + "\nimport collections, ctypes.util, dataclasses, decimal, fractions, functools"
+                      ", itertools, math, statistics, typing\n")
+    script = textwrap.dedent(f"""
+        from grader.intake.discovery import read_submission
+        from grader.sandbox import mounts
+        from grader.sandbox.pool import Limits, SandboxPool
+        mounts.bubblewrap = lambda: mounts.Bubblewrap(installed=False, usable=False)
+        with SandboxPool(1, Limits(probe_seconds=3, probe_wall_seconds=30), probes={SECTION_PROBES!r}) as pool:
+            pool.submit(read_submission(__import__("pathlib").Path({str(fair)!r})))
+            results = next(pool.results()).results
+        print(sorted(name for name, value in results.items() if not isinstance(value, dict)))
+        """)
+    done = subprocess.run([*WITHOUT_NAMESPACES, sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    # all correct: the child became the slot's uid, and found what the warm worker preloaded
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
 
 
 # -- deadlines ----------------------------------------------------------------------------------
