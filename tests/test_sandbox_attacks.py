@@ -185,6 +185,43 @@ def test_root_without_the_right_to_make_namespaces_still_grades_correct_code(tmp
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
 
 
+@pytest.mark.skipif(os.getuid() != 0, reason="removing another uid's IPC objects needs root")
+def test_ipc_objects_of_the_slot_uid_are_removed_after_a_child(tmp_path):
+    """Where a child cannot have an IPC namespace of its own (root without CAP_SYS_ADMIN), its
+    System V objects would wait in the worker's namespace for the next student of the slot."""
+    import ctypes
+
+    from grader.sandbox import cleanup
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    uid, key = 54322, 0x4B1702
+    ready_r, ready_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            made = [libc.shmget(key, 4096, 0o1000 | 0o600), libc.semget(key, 1, 0o1000 | 0o600),
+                    libc.msgget(key, 0o1000 | 0o600)]
+            os.write(ready_w, b"1" if min(made) >= 0 else b"0")
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.read(ready_r, 1) == b"1"
+
+    def owned() -> list[str]:
+        found = []
+        for table in ("shm", "sem", "msg"):
+            with open(f"/proc/sysvipc/{table}") as rows:
+                header, *lines = rows.read().splitlines()
+            found += [table for line in lines if dict(zip(header.split(), line.split()))["uid"] == str(uid)]
+        return found
+
+    assert owned() == ["shm", "sem", "msg"]
+    cleanup.clear_ipc(uid)
+    assert owned() == []
+
+
 # -- deadlines ----------------------------------------------------------------------------------
 
 def test_no_frame_a_child_writes_moves_its_deadline(tmp_path):

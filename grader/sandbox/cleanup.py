@@ -64,6 +64,37 @@ def reap_orphans() -> None:
             return
 
 
+IPC_RMID = 0
+# /proc/sysvipc table -> the libc call that removes one of its objects
+IPC_TABLES = {"shm": ("shmctl", 3), "sem": ("semctl", 4), "msg": ("msgctl", 3)}
+
+
+def clear_ipc(uid: int) -> None:
+    """Remove the System V IPC objects the slot's uid owns in this IPC namespace. Children get one
+    of their own; where they cannot (root without CAP_SYS_ADMIN) this is what keeps a segment,
+    semaphore or queue of one student from the next. Only as root (see `clear_leftovers`)."""
+    if os.getuid() != 0:
+        return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for table, (call, arguments) in IPC_TABLES.items():
+        try:
+            with open(f"/proc/sysvipc/{table}") as rows:
+                header, *lines = rows.read().splitlines()
+        except (OSError, ValueError):
+            continue
+        names = header.split()
+        for line in lines:
+            fields = dict(zip(names, line.split()))
+            try:
+                if int(fields["uid"]) == uid:
+                    identifier = int(fields["shmid" if table == "shm" else "semid" if table == "sem" else "msqid"])
+                    getattr(libc, call)(*([identifier, 0, IPC_RMID] if arguments == 4 else [identifier, IPC_RMID, None]))
+            except (KeyError, ValueError):
+                pass
+
+
 def clear_leftovers(uid: int, scratch: str) -> None:
     """Remove what a child of the slot's uid left in the folders every process may write to (and
     in their world-writable subfolders, such as /tmp/.X11-unix), so that the next student's child

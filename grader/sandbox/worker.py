@@ -172,6 +172,7 @@ def _run_child(job, remaining, poisoned, scratch, uid, submission_end, budget) -
         _, status = os.waitpid(pid, 0)
         cleanup.reap_orphans()
         cleanup.clear_leftovers(uid, scratch)
+        cleanup.clear_ipc(uid)
     if not remaining:
         return []
     if current is None and len(remaining) < started_with:
