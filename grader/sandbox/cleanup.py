@@ -65,8 +65,8 @@ def reap_orphans() -> None:
 
 
 IPC_RMID = 0
-# /proc/sysvipc table -> the libc call that removes one of its objects
-IPC_TABLES = {"shm": ("shmctl", 3), "sem": ("semctl", 4), "msg": ("msgctl", 3)}
+# /proc/sysvipc table -> its id column and the libc call that removes one of its objects
+IPC_TABLES = {"shm": ("shmid", "shmctl"), "sem": ("semid", "semctl"), "msg": ("msqid", "msgctl")}
 
 
 def clear_ipc(uid: int) -> None:
@@ -78,7 +78,7 @@ def clear_ipc(uid: int) -> None:
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
-    for table, (call, arguments) in IPC_TABLES.items():
+    for table, (column, call) in IPC_TABLES.items():
         try:
             with open(f"/proc/sysvipc/{table}") as rows:
                 header, *lines = rows.read().splitlines()
@@ -89,8 +89,10 @@ def clear_ipc(uid: int) -> None:
             fields = dict(zip(names, line.split()))
             try:
                 if int(fields["uid"]) == uid:
-                    identifier = int(fields["shmid" if table == "shm" else "semid" if table == "sem" else "msqid"])
-                    getattr(libc, call)(*([identifier, 0, IPC_RMID] if arguments == 4 else [identifier, IPC_RMID, None]))
+                    if call == "semctl":  # semctl(id, semnum, cmd); the others (id, cmd, buffer)
+                        libc.semctl(int(fields[column]), 0, IPC_RMID)
+                    else:
+                        getattr(libc, call)(int(fields[column]), IPC_RMID, None)
             except (KeyError, ValueError):
                 pass
 

@@ -32,8 +32,8 @@ __all__ = ["Limits", "SandboxPool", "SandboxRun", "decode", "error_from_dict", "
 KIT_ROOT = Path(grader.__file__).resolve().parent
 # What the workers run, copied out of the kit (never the suites, the solutions or the trusted side).
 SANDBOX_FILES = ["__init__.py", "probes", "sandbox/__init__.py", "sandbox/channel.py", "sandbox/child.py",
-                 "sandbox/cleanup.py", "sandbox/codec.py", "sandbox/driver.py", "sandbox/private_view.py", "sandbox/seccomp.py",
-                 "sandbox/warmup.py", "sandbox/worker.py"]
+                 "sandbox/cleanup.py", "sandbox/codec.py", "sandbox/driver.py", "sandbox/private_view.py",
+                 "sandbox/seccomp.py", "sandbox/warmup.py", "sandbox/worker.py"]
 SLOT_UID_BASE = 61000
 GRACE_SECONDS = 30  # after a job's own deadline, for its worker to stop the child and answer
 ATTEMPTS = 3

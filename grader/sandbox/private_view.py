@@ -18,7 +18,8 @@ import os
 import stat
 
 CLONE_NEWNS = 0x00020000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
+MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 O_PATH = getattr(os, "O_PATH", 0o10000000)
 # Besides /tmp, the folders any process may write to: empty and read-only here, as in bubblewrap
 # (a child could otherwise fill the machine's memory through /dev/shm, or leave files for the next)
