@@ -8,7 +8,6 @@ so that the two start-ups overlap on different cores.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -32,6 +31,7 @@ from grader.sandbox.pool import SandboxRun, result_from_record
 from grader.sandbox.pools import TrackPools
 from grader.scoring import section_scores, total
 from grader.suites.seam import Seam, reference_results
+from grader.suites import cache as baseline_cache
 from grader.suites.tracks import TrackBaselines
 
 log = logging.getLogger("grader.session")
@@ -156,14 +156,15 @@ def _baselines(fingerprint: str, cache_dir: Path | None) -> tuple[Seam, list[Var
     (with the sandbox's pickle-free codec) from the output folder's cache."""
     cache = cache_dir / f"baselines-{fingerprint}.bin" if cache_dir is not None else None
     variants = all_variants()
-    if cache is not None and cache.exists():
+    cached = baseline_cache.read(cache)
+    if cached is not None:
         try:
-            document = codec.decode(cache.read_bytes())
+            document = codec.decode(cached)
             reference = {name: result_from_record(r) for name, r in document["reference"].items()}
             runs = [VariantRun(variant, {name: result_from_record(r) for name, r in results.items()})
                     for variant, results in zip(variants, document["variants"], strict=True)]
             return Seam(reference), runs
-        except (codec.CodecError, KeyError, TypeError, ValueError):
+        except (codec.CodecError, KeyError, TypeError, ValueError, AttributeError):
             pass
     reference = reference_results()
     runs = variant_runs()
@@ -171,19 +172,10 @@ def _baselines(fingerprint: str, cache_dir: Path | None) -> tuple[Seam, list[Var
         document = {"reference": {name: _record(r) for name, r in reference.items()},
                     "variants": [{name: _record(r) for name, r in run.results.items()} for run in runs]}
         try:
-            # the reference's outputs are the answer key: only the grader's own user may read them
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            os.chmod(cache.parent, 0o700)
-            temporary = cache.with_name(f".{cache.name}.{os.getpid()}")
-            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-            with os.fdopen(descriptor, "wb") as handle:
-                handle.write(codec.encode(document))
-            os.replace(temporary, cache)
-            for old in cache.parent.glob("baselines-*.bin"):
-                if old != cache:
-                    old.unlink(missing_ok=True)  # only the current kit's baselines are kept
-        except (OSError, codec.CodecError):
-            pass
+            data = codec.encode(document)
+        except codec.CodecError:
+            return Seam(reference), runs
+        baseline_cache.write(cache, data, "baselines-[!m]*.bin")  # not the MindSpore track's
     return Seam(reference), runs
 
 

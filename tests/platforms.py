@@ -24,6 +24,10 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_BWRAP_PATH = "/nonexistent-attention-kit-test-path"  # a PATH on which no bubblewrap is found
+# A command's prefix that runs it as root without CAP_SYS_ADMIN, as in a container that cannot run
+# bubblewrap: no mount or IPC namespaces either (empty where not root or without setpriv)
+WITHOUT_NAMESPACES = [shutil.which("setpriv"), "--inh-caps=-sys_admin", "--bounding-set=-sys_admin"] \
+    if os.getuid() == 0 and shutil.which("setpriv") else []
 
 
 def deps_only_python(base: Path) -> Path:

@@ -23,8 +23,8 @@ from grader.classroom.gradescope import MAX_RESULTS_BYTES, VENV, run, to_gradesc
 from grader.i18n import Catalog
 from grader.records import MODULES
 from tests.conftest import ROOT, solutions_as_submission
-from tests.platforms import (NO_BWRAP_PATH, answer_key_lines, deps_only_python, environment, hunter_source,
-                             open_root, remove_root)
+from tests.platforms import (NO_BWRAP_PATH, WITHOUT_NAMESPACES, answer_key_lines, deps_only_python, environment,
+                             hunter_source, open_root, remove_root)
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +173,9 @@ def graded(autograder_zip, tmp_path_factory):
                 solutions_as_submission(upload)
                 (upload / "sec3_5_causal_attention.py").unlink()
                 (upload / "sec3_5_causal_attention.py").symlink_to(kit / "solutions" / "sec3_5_causal_attention.py")
-            done = subprocess.run(["/bin/bash", str(root / "source" / "run_autograder")], env=env, capture_output=True,
+            prefix = WITHOUT_NAMESPACES if scenario.startswith("hostile") else []
+            done = subprocess.run([*prefix, "/bin/bash", str(root / "source" / "run_autograder")], env=env,
+                                  capture_output=True,
                                   text=True, timeout=600)
             assert done.returncode == 0, done.stderr[-3000:]
             raw = (root / "results" / "results.json").read_bytes()

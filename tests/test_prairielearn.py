@@ -29,8 +29,8 @@ from grader.classroom.prairielearn_question import DEFAULT_TIMEOUT, ENTRYPOINT, 
 from grader.i18n import Catalog
 from grader import records
 from grader.records import MODULES, GradeResult, ProbeError, SectionScore, StudentFrame
-from tests.platforms import (NO_BWRAP_PATH, ROOT, answer_key_lines, deps_only_python, environment, hunter_source,
-                             open_root, remove_root, sibling_imports)
+from tests.platforms import (NO_BWRAP_PATH, ROOT, WITHOUT_NAMESPACES, answer_key_lines, deps_only_python, environment,
+                             hunter_source, open_root, remove_root, sibling_imports)
 
 IMAGE = "course-staff/attention-kit-grader:1.0"
 
@@ -277,9 +277,10 @@ def graded(written, tmp_path_factory):
             for file, text in submission(kind, [str(root), str(kit)]).items():
                 (root / "grade" / "student" / file).write_text(text)
             env = environment(ATTENTION_KIT_DIR=str(kit), PYTHON=str(python), GRADE_ROOT=str(root / "grade"))
+            prefix = WITHOUT_NAMESPACES if not bwrap else []
             if not bwrap:
                 env["PATH"] = NO_BWRAP_PATH
-            done = subprocess.run(["/bin/sh", str(written / "grader-image" / "attention-kit-grade")], env=env,
+            done = subprocess.run([*prefix, "/bin/sh", str(written / "grader-image" / "attention-kit-grade")], env=env,
                                   capture_output=True, text=True, timeout=600)
             assert done.returncode == 0, done.stderr[-3000:]
             raw = (root / "grade" / "results" / "results.json").read_bytes()

@@ -206,6 +206,14 @@ def test_nothing_outside_the_sandbox_was_written(hostile):
     assert not list((ROOT / "grader" / "suites").glob("test_pwned*"))
 
 
+def test_the_reference_cache_is_readable_by_the_grader_only(hostile):
+    """The cached outputs of the reference are the answer key in another form: where nothing hides
+    the reports from student code (no bubblewrap, no mount namespace), the sandbox's uid still
+    cannot read them."""
+    for out in (hostile["out"], hostile["clean_out"]):
+        assert (out / CACHE_DIR).stat().st_mode & 0o777 == 0o700
+
+
 def test_no_student_process_survives(hostile):
     assert hostile["leftover"] == []
 

@@ -24,6 +24,7 @@ from grader.records import ProbeError
 from grader.sandbox import exposure, mounts, pool as pool_module
 from grader.sandbox.pool import Limits, SandboxPool
 from tests.conftest import MODULES, solutions_as_submission
+from tests.platforms import WITHOUT_NAMESPACES
 
 ROOT = Path(__file__).resolve().parents[1]
 ATTACKS = ROOT / "tests" / "attacks"
@@ -61,10 +62,16 @@ LEAK_FILES = [Path(p) for p in ("/tmp/attention-kit-leak", "/var/tmp/attention-k
                                 str(OPEN_FOLDER / "attention-kit-leak"))]
 
 
-@pytest.mark.parametrize("bubblewrap", [True, False], ids=["bubblewrap", "without-bubblewrap"])
-def test_nothing_one_student_leaves_reaches_the_next_in_the_same_worker(tmp_path, monkeypatch, bubblewrap):
+@pytest.mark.parametrize("bubblewrap, view", [(True, False), (False, True), (False, False)],
+                         ids=["bubblewrap", "without-bubblewrap", "without-bubblewrap-or-mount-namespace"])
+def test_nothing_one_student_leaves_reaches_the_next_in_the_same_worker(tmp_path, monkeypatch, bubblewrap, view):
+    """Without bubblewrap, as root, the workers' own mount namespace gives children the same
+    /tmp as bubblewrap (only the scratch folder is theirs) and read-only shared folders; where no
+    mount namespace can be made either, what they leave in the shared folders is removed."""
     if not bubblewrap:
         monkeypatch.setattr(mounts, "bubblewrap", lambda: NO_BUBBLEWRAP)
+    if not view:
+        monkeypatch.setattr(mounts, "private_view", lambda *args: "")
     for leftover in LEAK_FILES:
         leftover.unlink(missing_ok=True)
     OPEN_FOLDER.mkdir(exist_ok=True)  # like /tmp/.X11-unix: root's, anyone may write into it
@@ -83,13 +90,136 @@ def test_nothing_one_student_leaves_reaches_the_next_in_the_same_worker(tmp_path
     assert left <= seen
     assert "keyring" not in left  # keyrings are out of reach
     shared = {f"file {path}" for path in LEAK_FILES}
-    assert not (left & shared) if bubblewrap else {"file /tmp/attention-kit-leak",
-                                                    f"file {OPEN_FOLDER}/attention-kit-leak"} <= left
+    assert not (left & shared) if bubblewrap or view else {"file /tmp/attention-kit-leak",
+                                                            f"file {OPEN_FOLDER}/attention-kit-leak"} <= left
     found = results["find"][PROBE]
     assert isinstance(found, dict), found.message
     assert torch.allclose(found["book"], book_inputs() @ book_inputs().T)
     assert not [path for path in LEAK_FILES if path.exists()]
     shutil.rmtree(OPEN_FOLDER, ignore_errors=True)
+
+
+@pytest.mark.parametrize("bubblewrap", [True, False], ids=["bubblewrap", "without-bubblewrap"])
+def test_a_child_finds_nothing_of_an_earlier_student_in_the_memory_it_starts_with(tmp_path, monkeypatch, bubblewrap):
+    """Children are forked from the warm worker: had the worker itself read the victim's job (its
+    files, base64-encoded in a JSON line) or forwarded its results, the thief graded next by the
+    same worker would find the victim's source in freed heap it inherited."""
+    if not bubblewrap:
+        monkeypatch.setattr(mounts, "bubblewrap", lambda: NO_BUBBLEWRAP)
+    padding = "".join(f"\n# padding {line}: " + "x" * 60 for line in range(3000))  # a larger job than the thief's
+    victim = attacked(tmp_path, "victim", "persist_memory.py", PERSIST="victim", SECRET="VICTIM-SECRET-k3J9xQ" + padding)
+    thief = attacked(tmp_path, "thief", "persist_memory.py", PERSIST="thief", SECRET="")
+    assert "VICTIM-SECRET-k3J9xQ" in victim.sources[MODULE] and "VICTIM-SECRET-k3J9xQ" not in thief.sources[MODULE]
+    with SandboxPool(1, LIMITS, probes=[PROBE]) as pool:  # one worker: the thief runs where the victim ran
+        for submission in (victim, thief, victim, thief):
+            pool.submit(submission)
+        runs = [run.results[PROBE] for run in pool.results() if run.submission.name == "thief"]
+    assert len(runs) == 2
+    for found in runs:
+        assert isinstance(found, dict), found.message
+        assert torch.allclose(found["book"], book_inputs() @ book_inputs().T)
+
+
+# -- fairness and the answer key, with and without bubblewrap ------------------------------------
+
+@pytest.mark.parametrize("bubblewrap", [True, False], ids=["bubblewrap", "without-bubblewrap"])
+def test_a_correct_submission_importing_any_standard_module_earns_full_marks(tmp_path, monkeypatch, bubblewrap):
+    """The interpreter may live in a folder the sandbox's uid cannot pass (pyenv under /root,
+    mode 0700): modules the warm worker did not import must still be found."""
+    if not bubblewrap:
+        monkeypatch.setattr(mounts, "bubblewrap", lambda: NO_BUBBLEWRAP)
+    fair = attacked(tmp_path, "fair", "fair_stdlib.py")
+    with SandboxPool(1, LIMITS) as pool:
+        assert pool.use_bwrap == bubblewrap
+        results = run_all(pool, [fair], SECTION_PROBES)["fair"]
+    for probe in SECTION_PROBES:
+        assert isinstance(results[probe], dict), (probe, results[probe])
+    assert torch.allclose(results[PROBE]["book"], book_inputs() @ book_inputs().T)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="uid separation (and so any hiding) needs root")
+@pytest.mark.parametrize("bubblewrap", [True, False], ids=["bubblewrap", "without-bubblewrap"])
+def test_the_answer_key_the_class_and_the_reports_are_out_of_reach(tmp_path, monkeypatch, bubblewrap):
+    """As `grade` runs the pool: hiding the class folder and the reports. Without bubblewrap the
+    workers' own mount namespace hides them, the kit's checkout and its git folder."""
+    if not bubblewrap:
+        monkeypatch.setattr(mounts, "bubblewrap", lambda: NO_BUBBLEWRAP)
+    klass, out = tmp_path / "class", tmp_path / "reports"
+    solutions_as_submission(klass / "classmate")
+    (out / ".grader-cache").mkdir(parents=True)
+    (out / ".grader-cache" / "baselines-test.bin").write_bytes(b"the reference's outputs")
+    git = pool_module._git_folders(ROOT)[-1]
+    paths = {"REPO": str(ROOT), "CLASS": str(klass), "OUT": str(out), "GIT": str(git), "GRADER": str(os.getpid())}
+    thief = attacked(klass, "thief", "reach_answer_key.py", **paths)
+    assert os.access(ROOT / "solutions", os.R_OK)  # reachable here, in the grader
+    with SandboxPool(1, LIMITS, probes=[PROBE], hide=[klass, out]) as pool:
+        assert pool.use_bwrap == bubblewrap
+        found = run_all(pool, [thief])["thief"][PROBE]
+    assert isinstance(found, dict), found.message
+    assert torch.allclose(found["book"], book_inputs() @ book_inputs().T)
+
+
+@pytest.mark.skipif(not WITHOUT_NAMESPACES, reason="needs root and setpriv")
+def test_root_without_the_right_to_make_namespaces_still_grades_correct_code(tmp_path):
+    """As in a container that cannot run bubblewrap (root without CAP_SYS_ADMIN): no mount or IPC
+    namespace can be made. The child's fallback for IPC (a user namespace) maps root alone, after
+    which it could not become the slot's uid: every probe of every student crashed."""
+    fair = solutions_as_submission(tmp_path / "fair")
+    module = fair / f"{MODULE}.py"  # the standard modules that issue asks for; the worker preloads them
+    module.write_text(module.read_text() + "\nimport collections, ctypes.util, dataclasses, decimal, fractions, functools"
+                      ", itertools, math, statistics, typing\n")
+    script = textwrap.dedent(f"""
+        from grader.intake.discovery import read_submission
+        from grader.sandbox import mounts
+        from grader.sandbox.pool import Limits, SandboxPool
+        mounts.bubblewrap = lambda: mounts.Bubblewrap(installed=False, usable=False)
+        with SandboxPool(1, Limits(probe_seconds=3, probe_wall_seconds=30), probes={SECTION_PROBES!r}) as pool:
+            pool.submit(read_submission(__import__("pathlib").Path({str(fair)!r})))
+            results = next(pool.results()).results
+        print(sorted(name for name, value in results.items() if not isinstance(value, dict)))
+        """)
+    done = subprocess.run([*WITHOUT_NAMESPACES, sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    # all correct: the child became the slot's uid, and found what the warm worker preloaded
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="removing another uid's IPC objects needs root")
+def test_ipc_objects_of_the_slot_uid_are_removed_after_a_child(tmp_path):
+    """Where a child cannot have an IPC namespace of its own (root without CAP_SYS_ADMIN), its
+    System V objects would wait in the worker's namespace for the next student of the slot."""
+    import ctypes
+
+    from grader.sandbox import cleanup
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    uid, key = 54322, 0x4B1702
+    ready_r, ready_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            made = [libc.shmget(key, 4096, 0o1000 | 0o600), libc.semget(key, 1, 0o1000 | 0o600),
+                    libc.msgget(key, 0o1000 | 0o600)]
+            os.write(ready_w, b"1" if min(made) >= 0 else b"0")
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.read(ready_r, 1) == b"1"
+
+    def owned() -> list[str]:
+        found = []
+        for table in ("shm", "sem", "msg"):
+            with open(f"/proc/sysvipc/{table}") as rows:
+                header, *lines = rows.read().splitlines()
+            found += [table for line in lines if dict(zip(header.split(), line.split()))["uid"] == str(uid)]
+        return found
+
+    assert owned() == ["shm", "sem", "msg"]
+    cleanup.clear_ipc(uid)
+    assert owned() == []
 
 
 # -- deadlines ----------------------------------------------------------------------------------

@@ -116,6 +116,10 @@ def isolate_ipc() -> bool:
     namespace that maps this process's own uid and gid to themselves (files keep their owners)."""
     if LIBC.unshare(CLONE_NEWIPC) == 0:
         return True
+    if os.getuid() == 0:
+        # root without CAP_SYS_ADMIN (a container): a user namespace would map root alone, and the
+        # change to the slot's uid that follows would fail, costing every probe of every student
+        return False
     uid, gid = os.getuid(), os.getgid()
     if LIBC.unshare(CLONE_NEWUSER | CLONE_NEWIPC) != 0:
         return False

@@ -14,39 +14,47 @@ SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")
 def kill_all(uid: int, pid: int, pid_namespace: bool) -> None:
     """Kill the child and everything it spawned, without forking (a fork of a torch process is slow).
 
-    In bubblewrap's pid namespace, kill(-1) reaches every process of the namespace except this
-    worker and bubblewrap's init: exactly the child and its descendants, whatever session or
-    process group they moved to. Without a pid namespace, as root, every process of the slot's uid
-    is killed, pass after pass, until none is left (a fork bomb is bounded by RLIMIT_NPROC).
-    Without either, only the child's session is reachable (reported as a missing protection).
+    Called in the job process (a fork of the warm worker, see `worker`). In bubblewrap's pid
+    namespace, every process of the namespace but bubblewrap's init, the warm worker and this job
+    process is the child or one of its descendants, whatever session or process group they moved
+    to: all are killed, pass after pass, until none is left. Without a pid namespace, as root,
+    every process of the slot's uid is. A fork bomb is bounded by RLIMIT_NPROC. Without either,
+    only the child's session is reachable (reported as a missing protection).
     """
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
     if pid_namespace:
-        try:
-            os.kill(-1, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        spared = {1, os.getpid(), os.getppid()}
+        _kill_until_none(lambda entry: int(entry) not in spared)
     elif os.getuid() == 0:
-        for _ in range(100):
-            found = False
-            for entry in os.listdir("/proc"):
-                if not entry.isdigit() or int(entry) == os.getpid():
-                    continue
-                try:
-                    if os.stat(f"/proc/{entry}").st_uid == uid:
-                        found = True
-                        os.kill(int(entry), signal.SIGKILL)
-                except (OSError, ValueError):
-                    pass
-            if not found:
-                break
+        _kill_until_none(lambda entry: int(entry) != os.getpid() and os.stat(f"/proc/{entry}").st_uid == uid)
+
+
+def _kill_until_none(chosen) -> None:
+    for _ in range(100):
+        found = False
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                if chosen(entry) and not _is_zombie(entry):  # a zombie is dead already: reaped later
+                    found = True
+                    os.kill(int(entry), signal.SIGKILL)
+            except (OSError, ValueError, IndexError):
+                pass
+        if not found:
+            break
+
+
+def _is_zombie(entry: str) -> bool:
+    with open(f"/proc/{entry}/stat", "rb") as stat:
+        return stat.read().rsplit(b")", 1)[1].split()[0] == b"Z"
 
 
 def reap_orphans() -> None:
-    """Collect zombies of the child's descendants (this worker is their subreaper)."""
+    """Collect zombies of the child's descendants (the job process is their subreaper)."""
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -54,6 +62,39 @@ def reap_orphans() -> None:
             return
         if pid == 0:
             return
+
+
+IPC_RMID = 0
+# /proc/sysvipc table -> its id column and the libc call that removes one of its objects
+IPC_TABLES = {"shm": ("shmid", "shmctl"), "sem": ("semid", "semctl"), "msg": ("msqid", "msgctl")}
+
+
+def clear_ipc(uid: int) -> None:
+    """Remove the System V IPC objects the slot's uid owns in this IPC namespace. Children get one
+    of their own; where they cannot (root without CAP_SYS_ADMIN) this is what keeps a segment,
+    semaphore or queue of one student from the next. Only as root (see `clear_leftovers`)."""
+    if os.getuid() != 0:
+        return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for table, (column, call) in IPC_TABLES.items():
+        try:
+            with open(f"/proc/sysvipc/{table}") as rows:
+                header, *lines = rows.read().splitlines()
+        except (OSError, ValueError):
+            continue
+        names = header.split()
+        for line in lines:
+            fields = dict(zip(names, line.split()))
+            try:
+                if int(fields["uid"]) == uid:
+                    if call == "semctl":  # semctl(id, semnum, cmd); the others (id, cmd, buffer)
+                        libc.semctl(int(fields[column]), 0, IPC_RMID)
+                    else:
+                        getattr(libc, call)(int(fields[column]), IPC_RMID, None)
+            except (KeyError, ValueError):
+                pass
 
 
 def clear_leftovers(uid: int, scratch: str) -> None:

@@ -2,6 +2,7 @@
 can run on this machine at all (and if not, why)."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import site
@@ -112,7 +113,7 @@ def bwrap_command(kit: Path, roots: list[Path], hidden: list[Path]) -> list[str]
             command += ["--symlink", os.readlink(path), str(path)]
         elif path.is_dir():
             command += ["--ro-bind", str(path), str(path)]
-    for folder in traversable_parents(roots):
+    for folder in reachable_parents(roots):
         command += ["--perms", "0711", "--dir", str(folder)]
     for root in roots:
         command += ["--ro-bind", str(root), str(root)]
@@ -121,26 +122,42 @@ def bwrap_command(kit: Path, roots: list[Path], hidden: list[Path]) -> list[str]
     return command + ["--ro-bind", str(kit), "/tmp/kit", "--chdir", "/tmp"]
 
 
-def traversable_parents(roots: list[Path]) -> list[Path]:
-    """The folders bubblewrap must create above the interpreter's directories (a venv in a
-    checkout: /home/me/kit/.venv, /tmp/clone/.venv): made 0711 (bubblewrap's own are 0700), so that a
-    child, which runs as another uid, can still import a module the worker did not preload."""
-    system = [Path("/") / name for name in SYSTEM_DIRS]
-    parents = set()
-    for root in roots:
-        for parent in root.parents:
-            if parent == Path("/") or parent == Path("/tmp") or any(s == parent or s in parent.parents for s in system) \
-                    or any(r == parent or r in parent.parents for r in roots):
-                continue
-            parents.add(parent)
-    return sorted(parents, key=lambda p: len(p.parts))
+def reachable_parents(roots: list[Path]) -> list[Path]:
+    """The folders bubblewrap must make on the way to the interpreter's directories, parents first,
+    with mode 0711 (passable, not listable). Made by bubblewrap itself they would be root's and mode
+    0700, so an interpreter under /root (pyenv) or another private folder would be out of reach of
+    the sandbox's uid: only what the warm worker imported beforehand would work, and a student
+    importing `statistics` would fail."""
+    mounted = [Path("/") / name for name in SYSTEM_DIRS] + list(roots)
+    parents = {parent for root in roots for parent in root.parents if parent not in (Path("/"), Path("/tmp"))}
+    return sorted((p for p in parents if not any(m == p or m in p.parents for m in mounted)),
+                  key=lambda p: (len(p.parts), str(p)))
 
 
-def worker_command(kit: Path, uid: int, result_fd: int, flavour: str, bwrap: list[str] | None) -> list[str]:
+def private_view(roots: list[Path], hidden: list[Path], staging: Path) -> str:
+    """Without bubblewrap, as root: what the worker's own mount namespace covers and keeps
+    reachable (`private_view.make`), as its --private-view argument. The whole host is visible
+    there: a folder to hide that holds the interpreter (a venv inside the kit's checkout) is
+    covered whole and the interpreter bound back into it; the others are covered, except the
+    system's folders and the staged probe code (bound back into the view's own /tmp)."""
+    keep = [staging.resolve(), *(Path("/") / name for name in (*SYSTEM_DIRS, "proc", "dev", "sys", "tmp"))]
+    resolved = sorted({p.resolve() for p in hidden if p.is_dir()})
+    covers = [p for p in resolved if any(p in r.parents for r in roots) and not _holds(p, keep)]
+    rest = [p for p in hide_targets([p for p in resolved if p not in covers], roots + keep) if not _holds(p, keep)]
+    return json.dumps({"roots": [str(r) for r in roots], "covers": [str(p) for p in covers],
+                       "hidden": [str(p) for p in rest], "keep": [str(staging.resolve())], "tmp_bytes": TMPFS_BYTES})
+
+
+def _holds(path: Path, keep: list[Path]) -> bool:
+    return any(k == path or path in k.parents for k in keep)
+
+
+def worker_command(kit: Path, uid: int, result_fd: int, flavour: str, bwrap: list[str] | None,
+                   view: str = "") -> list[str]:
     """The whole command line of a warm worker: inside `bwrap` (its part from `bwrap_command`), or
-    directly when bubblewrap is unavailable."""
+    directly when bubblewrap is unavailable (in a private view of the host, `view`, if given)."""
     python = [sys.executable, "-E", "-s", "-B", "-c", BOOT]
     arguments = ["--uid", str(uid), "--result-fd", str(result_fd), "--flavour", flavour]
     if bwrap is None:
-        return python + [str(kit), *arguments]
+        return python + [str(kit), *arguments, *(["--private-view", view] if view else [])]
     return bwrap + python + ["/tmp/kit", *arguments, "--pid-namespace"]

@@ -33,8 +33,8 @@ __all__ = ["Limits", "SandboxPool", "SandboxRun", "decode", "error_from_dict", "
 KIT_ROOT = Path(grader.__file__).resolve().parent
 # What the workers run, copied out of the kit (never the suites, the solutions or the trusted side).
 SANDBOX_FILES = ["__init__.py", "probes", "frameworks", "sandbox/__init__.py", "sandbox/channel.py", "sandbox/child.py",
-                 "sandbox/cleanup.py", "sandbox/codec.py", "sandbox/driver.py", "sandbox/seccomp.py", "sandbox/warmup.py",
-                 "sandbox/worker.py"]
+                 "sandbox/cleanup.py", "sandbox/codec.py", "sandbox/driver.py", "sandbox/private_view.py",
+                 "sandbox/seccomp.py", "sandbox/warmup.py", "sandbox/worker.py"]
 SLOT_UID_BASE = 61000
 SLOTS_PER_RUN = 16  # uids per grading run, for all its pools' workers
 GRACE_SECONDS = 30  # after a job's own deadline, for its worker to stop the child and answer
@@ -73,6 +73,24 @@ def _uid_base() -> int:
     return SLOT_UID_BASE + (os.getpid() % 2000) * SLOTS_PER_RUN
 
 
+def _git_folders(checkout: Path) -> list[Path]:
+    """The checkout's git folder, where every version of the answer key is: for a worktree (whose
+    .git is a file naming its folder inside the main repository's), the main repository's too."""
+    dot_git = checkout / ".git"
+    if not dot_git.is_file():
+        return [dot_git]
+    try:
+        text = dot_git.read_text(errors="replace").strip()
+    except OSError:
+        return []
+    if not text.startswith("gitdir:"):
+        return []
+    own = (checkout / text.removeprefix("gitdir:").strip()).resolve()
+    common = own / "commondir"
+    shared = (own / common.read_text().strip()).resolve() if common.is_file() else own
+    return [own, shared]
+
+
 class SandboxPool:
     """`jobs` warm workers; each grades one submission at a time in a restricted forked child.
 
@@ -98,10 +116,13 @@ class SandboxPool:
         self.roots = mounts.python_roots()
         import solutions  # only to find (and hide) where the answer key lives
 
-        hidden = [KIT_ROOT, KIT_ROOT.parent / ".git", Path(solutions.__file__).resolve().parent, *hide]
+        hidden = [KIT_ROOT, *_git_folders(KIT_ROOT.parent), Path(solutions.__file__).resolve().parent, *hide]
         if (KIT_ROOT.parent / "pyproject.toml").exists():
             hidden.append(KIT_ROOT.parent)
         self.hidden = mounts.mounted_hidden(hidden, self.roots)
+        # without bubblewrap, as root: the workers' own mount namespace hides the same and more
+        self.view = mounts.private_view(self.roots, hidden, self.staging) \
+            if self.is_root and not self.use_bwrap else ""
         self._closed = False
         self._kill_now = False
         self._ids = ids if ids is not None else itertools.count(1)  # shared by pools of one stream
@@ -186,7 +207,8 @@ class SandboxPool:
         kit = self.staging / "kit"
         bwrap = mounts.bwrap_command(kit, self.roots, self.hidden) if self.use_bwrap else None
         worker = WorkerConnection(
-            lambda fd: mounts.worker_command(kit, self.uid_base + slot, fd, self.flavour, bwrap), environment())
+            lambda fd: mounts.worker_command(kit, self.uid_base + slot, fd, self.flavour, bwrap, self.view),
+            environment())
         self._workers[slot] = worker
         return worker
 

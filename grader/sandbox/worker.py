@@ -2,7 +2,12 @@
 submission and watches it.
 
 Started by a fresh exec (never a fork of the grader, which holds the solutions), inside bubblewrap
-where available. Protocol with the trusted pool:
+where available. The warm worker itself never reads a job: for each one it forks a job process
+that reads it, writes the files, forks the children and forwards their frames, then exits. So
+nothing of a student (the files as they arrived, the results forwarded, the frames' headers) is
+ever in the memory that the next student's children start with a copy of.
+
+Protocol with the trusted pool:
   stdin  <- one JSON line per job: {"id", "files": {name: base64}, "probes": [...], "mode", "limits"}
   result fd -> frames (`channel`): {"status": "ready"} once, then per job {"id", "probe", "status":
   "ok"} with the child's serialised record as payload, or {"id", "probe", "status": "timeout" |
@@ -19,6 +24,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import select
 import shutil
 import signal
 import sys
@@ -26,7 +32,7 @@ import tempfile
 import time
 
 from grader.probes import PROBES
-from grader.sandbox import child, cleanup, driver, warmup
+from grader.sandbox import child, cleanup, driver, private_view, warmup
 from grader.sandbox.channel import ChannelError, FrameReader, frame, write_all
 
 RESULT_FD = 3
@@ -36,6 +42,7 @@ TICKS = os.sysconf("SC_CLK_TCK")
 # A probe imports each of the seven modules at most once: more import notices than this are a
 # child keeping the worker busy (its parsing is CPU time no clock of the child's counts).
 MAX_NOTICES = 64
+NO_MORE_JOBS = 3  # a job process's exit status: stdin is closed
 
 
 def send(header: dict, payload: bytes = b"") -> None:
@@ -165,6 +172,7 @@ def _run_child(job, remaining, poisoned, scratch, uid, submission_end, budget) -
         _, status = os.waitpid(pid, 0)
         cleanup.reap_orphans()
         cleanup.clear_leftovers(uid, scratch)
+        cleanup.clear_ipc(uid)
     if not remaining:
         return []
     if current is None and len(remaining) < started_with:
@@ -255,13 +263,51 @@ def main() -> None:
     # namespace pid 2 is never a Python process, so kill(-1) can never reach the host
     PID_NAMESPACE = "--pid-namespace" in sys.argv and os.getpid() <= 2
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    view = _argument("--private-view", "")
+    if view:
+        try:
+            private_view.make(**json.loads(view))
+        except OSError:
+            pass  # e.g. a container without CAP_SYS_ADMIN: as exposed as without it (reported as no bubblewrap)
     child.LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     warmup.warm_up(_argument("--flavour", "torch"))
     child.block_keyrings()
     send({"status": "ready"})
-    for line in sys.stdin:
-        if line.strip():
-            run_job(json.loads(line), uid)
+    while True:
+        select.select([0], [], [])  # a job (or the end of the pool) is waiting: never read here
+        pid = os.fork()
+        if pid == 0:
+            status = NO_MORE_JOBS
+            try:
+                status = job_process(uid)
+            finally:
+                os._exit(status)
+        _, status = os.waitpid(pid, 0)
+        if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
+            return  # the pool closed stdin, or the job process failed: the pool sees this worker end
+
+
+def job_process(uid: int) -> int:
+    """One job, in a fork of the warm worker (see the module's docstring); its exit status."""
+    child.LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # the children's orphans come back here
+    line = _read_line(0)
+    if not line.strip():
+        return NO_MORE_JOBS
+    run_job(json.loads(line), uid)
+    return 0
+
+
+def _read_line(fd: int) -> bytes:
+    """One job line, read without buffering past it (the next job belongs to the next process)."""
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        if chunk.endswith(b"\n"):
+            break
+    return b"".join(chunks)
 
 
 if __name__ == "__main__":

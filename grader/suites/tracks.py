@@ -9,7 +9,6 @@ when a run has MindSpore submissions, and its seeded outputs are cached per kit 
 from __future__ import annotations
 
 import importlib.metadata
-import os
 from pathlib import Path
 
 from grader.diagnosis import Diagnoser, VariantRun
@@ -17,6 +16,7 @@ from grader.frameworks import MINDSPORE, PYTORCH, SEEDED_PROBES, namespace_for
 from grader.records import ProbeError
 from grader.sandbox import codec
 from grader.sandbox.pool import result_from_record
+from grader.suites import cache as baseline_cache
 from grader.suites.seam import ModuleNamespace, ProbeResults, Seam, run_in_process
 
 
@@ -61,22 +61,18 @@ class TrackBaselines:
         if self.cache_dir is not None and self.fingerprint:
             version = importlib.metadata.version("mindspore")
             cache = self.cache_dir / f"baselines-mindspore-{version}-{self.fingerprint}.bin"
-        if cache is not None and cache.exists():
+        cached = baseline_cache.read(cache)
+        if cached is not None:
             try:
-                document = codec.decode(cache.read_bytes())
+                document = codec.decode(cached)
                 return {name: result_from_record(record) for name, record in document.items()}
-            except (codec.CodecError, KeyError, TypeError, ValueError):
+            except (codec.CodecError, KeyError, TypeError, ValueError, AttributeError):
                 pass
         results = mindspore_seeded_results()
         if cache is not None:
             try:
-                cache.parent.mkdir(parents=True, exist_ok=True)
-                temporary = cache.with_name(f".{cache.name}.{os.getpid()}")
-                temporary.write_bytes(codec.encode({name: {"ok": r} for name, r in results.items()}))
-                os.replace(temporary, cache)
-                for old in cache.parent.glob("baselines-mindspore-*.bin"):
-                    if old != cache:
-                        old.unlink(missing_ok=True)
-            except (OSError, codec.CodecError):
-                pass
+                data = codec.encode({name: {"ok": r} for name, r in results.items()})
+            except codec.CodecError:
+                return results
+            baseline_cache.write(cache, data, "baselines-mindspore-*.bin")
         return results
