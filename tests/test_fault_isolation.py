@@ -53,14 +53,14 @@ def run(tmp_path_factory):
                                                             lambda result, catalog: result.submission))
     monkeypatch.setattr(session, "write_submission_reports", failing(
         "write_fails", session.write_submission_reports, lambda result, out_dir, catalog: result.submission))
-    real_diagnose = session.Diagnoser.diagnose
+    real_diagnose = session.Diagnoser.diagnose_submission
 
-    def diagnose(self, outcome, seam):
+    def diagnose(self, outcomes, seam, *args, **kwargs):
         if _seam_owner.get(id(seam)) == "diagnosis_fails":
             raise Boom("diagnosis")
-        return real_diagnose(self, outcome, seam)
+        return real_diagnose(self, outcomes, seam, *args, **kwargs)
 
-    monkeypatch.setattr(session.Diagnoser, "diagnose", diagnose)
+    monkeypatch.setattr(session.Diagnoser, "diagnose_submission", diagnose)
     real_run = session.GradingPlugin._run
 
     def run_test(self, item, info, seam, direct=None):

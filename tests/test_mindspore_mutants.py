@@ -23,11 +23,11 @@ MUTANTS = [
     ("unscaled", S34, "ops.softmax(attn_scores / d_k**0.5, axis=-1)", "ops.softmax(attn_scores, axis=-1)",
      "missing-scaling"),
     ("bias-ignored", S34, "has_bias=qkv_bias", "has_bias=False", "qkv-bias-ignored"),
-    # Not diagnosed on this track: the first token's row is all -inf, and MindSpore 2.10's CPU softmax
-    # then returns zeros (and corrupts other rows of the same matrix) where PyTorch returns NaN, so
-    # the outputs match no PyTorch variant. The tests still fail, undiagnosed.
+    # The first token's row is all -inf, and MindSpore 2.10's CPU softmax then returns zeros (and
+    # corrupts other rows of the same matrix) where PyTorch returns NaN: the outputs match no PyTorch
+    # variant, but the behaviour signature of a mask that hides the token itself names it.
     ("mask-diagonal", S35, '"mask", ops.triu(ops.ones((context_length, context_length)), diagonal=1)',
-     '"mask", ops.triu(ops.ones((context_length, context_length)), diagonal=0)', None),
+     '"mask", ops.triu(ops.ones((context_length, context_length)), diagonal=0)', "mask-includes-diagonal"),
     ("positional-dropout", S35, "nn.Dropout(p=dropout)", "nn.Dropout(dropout)", "dropout-keep-prob"),
     ("trainable-mask", S35, 'self.register_buffer(\n            "mask", ops.triu(ops.ones((context_length, context_length)), diagonal=1)\n        )',
      'self.mask = Parameter(ops.triu(ops.ones((context_length, context_length)), diagonal=1))',

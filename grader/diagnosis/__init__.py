@@ -69,9 +69,14 @@ def same(a: Any, b: Any) -> bool:
 
 
 class Diagnoser:
-    def __init__(self, reference: Seam, runs: list[VariantRun]):
+    def __init__(self, reference: Seam, runs: list[VariantRun], traced: bool = True):
+        """`traced`: the track's code runs torch ops that the tracer records, and its sources are
+        Python written like the reference's (the PyTorch track). On the MindSpore track the tracer
+        sees none of the student's operations: its diagnosis is the error patterns, the variants
+        and the behaviour signatures only."""
         self.reference = reference
         self.runs = runs
+        self.traced = traced
         self.patterns = all_patterns()
         self._differs: dict[tuple[int, tuple[str, ...]], bool] = {}  # (run, probes) -> unlike the reference
 
@@ -111,7 +116,7 @@ class Diagnoser:
         where the student's code ran: values, or an exception of its own (not a missing module, an
         unfinished stub, a timeout or a crash, which a second run would only repeat)."""
         names: list[str] = []
-        for outcome in outcomes:
+        for outcome in outcomes if self.traced else []:
             if outcome.status == "passed":
                 continue
             for name in outcome.probes:
@@ -135,7 +140,7 @@ class Diagnoser:
         uses = uses or {}
         moved = decide_blame(outcomes, uses)
         healthy = dependencies_pass(outcomes, uses)
-        evidence = Evidence(traces or {}, sources or {}, healthy)
+        evidence = Evidence(traces or {}, sources or {}, healthy) if self.traced else Evidence({}, {}, healthy)
         for outcome in outcomes:
             if outcome.status == "passed" or outcome.blocked_by:
                 continue

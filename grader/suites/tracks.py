@@ -51,7 +51,7 @@ class TrackBaselines:
 
     def diagnoser(self, track: str) -> Diagnoser:
         if track not in self._diagnosers:
-            self._diagnosers[track] = Diagnoser(self.reference(track), self.runs)
+            self._diagnosers[track] = Diagnoser(self.reference(track), self.runs, traced=track == PYTORCH)
         return self._diagnosers[track]
 
     def _seeded(self, track: str) -> ProbeResults:
