@@ -479,3 +479,16 @@ def test_a_child_without_root_still_gets_an_ipc_namespace_of_its_own():
         pytest.skip("this kernel allows no user namespaces")
     assert report["uid"] == uid and report["created"] >= 0
     assert key not in keys
+
+
+def test_two_grading_runs_at_once_never_share_a_uid_range(tmp_path):
+    """Slot uids used to be chosen by pid modulo 2000: two runs could share them, and one run's
+    clean-up would kill the other's children. A range is now held with a lock while a run lives."""
+    first = pool_module.reserve_uid_range(7, tmp_path)
+    second = pool_module.reserve_uid_range(7, tmp_path)
+    assert first == 7 and second == 8
+    script = ("import sys; from pathlib import Path; from grader.sandbox.pool import reserve_uid_range; "
+              "print(reserve_uid_range(7, Path(sys.argv[1])))")
+    other = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
+                           cwd=ROOT, check=True)
+    assert int(other.stdout) == 9  # another process skips the ranges this one holds
