@@ -425,16 +425,19 @@ def test_the_notice_says_which_protection_is_missing(monkeypatch, status, kind, 
 
 @pytest.mark.parametrize("usable", [True, False], ids=["bubblewrap", "no-bubblewrap"])
 @pytest.mark.parametrize("readable", [None, "solutions/sec3_5_causal_attention.py"])
-def test_an_answer_key_readable_by_the_childs_uid_is_named(monkeypatch, usable, readable):
-    """Without bubblewrap a root grader's children run under their own uid: the kit's file
-    permissions are then all that hides the answer key, and the notice says when they do not."""
+@pytest.mark.parametrize("sys_admin", [True, False], ids=["mount-namespace", "no-mount-namespace"])
+def test_an_answer_key_readable_by_the_childs_uid_is_named(monkeypatch, usable, readable, sys_admin):
+    """Without bubblewrap or a mount namespace (a container without CAP_SYS_ADMIN) a root grader's
+    children run under their own uid: the kit's file permissions are then all that hides the answer
+    key, and the notice says when they do not."""
+    monkeypatch.setattr(pool_module, "has_sys_admin", lambda: sys_admin)
     monkeypatch.setattr(mounts, "bubblewrap", lambda: mounts.Bubblewrap(installed=True, usable=usable,
                                                                          reason="" if usable else "bwrap: denied"))
     monkeypatch.setattr(exposure, "readable_by_others", lambda root: readable)
     monkeypatch.setattr(exposure, "_site_packages", lambda: [])
     with SandboxPool(1, LIMITS, probes=[]) as pool:
         notes = [(n.kind, n.detail) for n in pool.protections() if n.kind.startswith("deploy.")]
-        named = not usable and readable is not None and pool.is_root
+        named = not usable and readable is not None and pool.is_root and not sys_admin
     assert notes == ([("deploy.kit-readable", readable)] if named else [])
 
 

@@ -102,6 +102,17 @@ def reserve_uid_range(start: int, folder: Path | None = None) -> int:
     return start
 
 
+def has_sys_admin() -> bool:
+    """Whether this process may make a mount namespace (CAP_SYS_ADMIN among its effective capabilities)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("CapEff:"):
+                return bool(int(line.split()[1], 16) >> 21 & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
+
+
 def _git_folders(checkout: Path) -> list[Path]:
     """The checkout's git folder, where every version of the answer key is: for a worktree (whose
     .git is a file naming its folder inside the main repository's), the main repository's too."""
@@ -176,9 +187,12 @@ class SandboxPool:
         if not self.use_bwrap and not self.is_root:
             notes.append(IntegrityNote("sandbox.no-network-isolation", "unshare"))
         # a kit in site-packages is mounted for the child; without bubblewrap, a root grader's
-        # children run under their own uid, so file permissions alone keep the answer key from them
+        # workers hide the kit in a mount namespace of their own (private_view), and where they
+        # cannot make one (no CAP_SYS_ADMIN: a container) file permissions alone keep the answer
+        # key from the children, which run under their own uid
+        unhidden = not self.use_bwrap and self.is_root and not has_sys_admin()
         notes += [note for note in exposure.answer_key_exposure()
-                  if note.kind == "deploy.kit-in-site-packages" or (not self.use_bwrap and self.is_root)]
+                  if note.kind == "deploy.kit-in-site-packages" or unhidden]
         return notes
 
     def submit(self, submission: Submission, probes: list[str] | None = None, mode: str = "grade",
