@@ -21,7 +21,18 @@ def test_a_module_importing_mindspore_anywhere_is_on_the_mindspore_track(line, o
     lines = list(others)
     lines.insert(min(position, len(lines)), line)
     assert imports_mindspore("\n".join(lines))
-    assert track_of({"sec3_3_simple_attention": "import torch\n", "sec3_4_self_attention": "\n".join(lines)}) == MINDSPORE
+    assert track_of({"sec3_3_simple_attention": "import mindspore\n", "sec3_4_self_attention": "\n".join(lines)}) == MINDSPORE
+    assert track_of({"sec3_3_simple_attention": "x = 1\n", "sec3_4_self_attention": "\n".join(lines)}) == MINDSPORE
+
+
+@given(st.integers(1, 7), st.integers(0, 7), st.integers(0, 7))
+def test_the_track_is_what_most_modules_import(mindspore, torch_only, both):
+    """A PyTorch submission with an `import mindspore` left over in a module stays PyTorch; a port that
+    also imports torch somewhere stays a port."""
+    sources = {f"ms{i}": "import mindspore\n" for i in range(mindspore)}
+    sources |= {f"pt{i}": "import torch\n" for i in range(torch_only)}
+    sources |= {f"both{i}": "import torch\nimport mindspore  # left over\n" for i in range(both)}
+    assert track_of(sources) == (MINDSPORE if mindspore + both > torch_only else PYTORCH)
 
 
 @given(st.lists(st.sampled_from(NOT_IMPORTS + ["x = 1"]), max_size=6))
@@ -32,7 +43,8 @@ def test_modules_without_a_mindspore_import_are_on_the_pytorch_track(lines):
 @given(st.text(max_size=200))
 @settings(max_examples=200)
 def test_detection_never_fails_on_any_text(text):
-    assert track_of({"m": text, "n": text + "\nimport mindspore\n(("}) == MINDSPORE
+    assert track_of({"m": text, "n": text + "\nimport mindspore\n(("}) in (PYTORCH, MINDSPORE)
+    assert track_of({"n": text + "\nimport mindspore\n(("}) == MINDSPORE
     assert track_of({"m": text}) in (PYTORCH, MINDSPORE)
 
 

@@ -431,3 +431,21 @@ def test_a_result_for_a_probe_that_has_one_already_is_a_broken_protocol():
     ok = {"id": "ID", "probe": "p1", "status": "ok"}
     done, results, _ = fake_run([[ok, [{"ok": {"x": 1}}, 0]], [ok, [{"ok": {"x": 2}}, 0]]], ["p1"])
     assert not done and results["p1"] == {"x": 1}
+
+
+def test_messages_never_name_the_grading_machines_folders():
+    """A typo such as `from torch.nn import Dropuot` raises an ImportError that names the installed
+    package's file: the report shows the student the package, not where this machine keeps it."""
+    import os
+    import site
+    import sys
+
+    import torch
+
+    torch_file = os.path.realpath(torch.nn.__file__)
+    message = f"cannot import name 'Dropuot' from 'torch.nn' ({torch_file})"
+    shown = boundary.text(message, 1000)
+    assert shown == "cannot import name 'Dropuot' from 'torch.nn' (…/torch/nn/__init__.py)"
+    for folder in {sys.prefix, sys.base_prefix, *site.getsitepackages(), str(Path(boundary.__file__).parents[2])}:
+        assert folder not in boundary.text(f"see {folder}/x.py and {os.path.realpath(folder)}/y.py", 1000)
+    assert boundary.text("sec3_5_causal_attention.py, line 3", 100) == "sec3_5_causal_attention.py, line 3"

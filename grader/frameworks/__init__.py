@@ -29,27 +29,39 @@ SEEDED_PROBES = frozenset({
     "exercise3_2_two_dim_output:seeded_output",
 })
 
-_IMPORT_LINE = re.compile(r"^\s*(?:import|from)\s+mindspore\b", re.M)
+_IMPORT_LINE = re.compile(r"^\s*(?:import|from)\s+(mindspore)\b", re.M)
+_ANY_IMPORT_LINE = re.compile(r"^\s*(?:import|from)\s+(\w+)", re.M)
 
 
 def imports_mindspore(source: str) -> bool:
     """Whether a module's source imports mindspore (any `import mindspore...`/`from mindspore...`)."""
+    return "mindspore" in _imported(source, _IMPORT_LINE)
+
+
+def _imported(source: str, fallback: re.Pattern) -> set[str]:
+    """The top-level packages a module imports (absolute imports only)."""
     try:
         tree = ast.parse(source)
     except Exception:  # noqa: BLE001 - SyntaxError, RecursionError, MemoryError; and CPython 3.11's
         # SystemError ("AST constructor recursion depth mismatch") when parsing from deep in a stack
-        return bool(_IMPORT_LINE.search(source))  # a broken module still shows its track
+        return {match.group(1) for match in fallback.finditer(source)}  # a broken module still shows it
+    names = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "mindspore" for a in node.names):
-            return True
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "mindspore":
-            return True
-    return False
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
 
 
 def track_of(sources: Mapping[str, str]) -> str:
-    """The track of a submission: MindSpore when any of its modules imports mindspore."""
-    return MINDSPORE if any(imports_mindspore(source) for source in sources.values()) else PYTORCH
+    """The track of a submission: MindSpore when more of its modules import mindspore than import
+    torch without mindspore. A PyTorch submission with an `import mindspore` left over in one module
+    stays on the PyTorch track; a port that also imports torch somewhere stays a port."""
+    imported = [_imported(source, _ANY_IMPORT_LINE) for source in sources.values()]
+    mindspore = sum("mindspore" in names for names in imported)
+    torch_only = sum("torch" in names and "mindspore" not in names for names in imported)
+    return MINDSPORE if mindspore > torch_only else PYTORCH
 
 
 def namespace_for(track: str, ns: Any) -> Any:

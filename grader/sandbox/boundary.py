@@ -147,10 +147,28 @@ def _megabytes(count: int) -> int | float:
 
 def text(value: Any, limit: int) -> str:
     """Student text as the report may show it: a string, capped, without control characters
-    (newlines and tabs kept) and without the sandbox's scratch folder."""
+    (newlines and tabs kept), without the sandbox's scratch folder and without the folders of this
+    machine's Python and kit (an ImportError names the installed package's file: "…/torch/nn/__init__.py")."""
     if type(value) is not str:
         return ""
-    return _CONTROL.sub("", _SCRATCH.sub("", value[:limit * 2]))[:limit]
+    return _CONTROL.sub("", _host_paths().sub("…/", _SCRATCH.sub("", value[:limit * 2])))[:limit]
+
+
+@lru_cache(maxsize=1)
+def _host_paths() -> re.Pattern:
+    """The grading machine's folders a message may name: the interpreter's prefixes, its
+    site-packages, the kit's checkout and the user's home (longest first)."""
+    import os
+    import site
+    import sys
+    import sysconfig
+
+    folders = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.expanduser("~"),
+               os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+               *sysconfig.get_paths().values(), *getattr(site, "getsitepackages", lambda: [])()}
+    folders |= {os.path.realpath(folder) for folder in folders}
+    folders = sorted((f.rstrip("/") for f in folders if f and len(f.rstrip("/")) > 1), key=len, reverse=True)
+    return re.compile("|".join(re.escape(folder) + r"/+" for folder in folders))
 
 
 def _param(value: Any) -> Any:
