@@ -52,6 +52,18 @@ def unreachable_folders(roots: list[str]) -> list[str]:
     return sorted(set(found))
 
 
+def _make_passable(path: str) -> None:
+    """PATH and every folder made on the way to it: mode 0711, passable but not listable (a kit
+    checked out under /tmp has its .venv bound back into the fresh /tmp: the checkout's folder
+    made for it must not be listable by the children)."""
+    current = "/"
+    for part in [p for p in path.split("/") if p]:
+        current = os.path.join(current, part)
+        if not os.path.isdir(current):
+            os.mkdir(current, 0o711)
+            os.chmod(current, 0o711)
+
+
 def make(roots: list[str], covers: list[str], hidden: list[str], keep: list[str], tmp_bytes: int) -> None:
     """Enter a mount namespace of this process's own (see the module's docstring). `covers` and
     the folders other users cannot pass on the way to `roots` become empty folders (mode 0711,
@@ -74,7 +86,7 @@ def make(roots: list[str], covers: list[str], hidden: list[str], keep: list[str]
             else:
                 _mount("tmpfs", cover, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0711,size=1m")
         for path in inside:
-            os.makedirs(path, mode=0o711, exist_ok=True)
+            _make_passable(path)
             _mount(f"/proc/self/fd/{handles[path]}", path, None, MS_BIND | MS_REC)
             _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
         for cover in outermost:

@@ -1,7 +1,7 @@
 """Throughput of the MindSpore track: a class of N MindSpore submissions graded with full isolation
 against one fresh interpreter per submission, measured in the same run.
 
-    python benchmarks/mindspore.py [--copies 200] [--baseline-samples 8] [--jobs N] [--keep DIR]
+    python benchmarks/mindspore_track.py [--copies 200] [--baseline-samples 8] [--jobs N] [--keep DIR]
 
 The class cycles through examples/mindspore-class/ (students with typical mistakes and a port-style
 submission) and the MindSpore reference, each copy made unique with a comment. The grader is
