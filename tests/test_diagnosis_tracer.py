@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from grader.diagnosis.checkpoints import SOLUTIONS_DIR, reference
 from grader.diagnosis.inprocess import run_probes, trace_probes
 from grader.diagnosis.recognise import analyse
-from grader.diagnosis.traces import TraceError, parse_trace
+from grader.diagnosis.traces import TraceError, fingerprint, parse_trace
 from grader.probes import PROBES, load_all
 from grader.probes import trace as tracer
 from grader.probes.trace import traced
@@ -184,3 +184,60 @@ def test_documents_over_the_caps_are_refused():
     document["ops"][0]["stack"][0][0] = "/etc/passwd"
     with pytest.raises(TraceError):
         parse_trace(document)
+
+
+def _same_content(a, b) -> bool:
+    if type(a) is not type(b):
+        return False
+    if type(a) is torch.Tensor:
+        return a.dtype == b.dtype and a.shape == b.shape and bool(torch.equal(a, b) or (a.isnan() == b.isnan()).all()
+                                                                  and torch.equal(a.nan_to_num(), b.nan_to_num()))
+    if type(a) is dict:
+        return a.keys() == b.keys() and all(_same_content(a[k], b[k]) for k in a)
+    if type(a) is list:
+        return len(a) == len(b) and all(_same_content(x, y) for x, y in zip(a, b))
+    return a == b or (type(a) is float and math.isnan(a) and math.isnan(b))
+
+
+def test_a_trace_of_the_same_code_repeats_uninitialised_memory_is_not_recorded():
+    """Findings are shared between identical traces: a trace must not depend on what memory held
+    (torch.empty before its initialisation, as nn.Linear makes its weights)."""
+    probe = "sec3_6_multi_head_attention:mha_forward"
+    _reference_document(probe)  # the module imported (a first run traces its import too)
+    first, second = _reference_document(probe), _reference_document(probe)
+    empty = [n for n in first["nodes"] if n["op"] >= 0 and first["ops"][n["op"]]["name"] in tracer.UNINITIALISED]
+    assert empty and all("value" not in n for n in empty)
+    assert fingerprint(first) == fingerprint(second)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([p for p in PATHS if p]), JUNK)
+def test_a_changed_trace_that_parses_has_another_fingerprint(path, junk):
+    document = copy.deepcopy(SMALL)
+    target = document
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = junk
+    try:
+        parse_trace(document)
+    except TraceError:
+        return
+    assert (fingerprint(document) == fingerprint(SMALL)) == _same_content(document, SMALL)
+
+
+def test_identical_traces_are_analysed_once(monkeypatch):
+    from grader.diagnosis import evidence
+
+    calls = []
+    real = evidence.recognise.analyse
+    monkeypatch.setattr(evidence.recognise, "analyse", lambda ref, trace: calls.append(1) or real(ref, trace))
+    probe = "sec3_3_simple_attention:context_vector_for_query"
+    findings = evidence.Findings()
+    first = findings.get(probe, SMALL)
+    assert findings.get(probe, copy.deepcopy(SMALL)) is first and len(calls) == 1
+    changed = copy.deepcopy(SMALL)
+    value = next(n for n in changed["nodes"] if "value" in n)
+    value["value"] = value["value"] + 1
+    findings.get(probe, changed)
+    assert len(calls) == 2
+    assert findings.get(probe, {"ops": "junk"}) is None and len(calls) == 2

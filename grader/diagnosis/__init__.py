@@ -79,6 +79,9 @@ class Diagnoser:
         self.traced = traced
         self.patterns = all_patterns()
         self._differs: dict[tuple[int, tuple[str, ...]], bool] = {}  # (run, probes) -> unlike the reference
+        from grader.diagnosis.evidence import Findings
+
+        self.findings = Findings()  # the recogniser's, per distinct trace of this run
 
     def _differs_from_reference(self, index: int, relevant: tuple[str, ...]) -> bool:
         """Whether variant `index` behaves unlike the reference on these probes (the same for every student)."""
@@ -140,7 +143,8 @@ class Diagnoser:
         uses = uses or {}
         moved = decide_blame(outcomes, uses)
         healthy = dependencies_pass(outcomes, uses)
-        evidence = Evidence(traces or {}, sources or {}, healthy) if self.traced else Evidence({}, {}, healthy)
+        evidence = Evidence(traces or {}, sources or {}, healthy, self.findings) if self.traced \
+            else Evidence({}, {}, healthy, self.findings)
         for outcome in outcomes:
             if outcome.status == "passed" or outcome.blocked_by:
                 continue

@@ -1,18 +1,19 @@
 """What the student's traces say about one failing test: named causes, checkpoint and line.
 
-Traces are parsed (validated) and analysed once per probe, lazily. A trace that does not parse, or
-that the recogniser cannot read, is simply no evidence.
+Traces are parsed (validated) and analysed once per probe, lazily, and once per distinct trace in a
+run (`Findings`). A trace that does not parse, or that the recogniser cannot read, is simply no evidence.
 """
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from grader.diagnosis import recognise
 from grader.diagnosis.blame import BUILDERS
 from grader.diagnosis.checkpoints import reference
-from grader.diagnosis.traces import Site, TraceError, parse_trace
+from grader.diagnosis.traces import Site, TraceError, fingerprint, parse_trace
 from grader.records import StudentFrame, TestOutcome
 
 log = logging.getLogger(__name__)
@@ -50,27 +51,52 @@ class Found:
             self.kind = self.kind or kind
 
 
+class Findings:
+    """Recogniser findings by (probe, trace fingerprint), shared by the submissions of a run: a
+    finding depends only on the reference and the trace (sites are the trace's own file:line; the
+    code shown at a line is read from each submission's sources later), so identical traces (the
+    same wrong code in several submissions) are analysed once. At most `size` are kept."""
+
+    def __init__(self, size: int = 1024):
+        self.size = size
+        self._known: OrderedDict[tuple[str, bytes], recognise.Finding | None] = OrderedDict()
+
+    def get(self, probe: str, document: Any) -> recognise.Finding | None:
+        """The finding on one probe's trace document; None when it is no readable trace."""
+        try:
+            trace = parse_trace(document)  # validated first: only a trace's own structure is fingerprinted
+            key = (probe, fingerprint(document))
+        except (TraceError, TypeError, ValueError, RuntimeError):
+            return None
+        if key in self._known:
+            self._known.move_to_end(key)
+            return self._known[key]
+        try:
+            result = recognise.analyse(reference(probe), trace)
+        except TraceError:
+            result = None
+        except Exception:  # noqa: BLE001 - a trace we cannot read is no evidence, never a crash
+            log.exception("the recogniser failed on %s", probe)
+            result = None
+        self._known[key] = result
+        if len(self._known) > self.size:
+            self._known.popitem(last=False)
+        return result
+
+
 class Evidence:
     def __init__(self, documents: Mapping[str, Any], sources: Mapping[str, str],
-                 healthy: Callable[[TestOutcome], bool] = lambda outcome: True):
+                 healthy: Callable[[TestOutcome], bool] = lambda outcome: True, findings: Findings | None = None):
         self.documents = documents
         self.sources = sources
         self.healthy = healthy  # whether the modules a test also relies on pass their own tests
+        self.shared = findings if findings is not None else Findings()  # findings are read, never changed
         self._findings: dict[str, recognise.Finding | None] = {}
 
     def finding(self, probe: str) -> recognise.Finding | None:
         if probe not in self._findings:
             document = self.documents.get(probe)
-            result = None
-            if document is not None:
-                try:
-                    result = recognise.analyse(reference(probe), parse_trace(document))
-                except TraceError:
-                    result = None
-                except Exception:  # noqa: BLE001 - a trace we cannot read is no evidence, never a crash
-                    log.exception("the recogniser failed on %s", probe)
-                    result = None
-            self._findings[probe] = result
+            self._findings[probe] = None if document is None else self.shared.get(probe, document)
         return self._findings[probe]
 
     def frame(self, site: Site | None) -> StudentFrame | None:

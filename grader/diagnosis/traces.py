@@ -7,6 +7,8 @@ A trace only ever shapes feedback text, never a score.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -263,3 +265,27 @@ def documents_of(results: dict[str, Any]) -> dict[str, dict]:
     has none. Still untrusted: `parse_trace` reads each one."""
     return {name: result["trace"] for name, result in results.items()
             if type(result) is dict and set(result) == {"trace"} and type(result["trace"]) is dict}
+
+
+
+def fingerprint(document: dict) -> bytes:
+    """A digest of a trace document's whole content (every op, argument, site and recorded value),
+    for a document `parse_trace` accepted (so its keys are strings and its tensors are the nodes'
+    values): documents with the same digest are the same trace, and so have the same findings."""
+    digest = hashlib.blake2b(digest_size=32)
+    tensors: list[torch.Tensor] = []
+
+    def tensor(item: Any) -> list:
+        if type(item) is not torch.Tensor:
+            raise TypeError(type(item).__name__)
+        tensors.append(item)
+        return ["tensor", len(tensors) - 1, str(item.dtype), list(item.shape)]
+
+    digest.update(json.dumps(document, sort_keys=True, default=tensor, allow_nan=True).encode("utf-8", "surrogatepass"))
+    for item in tensors:
+        item = item.detach().contiguous()
+        try:
+            digest.update(item.numpy())
+        except (TypeError, RuntimeError):  # no numpy dtype (bfloat16...): its bytes
+            digest.update(item.view(-1).view(torch.uint8).numpy())
+    return digest.digest()

@@ -17,6 +17,7 @@ nothing but the standard library and torch.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
@@ -32,6 +33,8 @@ MAX_ELEMENTS = 300_000  # elements of all recorded values together
 MAX_STACK = 4  # student frames kept per op, innermost first
 MAX_ARGS = 12
 MAX_TEXT = 80
+# ops whose output is uninitialised memory: its value says nothing (and differs from run to run)
+UNINITIALISED = frozenset({"empty", "empty_like", "new_empty", "empty_strided"})
 # results and properties that say nothing about the computation
 IGNORED = frozenset({"grad_fn", "shape", "dtype", "device", "requires_grad", "is_leaf", "grad", "_version",
                      "_set_grad_enabled", "_has_compatible_shallow_copy_type", "__len__", "__repr__",
@@ -62,7 +65,7 @@ class Tracer(TorchFunctionMode):
     # -- where code runs ---------------------------------------------------------------------------
     def _relative(self, filename: str) -> str | None:
         if filename not in self._files:
-            real = os.path.realpath(filename) if filename and not filename.startswith("<") else ""
+            real = _realpath(filename) if filename and not filename.startswith("<") else ""
             self._files[filename] = real[len(self.prefix):] if real.startswith(self.prefix) else None
         return self._files[filename]
 
@@ -132,13 +135,14 @@ class Tracer(TorchFunctionMode):
                 call["args"][name[:MAX_TEXT]] = value if type(value) is not str else value[:MAX_TEXT]
 
     # -- nodes: tensors of the dataflow graph ------------------------------------------------------
-    def _new_node(self, tensor: torch.Tensor, op: int) -> int:
+    def _new_node(self, tensor: torch.Tensor, op: int, blank: bool = False) -> int:
+        """`blank`: made by an op that leaves its memory uninitialised (no value worth recording)."""
         if len(self.nodes) >= MAX_NODES:
             self.truncated = True
             return -1
         node: dict = {"op": op, "shape": list(tensor.shape)[:8], "dtype": str(tensor.dtype).removeprefix("torch.")}
         numel = tensor.numel()
-        if numel <= MAX_VALUE and self.elements + numel <= MAX_ELEMENTS and tensor.layout == torch.strided \
+        if not blank and numel <= MAX_VALUE and self.elements + numel <= MAX_ELEMENTS and tensor.layout == torch.strided \
                 and tensor.dim() <= 8:
             value = tensor.detach().clone()
             node["value"] = value if type(value) is torch.Tensor else value.as_subclass(torch.Tensor)
@@ -239,7 +243,7 @@ class Tracer(TorchFunctionMode):
         if failed:
             op["failed"] = True
         self.ops.append(op)
-        op["out"] = [self._new_node(t, index) for t in outputs[:MAX_ARGS]]
+        op["out"] = [self._new_node(t, index, blank=name in UNINITIALISED) for t in outputs[:MAX_ARGS]]
 
     # -- the whole run -----------------------------------------------------------------------------
     def __enter__(self):
@@ -253,6 +257,12 @@ class Tracer(TorchFunctionMode):
 
     def document(self) -> dict:
         return {"ops": self.ops, "nodes": self.nodes, "calls": self.calls, "truncated": self.truncated}
+
+
+@functools.lru_cache(maxsize=4096)
+def _realpath(filename: str) -> str:
+    """A code file's real path, resolved once per process (every probe's tracer asks for the same files)."""
+    return os.path.realpath(filename)
 
 
 def _writes(name: str) -> bool:

@@ -212,7 +212,8 @@ def fitted(document: dict, max_json: int) -> dict:
     """`document` cut to its first ops (the nodes made until then, the calls they belong to) until
     its JSON fits; a reference past the cut is dropped, so that the trusted side can parse the rest."""
     keep = len(document["ops"])
-    while keep and _json_size({"ok": {"trace": document}}) > max_json:  # as the record is sent
+    size = _json_size({"ok": {"trace": document}})  # as the record is sent; encoded once when it fits
+    while keep and size > max_json:
         keep //= 2
         ops = document["ops"][:keep]
         last = next((i for i, n in enumerate(document["nodes"]) if n["op"] >= keep), len(document["nodes"]))
@@ -220,7 +221,8 @@ def fitted(document: dict, max_json: int) -> dict:
                  for n in document["nodes"][:last]]
         calls = [_call_within(call, last) for call in document["calls"][:max((op["call"] for op in ops), default=-1) + 1]]
         document = {"ops": ops, "nodes": nodes, "calls": calls, "truncated": True}
-    if _json_size({"ok": {"trace": document}}) > max_json:
+        size = _json_size({"ok": {"trace": document}})
+    if size > max_json:
         document = {"ops": [], "nodes": [], "calls": [], "truncated": True}
     return document
 
