@@ -106,7 +106,7 @@ def grade_with_suites(pool: TrackPools, out_of: dict[str, Path], cache_dir: Path
                 log.exception("choosing the probes to trace for %s failed", shown(run.submission.name))
                 probes = []
             if probes:
-                waiting[pool.submit(run.submission, probes, mode="trace")] = (run, seam, outcomes)
+                waiting[pool.submit(run.submission, probes, mode="trace", track=run.track)] = (run, seam, outcomes)
                 on_released()
             else:
                 finish(run, seam, outcomes, traces={})

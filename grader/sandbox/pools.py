@@ -61,10 +61,12 @@ class TrackPools:
             notes += [note for note in pool.protections() if note not in notes]
         return notes
 
-    def submit(self, submission: Submission, probes: list[str] | None = None, mode: str = "grade") -> int:
-        """Queue a job on the pool of the submission's track (started now if the class was thought to
-        have none of that track: a submission changed between two reads)."""
-        track = track_of(submission.sources)
+    def submit(self, submission: Submission, probes: list[str] | None = None, mode: str = "grade",
+               track: str | None = None) -> int:
+        """Queue a job on the pool of `track` (default: the one the submission's sources show),
+        started now if the class was thought to have none of that track (a submission changed
+        between two reads)."""
+        track = track or track_of(submission.sources)
         pool = self.pools.get(track) or self._start(track, 1)
         job = pool.submit(submission, probes, mode, track)
         self._pending += 1
