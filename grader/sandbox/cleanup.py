@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import time
 
 # Folders any process may write to, where a child could leave something for the next student when
 # the sandbox has no private /tmp (without bubblewrap; with it the child can write only its scratch).
@@ -14,17 +15,22 @@ SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")
 def kill_all(uid: int, pid: int, pid_namespace: bool) -> None:
     """Kill the child and everything it spawned, without forking (a fork of a torch process is slow).
 
-    Called in the job process (a fork of the warm worker, see `worker`). In bubblewrap's pid
-    namespace, every process of the namespace but bubblewrap's init, the warm worker and this job
-    process is the child or one of its descendants, whatever session or process group they moved
-    to: all are killed, pass after pass, until none is left. Without a pid namespace, as root,
-    every process of the slot's uid is. A fork bomb is bounded by RLIMIT_NPROC. Without either,
-    only the child's session is reachable (reported as a missing protection).
+    Called in the job process (a fork of the warm worker, see `worker`), before the child is
+    reaped (so that `pid` is still the child's). In bubblewrap's pid namespace, every process of
+    the namespace but bubblewrap's init, the warm worker and this job process is the child or one
+    of its descendants, whatever session or process group they moved to: all are killed, pass
+    after pass, until none is left. Without a pid namespace, as root, every process of the slot's
+    uid is. A fork bomb is bounded by RLIMIT_NPROC. Without either, only the child's session is
+    reachable (reported as a missing protection).
     """
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    _kill_descendants(uid, pid_namespace)
+
+
+def _kill_descendants(uid: int, pid_namespace: bool) -> None:
     if pid_namespace:
         spared = {1, os.getpid(), os.getppid()}
         _kill_until_none(lambda entry: int(entry) not in spared)
@@ -53,15 +59,25 @@ def _is_zombie(entry: str) -> bool:
         return stat.read().rsplit(b")", 1)[1].split()[0] == b"Z"
 
 
-def reap_orphans() -> None:
-    """Collect zombies of the child's descendants (the job process is their subreaper)."""
+def reap_orphans(uid: int, pid_namespace: bool, seconds: float = 2.0) -> None:
+    """Collect every descendant of the child (the job process is their subreaper), waiting for
+    those still dying. Until it is reaped, a killed process counts against the slot uid's
+    RLIMIT_NPROC: left behind, a fork bomb's processes would leave the next child of the same
+    submission no room for the threads its framework starts (MindSpore's first op), costing
+    correct modules their points. Bounded: where nothing can kill a descendant (no root, no pid
+    namespace; reported as a missing protection), the next child starts after `seconds`."""
+    deadline = time.monotonic() + seconds
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
+            return  # no descendant left
+        if pid:
+            continue
+        if time.monotonic() >= deadline:
             return
-        if pid == 0:
-            return
+        _kill_descendants(uid, pid_namespace)  # one forked between the last pass and its kill
+        time.sleep(0.001)
 
 
 IPC_RMID = 0

@@ -170,7 +170,7 @@ def _run_child(job, remaining, poisoned, scratch, uid, submission_end, budget) -
         os.close(read_fd)
         cleanup.kill_all(uid, pid, PID_NAMESPACE)
         _, status = os.waitpid(pid, 0)
-        cleanup.reap_orphans()
+        cleanup.reap_orphans(uid, PID_NAMESPACE)
         cleanup.clear_leftovers(uid, scratch)
         cleanup.clear_ipc(uid)
     if not remaining:
