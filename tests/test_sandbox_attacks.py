@@ -19,7 +19,7 @@ import torch
 
 from grader.i18n import Catalog
 from grader.intake.discovery import read_submission
-from grader.probes import book_inputs
+from grader.probes import book_inputs, load_all
 from grader.records import ProbeError
 from grader.sandbox import exposure, mounts, pool as pool_module
 from grader.sandbox.pool import Limits, SandboxPool
@@ -240,6 +240,30 @@ def test_no_frame_a_child_writes_moves_its_deadline(tmp_path):
         assert isinstance(error, ProbeError) and error.kind == expected[kind], (kind, error)
         for probe in INDEPENDENT:
             assert isinstance(results[kind][probe], dict), (kind, probe, results[kind][probe])
+
+
+def test_a_module_that_sleeps_uses_up_its_own_time_only(tmp_path):
+    """Sleeping costs no CPU time: each probe of the sleeping module runs into its wall-clock
+    backstop. Those of one module share `module_seconds`; once used up, the module's other probes
+    are not run ("module-timeout", naming the module and its time). The six sleeping probes alone
+    would have taken longer than the submission's cap, and the correct modules after them timed
+    out too; now they have their own time."""
+    limits = Limits(probe_seconds=1, probe_wall_seconds=4, module_seconds=6, submission_seconds=20, cpu_seconds=60)
+    submission = attacked(tmp_path, "sleeper", "deadline_sleep_everywhere.py")
+    with SandboxPool(1, limits, probes=list(load_all())) as pool:
+        (results,) = run_all(pool, [submission]).values()
+    sleeping = {name: error for name, error in results.items() if name.startswith(MODULE + ":")}
+    assert all(isinstance(error, ProbeError) and error.kind == "timeout" for error in sleeping.values()), sleeping
+    keys = sorted(error.key for error in sleeping.values())
+    assert keys.count("sandbox.timeout") == 2, keys  # 4 s, then the 2 s its module had left
+    assert keys.count("sandbox.module-timeout") == len(SECTION_PROBES) - 2, keys
+    skipped = next(error for error in sleeping.values() if error.key == "sandbox.module-timeout")
+    assert skipped.params == {"module": MODULE, "seconds": 6}
+    text = Catalog("en").t(skipped.key, **skipped.params)
+    assert f"{MODULE}.py" in text and "6 s" in text
+    others = {name: result for name, result in results.items() if not name.startswith(MODULE + ":")}
+    assert len(others) > 40 and all(isinstance(result, dict) for result in others.values()), \
+        {name: result for name, result in others.items() if not isinstance(result, dict)}
 
 
 def test_the_pool_keeps_one_deadline_for_a_job_across_retries(monkeypatch):

@@ -41,6 +41,7 @@ STATUSES = {
     "exit": ("exit", "sandbox.exit"),
     "too-large": ("resource", "sandbox.output-too-large"),
     "over-budget": ("resource", "sandbox.over-budget"),
+    "module-timeout": ("timeout", "sandbox.module-timeout"),
 }
 
 _SCRATCH = re.compile(r"/tmp/submission-[A-Za-z0-9_]+/?")
@@ -129,14 +130,16 @@ def error_from_dict(data: dict) -> ProbeError:
                       module=module, frames=_frames(data.get("frames")), key=key, params=params)
 
 
-def status_error(status: str, module: Any, limit: int = 0) -> ProbeError:
+def status_error(status: str, module: Any, limit: int = 0, seconds: float = 0) -> ProbeError:
     """What the worker said about a probe whose child failed (`status` from STATUSES); `limit` is
-    the size limit that was exceeded, if any."""
+    the size limit that was exceeded, if any, `seconds` the time limit."""
     kind, key = STATUSES[status]
     module = module if module in MODULES else ""
     params: dict[str, Any] = {"module": module}
     if limit:
         params["limit_mb"] = _megabytes(limit)  # a number: the report shows it as the grader's
+    if seconds:
+        params["seconds"] = int(seconds) if float(seconds).is_integer() else round(seconds, 1)
     return ProbeError(kind=kind, module=module, key=key, params=params)
 
 

@@ -78,8 +78,9 @@ class WorkerConnection:
                 if status != "ok":
                     if size:
                         return False
-                    results[name] = status_error(status, header.get("module"),
-                                                 payload_bytes if status == "too-large" else 0)
+                    results[name] = status_error(
+                        status, header.get("module"), payload_bytes if status == "too-large" else 0,
+                        job["limits"]["module_seconds"] if status == "module-timeout" else 0)
                 elif size > payload_bytes or not budget.take(size):
                     if not self.reader.skip(size, remaining):
                         return False

@@ -35,7 +35,7 @@ __all__ = ["Limits", "SandboxPool", "SandboxRun", "decode", "error_from_dict", "
 KIT_ROOT = Path(grader.__file__).resolve().parent
 # What the workers run, copied out of the kit (never the suites, the solutions or the trusted side).
 SANDBOX_FILES = ["__init__.py", "probes", "frameworks", "sandbox/__init__.py", "sandbox/channel.py", "sandbox/child.py",
-                 "sandbox/cleanup.py", "sandbox/codec.py", "sandbox/driver.py", "sandbox/private_view.py",
+                 "sandbox/cleanup.py", "sandbox/clocks.py", "sandbox/codec.py", "sandbox/driver.py", "sandbox/private_view.py",
                  "sandbox/seccomp.py", "sandbox/warmup.py", "sandbox/worker.py"]
 SLOT_UID_BASE = 61000
 SLOTS_PER_RUN = 16  # uids per grading run, for all its pools' workers
@@ -47,7 +47,11 @@ ATTEMPTS = 3
 class Limits:
     probe_seconds: float = 10.0  # CPU time of a probe (a busy machine never times out correct code)
     probe_wall_seconds: float = 30.0  # a probe's wall-clock backstop, for code that sleeps or blocks
-    submission_seconds: float = 60.0  # wall clock for all probes of a submission
+    # Wall clock for all probes of one module: a module that sleeps or blocks uses up its own time,
+    # never its neighbours' (probe_wall_seconds < module_seconds: one sleeping function leaves its
+    # module's other functions time to run). The submission's cap is at least the seven modules'.
+    module_seconds: float = 40.0
+    submission_seconds: float = 300.0  # wall clock for all probes of a submission
     cpu_seconds: int = 60  # RLIMIT_CPU of each child
     memory_bytes: int = 1024**3  # address space on top of torch's own, per process
     file_bytes: int = 16 * 1024**2

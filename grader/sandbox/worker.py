@@ -11,13 +11,17 @@ Protocol with the trusted pool:
   stdin  <- one JSON line per job: {"id", "files": {name: base64}, "probes": [...], "mode", "limits"}
   result fd -> frames (`channel`): {"status": "ready"} once, then per job {"id", "probe", "status":
   "ok"} with the child's serialised record as payload, or {"id", "probe", "status": "timeout" |
-  "crash" | "resource" | "exit" | "too-large", "module"} with none, and {"id", "status": "done"}.
+  "crash" | "resource" | "exit" | "too-large" | "module-timeout", "module"} with none, and {"id",
+  "status": "done"}.
 The worker never deserialises what a child sends: it checks the frames' order and sizes and
 forwards the payload for the trusted side to decode (JSON plus raw tensor bytes: no pickle).
 
 What a child sends never moves a deadline: each probe has its own clock, started once when the
 probe starts (the child's CPU time, with a wall-clock backstop), and the submission's deadline is
-fixed when its job arrives.
+fixed when its job arrives. Wall-clock time (code that sleeps or blocks costs no CPU time) is
+also counted per module: the probes of one module share `module_seconds`, so a module that
+sleeps uses up its own time, never that of the student's other modules; once it is used up, the
+module's remaining probes are reported as "module-timeout" without being run.
 """
 from __future__ import annotations
 
@@ -33,12 +37,12 @@ import time
 
 from grader.probes import PROBES
 from grader.sandbox import child, cleanup, driver, private_view, warmup
+from grader.sandbox.clocks import ModuleTime, ProbeClock, module_of
 from grader.sandbox.channel import ChannelError, FrameReader, frame, write_all
 
 RESULT_FD = 3
 PR_SET_CHILD_SUBREAPER = 36
 PID_NAMESPACE = False  # set from --pid-namespace: the worker runs in its own pid namespace
-TICKS = os.sysconf("SC_CLK_TCK")
 # A probe imports each of the seven modules at most once: more import notices than this are a
 # child keeping the worker busy (its parsing is CPU time no clock of the child's counts).
 MAX_NOTICES = 64
@@ -47,74 +51,6 @@ NO_MORE_JOBS = 3  # a job process's exit status: stdin is closed
 
 def send(header: dict, payload: bytes = b"") -> None:
     write_all(RESULT_FD, frame(header, payload))  # one write: one wake-up of the pool
-
-
-class ProbeClock:
-    """Seconds left for the probe in progress: `cpu_seconds` of CPU time (so that a busy machine
-    never times out a correct submission), with a wall-clock backstop for code that sleeps or
-    blocks. Restarted only when the next probe starts, never moved by anything else.
-
-    The child's CPU time comes from its process CPU clock (all its threads; one cheap syscall per
-    probe). Once the probe has run as long as its CPU budget (one thread cannot spend CPU time
-    faster than wall time), what its reaped children spent counts too, and (as root, where the
-    slot's uid is the child's alone) every other live process of the slot's uid: work handed to
-    forked processes is not free."""
-
-    def __init__(self, pid: int, uid: int | None, cpu_seconds: float, wall_seconds: float, submission_end: float):
-        self.pid, self.uid = pid, uid
-        self.clock = ((~pid) << 3) | 2  # the process's CPU clock: MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)
-        self.cpu_seconds, self.wall_seconds, self.submission_end = cpu_seconds, wall_seconds, submission_end
-        self.start()
-
-    def cpu(self) -> float:
-        try:
-            return time.clock_gettime(self.clock)
-        except OSError:
-            return float("inf")  # the child is gone: nothing left to wait for
-
-    def tree_cpu(self) -> float:
-        """The child's CPU time, its reaped children's and that of the slot's other processes."""
-        total = self.cpu()
-        try:
-            with open(f"/proc/{self.pid}/stat", "rb") as stat:
-                total += _cpu_of(stat.read(), children_only=True)
-        except (OSError, ValueError, IndexError):
-            pass
-        if self.uid is None:
-            return total
-        for entry in os.listdir("/proc"):
-            if entry.isdigit() and int(entry) != self.pid:
-                try:
-                    if os.stat(f"/proc/{entry}").st_uid == self.uid:
-                        with open(f"/proc/{entry}/stat", "rb") as stat:
-                            total += _cpu_of(stat.read())
-                except (OSError, ValueError, IndexError):
-                    pass
-        return total
-
-    def start(self) -> None:
-        now = time.monotonic()
-        self.cpu_start = self.cpu()
-        self.wall_end = min(now + self.wall_seconds, self.submission_end)
-        self.check_at = now + self.cpu_seconds
-
-    def __call__(self) -> float:
-        now = time.monotonic()
-        left = self.wall_end - now
-        if left <= 0:
-            return 0.0
-        if now >= self.check_at:
-            cpu_left = self.cpu_seconds - (self.tree_cpu() - self.cpu_start)
-            if cpu_left <= 0:
-                return 0.0
-            self.check_at = now + cpu_left
-        return min(left, self.check_at - now)
-
-
-def _cpu_of(stat: bytes, children_only: bool = False) -> float:
-    """User and system CPU seconds in a /proc/<pid>/stat line, with those of reaped children."""
-    fields = stat.rsplit(b")", 1)[1].split()
-    return sum(int(f) for f in fields[13 if children_only else 11:15]) / TICKS
 
 
 def run_job(job: dict, uid: int) -> None:
@@ -135,19 +71,24 @@ def run_job(job: dict, uid: int) -> None:
         remaining = []
     poisoned: dict[str, str] = {}
     budget = [limits["result_bytes"]]  # payload bytes this job may still forward
+    left = ModuleTime(limits["module_seconds"])
     try:
         while remaining:
             if time.monotonic() >= submission_end:
                 for name in remaining:
                     send({"id": job["id"], "probe": name, "status": "timeout"})
                 break
-            remaining = _run_child(job, remaining, poisoned, scratch, uid, submission_end, budget)
+            for name in [name for name in remaining if left(name) <= 0]:
+                send({"id": job["id"], "probe": name, "status": "module-timeout", "module": module_of(name)})
+                remaining.remove(name)
+            if remaining:
+                remaining = _run_child(job, remaining, poisoned, scratch, uid, submission_end, budget, left)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     send({"id": job["id"], "status": "done"})
 
 
-def _run_child(job, remaining, poisoned, scratch, uid, submission_end, budget) -> list[str]:
+def _run_child(job, remaining, poisoned, scratch, uid, submission_end, budget, left) -> list[str]:
     """Fork one child for the remaining probes; returns the probes still to run afterwards."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
@@ -165,7 +106,7 @@ def _run_child(job, remaining, poisoned, scratch, uid, submission_end, budget) -
     started_with = len(remaining)
     current = importing = failure = None
     try:
-        failure, current, importing = _watch(FrameReader(read_fd), clock, job, remaining, budget)
+        failure, current, importing = _watch(FrameReader(read_fd), clock, job, remaining, budget, left)
     finally:
         os.close(read_fd)
         cleanup.kill_all(uid, pid, PID_NAMESPACE)
@@ -187,12 +128,16 @@ def _run_child(job, remaining, poisoned, scratch, uid, submission_end, budget) -
     return remaining
 
 
-def _watch(reader: FrameReader, clock: ProbeClock, job: dict, remaining: list[str], budget: list[int]):
+def _watch(reader: FrameReader, clock: ProbeClock, job: dict, remaining: list[str], budget: list[int],
+           left: ModuleTime):
     """Forward the child's results while its frames come in the only order the driver writes them
     (start, imports, result, per probe, in the job's order). Returns (failure or None, the probe
-    in progress, the module being imported); `remaining` loses each probe that got a result."""
+    in progress, the module being imported); `remaining` loses each probe that got a result. The
+    wall-clock time from a probe's start to its end (its result, or the child's end) is charged to
+    the probe's module."""
     current = importing = None
     notices = 0  # import notices of the probe in progress
+    started = 0.0
     try:
         while remaining:
             header = reader.header(clock)
@@ -213,12 +158,13 @@ def _watch(reader: FrameReader, clock: ProbeClock, job: dict, remaining: list[st
                     budget[0] -= size
                     send({"id": job["id"], "probe": name, "status": "ok"}, payload)
                 remaining.remove(name)
+                left.charge(current, time.monotonic() - started)
                 current = importing = None
             elif size:
                 raise ChannelError("only results carry a payload")
             elif kind == "start" and current is None and name == remaining[0]:
-                current, notices = name, 0
-                clock.start()
+                current, notices, started = name, 0, time.monotonic()
+                clock.start(left(name))
             elif kind == "import" and current is not None and importing is None and _module_name(name) \
                     and notices < MAX_NOTICES:
                 importing = name
@@ -231,6 +177,9 @@ def _watch(reader: FrameReader, clock: ProbeClock, job: dict, remaining: list[st
         return "timeout", current, importing
     except (ChannelError, OSError):
         return "crash", current, importing  # garbage written to the result pipe
+    finally:
+        if current is not None:  # the probe the child was running when it ended
+            left.charge(current, time.monotonic() - started)
     return None, current, importing
 
 
