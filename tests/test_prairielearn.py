@@ -23,12 +23,14 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from grader.classroom.deployment import Graded, answer_key_exposure, readable_by_others, runtime_requirements
+from grader.classroom.deployment import (STARTUP_SECONDS, Graded, answer_key_exposure, limits_within, readable_by_others,
+                                         runtime_requirements)
 from grader.classroom.prairielearn import MAX_RESULTS_BYTES, run, to_prairielearn
 from grader.classroom.prairielearn_question import DEFAULT_TIMEOUT, ENTRYPOINT, KIT_DIR, QUESTION_ID
 from grader.i18n import Catalog
 from grader import records
 from grader.records import MODULES, GradeResult, ProbeError, SectionScore, StudentFrame
+from grader.sandbox.pool import Limits
 from tests.platforms import (NO_BWRAP_PATH, ROOT, WITHOUT_NAMESPACES, answer_key_lines, deps_only_python, environment,
                              hunter_source, open_root, remove_root, sibling_imports)
 
@@ -127,7 +129,8 @@ def test_info_json_enables_external_grading_with_the_image(written):
                             "enableNetworking", "environment"}
     assert options == {"enabled": True, "image": IMAGE, "entrypoint": ENTRYPOINT, "timeout": DEFAULT_TIMEOUT,
                        "enableNetworking": False}
-    assert json.loads((written / "questions" / QUESTION_ID / "tests" / "attention-kit.json").read_text()) == {"lang": "en"}
+    assert json.loads((written / "questions" / QUESTION_ID / "tests" / "attention-kit.json").read_text()) == {"lang": "en",
+                                                                                               "timeout": DEFAULT_TIMEOUT}
 
 
 def test_question_html_takes_the_seven_modules_or_notebooks(written):
@@ -380,6 +383,39 @@ def test_the_questions_config_chooses_the_language(tmp_path, config, lang):
         (tmp_path / "tests" / "attention-kit.json").write_text(config)
     result = run(tmp_path)
     assert result["format_errors"] == [Catalog(lang).t("prairielearn.no-submission")]
+
+
+@pytest.mark.parametrize("config, timeout", [('{"timeout": 300}', 300), ('{"timeout": "300"}', DEFAULT_TIMEOUT),
+                                             ('{"timeout": 100000}', DEFAULT_TIMEOUT), ("{}", DEFAULT_TIMEOUT)])
+def test_the_sandbox_limits_fit_the_questions_timeout(tmp_path, monkeypatch, config, timeout):
+    """A submission that sleeps in every module still gets its results before PrairieLearn stops
+    the grading job (the question's timeout, recorded beside the language)."""
+    import grader.classroom.prairielearn as prairielearn
+
+    seen = []
+
+    def grading(folder, *, lang, limits):
+        seen.append(limits)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(prairielearn, "grade_upload", grading)
+    (tmp_path / "student").mkdir()
+    (tmp_path / "student" / "sec3_3_simple_attention.py").write_text("x = 1\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "attention-kit.json").write_text(config)
+    run(tmp_path)
+    assert seen == [limits_within(timeout)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 600))
+def test_the_limits_within_a_timeout_leave_every_module_its_time(timeout):
+    limits = limits_within(timeout)
+    assert len(MODULES) * limits.module_seconds <= limits.submission_seconds <= Limits().submission_seconds
+    assert limits.submission_seconds <= max(10, timeout - STARTUP_SECONDS)
+    assert 0 < limits.probe_wall_seconds <= limits.module_seconds
+    if timeout >= STARTUP_SECONDS + Limits().submission_seconds:
+        assert limits == Limits()  # a generous timeout: the kit's own limits
 
 
 def test_a_linked_config_is_not_followed(tmp_path):

@@ -13,17 +13,19 @@ without the privileges it needs), file permissions are what keeps the answer key
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
 import stat
 import tempfile
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from grader.i18n import Catalog
-from grader.records import GradeResult, IntegrityNote
+from grader.records import MODULES, GradeResult, IntegrityNote
+from grader.sandbox.pool import Limits
 from grader.sandbox.exposure import ANSWER_KEY_PARTS, answer_key_exposure, readable_by_others  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,6 +35,9 @@ REPORT_FILES = ("results.json", "feedback.md", "feedback.html")
 TORCH_REQUIREMENT = "torch==2.13.0"
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 SUBMISSION_NAME = "submission"  # how reports name an upload on a grading platform
+# Seconds a grading job may spend before the submission's probes start (the workers and the
+# reference outputs) and after they end (the reports): measured 6-12 s in a fresh container.
+STARTUP_SECONDS = 30
 
 
 # -- the kit, as shipped to a platform ---------------------------------------------------------
@@ -84,7 +89,18 @@ class Graded:
     protections: list[IntegrityNote] = field(default_factory=list)
 
 
-def grade_upload(folder: Path, *, lang: str, report_copy: Path | None = None) -> Graded:
+def limits_within(seconds: float) -> Limits:
+    """The sandbox's limits for a platform that stops the whole grading job after `seconds`: the
+    submission's own time is what is left after STARTUP_SECONDS, shared by the modules, so that
+    a submission that sleeps or loops in every module still gets its results in time."""
+    default = Limits()
+    submission = max(10.0, min(default.submission_seconds, seconds - STARTUP_SECONDS))
+    module = min(default.module_seconds, math.floor(submission / len(MODULES) * 10) / 10)
+    return replace(default, submission_seconds=submission, module_seconds=module,
+                   probe_wall_seconds=min(default.probe_wall_seconds, module))
+
+
+def grade_upload(folder: Path, *, lang: str, report_copy: Path | None = None, limits: Limits = Limits()) -> Graded:
     """Grade one located upload with `grader.runner.grade`, named "submission" in its reports.
 
     The reports (and the reference outputs the runner caches beside them) are written to a fresh
@@ -94,7 +110,7 @@ def grade_upload(folder: Path, *, lang: str, report_copy: Path | None = None) ->
 
     with tempfile.TemporaryDirectory(prefix="attention-kit-report-") as private:
         out = Path(private) / "report"
-        summary = grade(folder, out, jobs=1, lang=lang, force=True, name=SUBMISSION_NAME)
+        summary = grade(folder, out, jobs=1, lang=lang, force=True, name=SUBMISSION_NAME, limits=limits)
         document = json.loads((out / "results.json").read_text(encoding="utf-8"))
         feedback = out / "feedback.md"
         feedback_md = feedback.read_text(encoding="utf-8") if feedback.exists() else ""

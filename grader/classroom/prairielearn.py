@@ -35,13 +35,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grader.classroom.deployment import (Graded, answer_key_exposure, grade_upload, locate_submission,
+from grader.classroom.deployment import (Graded, answer_key_exposure, grade_upload, limits_within, locate_submission,
                                          protection_lines, restrict_to_owner, ROOT)
 from grader.classroom.textsafe import clean, clip, fit_json
 from grader.i18n import LANGUAGES, TEMPLATES_DIR, Catalog
 from grader.records import GradeResult
 
-CONFIG_NAME = "attention-kit.json"  # in the question's tests/ folder: {"lang": "en" | "zh"}
+CONFIG_NAME = "attention-kit.json"  # in the question's tests/ folder: {"lang": "en" | "zh", "timeout": seconds}
+DEFAULT_TIMEOUT = 120  # seconds; PrairieLearn allows at most 600
+MAX_TIMEOUT = 600
 MAX_RESULTS_BYTES = 1_000_000  # PrairieLearn: results.json "should be limited to 1 MB"
 MAX_TEST_TEXT = 6_000
 MAX_CONFIG_BYTES = 64 * 1024
@@ -176,12 +178,20 @@ def read_config(tests_dir: Path) -> dict[str, Any]:
     return config if isinstance(config, dict) else {}
 
 
+def _timeout(config: dict[str, Any]) -> int:
+    """The question's externalGradingOptions.timeout, as `grade prairielearn` wrote it beside the
+    language (a question written before it was recorded: the default)."""
+    timeout = config.get("timeout")
+    return timeout if type(timeout) is int and 1 <= timeout <= MAX_TIMEOUT else DEFAULT_TIMEOUT
+
+
 def run(root: Path = Path("/grade"), *, lang: str | None = None) -> dict[str, Any]:
     """Grade ROOT/student and write ROOT/results/results.json; returns what was written."""
     results_dir = root / "results"
     results_dir.mkdir(parents=True, exist_ok=True)
     restrict_to_owner(root)
-    configured = read_config(root / "tests").get("lang")
+    config = read_config(root / "tests")
+    configured = config.get("lang")
     lang = lang or (configured if configured in LANGUAGES else "en")
     catalog = Catalog(lang)
     started = time.perf_counter()
@@ -191,7 +201,7 @@ def run(root: Path = Path("/grade"), *, lang: str | None = None) -> dict[str, An
         if folder is None:
             result = not_gradable([catalog.t("prairielearn.no-submission")], catalog)
         else:
-            graded = grade_upload(folder, lang=lang)
+            graded = grade_upload(folder, lang=lang, limits=limits_within(_timeout(config)))
             log = protection_lines(graded.protections, answer_key_exposure(ROOT), catalog)
             result = to_prairielearn(graded, catalog, time.perf_counter() - started)
     except Exception as exc:  # noqa: BLE001 - PrairieLearn must always get a results.json

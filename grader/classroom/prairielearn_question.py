@@ -25,7 +25,7 @@ import uuid
 from pathlib import Path
 
 from grader.classroom.deployment import ROOT, TORCH_INDEX, TORCH_REQUIREMENT, kit_files, runtime_requirements
-from grader.classroom.prairielearn import CONFIG_NAME
+from grader.classroom.prairielearn import CONFIG_NAME, DEFAULT_TIMEOUT, MAX_TIMEOUT
 from grader.i18n import LANGUAGES, TEMPLATES_DIR, Catalog
 from grader.records import MODULES
 
@@ -33,8 +33,6 @@ QUESTION_ID = "attention-ch3"
 KIT_DIR = "/opt/attention-kit"
 ENTRYPOINT = "/usr/local/bin/attention-kit-grade"
 DEFAULT_IMAGE = "attention-kit-grader:0.1.0"
-DEFAULT_TIMEOUT = 120  # seconds; PrairieLearn allows at most 600
-MAX_TIMEOUT = 600
 SUBMIT_MODES = ("upload", "editors")
 # A Docker image reference: [registry[:port]/]name[/name...][:tag]
 IMAGE_PATTERN = re.compile(r"^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
@@ -114,7 +112,7 @@ def write_question(out: Path, *, lang: str = "en", image: str = DEFAULT_IMAGE, s
     write(question / "info.json", json.dumps(info, indent=4, ensure_ascii=False) + "\n")
     html = _environment(lang, autoescape=True).get_template("question.html.j2")
     write(question / "question.html", html.render(modules=MODULES, submit=submit))
-    write(question / "tests" / CONFIG_NAME, json.dumps({"lang": lang}, indent=2) + "\n")
+    write(question / "tests" / CONFIG_NAME, json.dumps({"lang": lang, "timeout": timeout}, indent=2) + "\n")
     shutil.rmtree(question / "stubs", ignore_errors=True)
     if submit == "editors":
         for module in MODULES:
