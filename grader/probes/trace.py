@@ -89,7 +89,13 @@ class Tracer(TorchFunctionMode):
 
     # -- calls into the code under test ------------------------------------------------------------
     def _profile(self, frame: Any, event: str, arg: Any) -> None:
-        if self._busy or self.truncated:
+        # every call and return of the run, Python's and C's, comes here: all but the code under
+        # test's own calls and returns leave at once (this hook is most of a trace's cost)
+        if event == "call":
+            relative = self._files.get(frame.f_code.co_filename, "")
+            if relative is None or self._busy or self.truncated:
+                return
+        elif event != "return" or id(frame) not in self._call_frames or self._busy or self.truncated:
             return
         self._busy = True
         try:
@@ -198,6 +204,8 @@ class Tracer(TorchFunctionMode):
                 self.truncated = True
             finally:
                 self._busy = False
+        if not self._frames:  # outside every call of the code under test (the probe's own setup): not kept
+            return func(*args, **kwargs)
         try:
             out = func(*args, **kwargs)
         except BaseException:
@@ -252,8 +260,10 @@ class Tracer(TorchFunctionMode):
         return super().__enter__()
 
     def __exit__(self, *exc: Any) -> None:
-        sys.setprofile(self._previous_profile)
-        super().__exit__(*exc)
+        try:
+            sys.setprofile(self._previous_profile)
+        finally:
+            super().__exit__(*exc)  # the mode never outlives the run, whatever the profiler was
 
     def document(self) -> dict:
         return {"ops": self.ops, "nodes": self.nodes, "calls": self.calls, "truncated": self.truncated}

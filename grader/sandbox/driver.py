@@ -198,22 +198,32 @@ def run_probe(probe: Probe, ns: Namespace, directory: str) -> dict:
 TRACE_JSON = 64 * 1024
 
 
-def trace_probe(probe: Probe, ns: Namespace, directory: str) -> dict:
+def trace_probe(probe: Probe, ns: Namespace, directory: str) -> Encoded:
     """Mode "trace": the probe run again under the tracer (grader.probes.trace); its record is
     {"ok": {"trace": document}} whether the probe passed or raised (the grade run has its outputs).
-    A document too large to send keeps its first ops only, marked truncated."""
+    A document too large to send keeps its first ops only, marked truncated. Returned encoded: it
+    was encoded to measure it."""
     from grader.probes.trace import traced
 
     document = traced(run_probe, probe, ns, directory)["trace"]
-    return {"ok": {"trace": fitted(document, TRACE_JSON)}}
+    return _fit(document, TRACE_JSON)[1]
+
+
+class Encoded(bytes):
+    """A probe's record already in the wire format (`serialise` sends it as it is)."""
 
 
 def fitted(document: dict, max_json: int) -> dict:
     """`document` cut to its first ops (the nodes made until then, the calls they belong to) until
     its JSON fits; a reference past the cut is dropped, so that the trusted side can parse the rest."""
+    return _fit(document, max_json)[0]
+
+
+def _fit(document: dict, max_json: int) -> tuple[dict, Encoded]:
+    """`fitted`'s document and its record {"ok": {"trace": document}} encoded."""
     keep = len(document["ops"])
-    size = _json_size({"ok": {"trace": document}})  # as the record is sent; encoded once when it fits
-    while keep and size > max_json:
+    payload = _encoded({"ok": {"trace": document}})
+    while keep and _json_size(payload) > max_json:
         keep //= 2
         ops = document["ops"][:keep]
         last = next((i for i, n in enumerate(document["nodes"]) if n["op"] >= keep), len(document["nodes"]))
@@ -221,10 +231,11 @@ def fitted(document: dict, max_json: int) -> dict:
                  for n in document["nodes"][:last]]
         calls = [_call_within(call, last) for call in document["calls"][:max((op["call"] for op in ops), default=-1) + 1]]
         document = {"ops": ops, "nodes": nodes, "calls": calls, "truncated": True}
-        size = _json_size({"ok": {"trace": document}})
-    if size > max_json:
+        payload = _encoded({"ok": {"trace": document}})
+    if _json_size(payload) > max_json:
         document = {"ops": [], "nodes": [], "calls": [], "truncated": True}
-    return document
+        payload = _encoded({"ok": {"trace": document}})
+    return document, payload
 
 
 def _call_within(call: dict, nodes: int) -> dict:
@@ -232,20 +243,26 @@ def _call_within(call: dict, nodes: int) -> dict:
     return dict(call, args=args, result=[n for n in call.get("result", []) if n < nodes])
 
 
-def _json_size(value: dict) -> int:
+def _encoded(record: dict) -> Encoded | None:
     try:
-        return int.from_bytes(codec.encode(value)[:4], "big")
+        return Encoded(codec.encode(record))
     except (codec.CodecError, MemoryError):
-        return 1 << 62
+        return None
+
+
+def _json_size(payload: Encoded | None) -> int:
+    return 1 << 62 if payload is None else int.from_bytes(payload[:4], "big")
 
 
 # What the sandbox's child does with each probe, by mode (`SandboxPool.submit(..., mode=...)`): a
 # function of (probe, namespace, the submission's folder) returning {"ok": outputs} or {"error": ...}.
-MODES: dict[str, Callable[[Probe, Namespace, str], dict]] = {"grade": run_probe, "trace": trace_probe}
+MODES: dict[str, Callable[[Probe, Namespace, str], dict | Encoded]] = {"grade": run_probe, "trace": trace_probe}
 
 
-def serialise(result: dict) -> bytes:
+def serialise(result: dict | Encoded) -> bytes:
     """A probe's record in the sandbox's wire format (data only: see `codec`)."""
+    if type(result) is Encoded:
+        return result
     try:
         return codec.encode(result)
     except MemoryError:

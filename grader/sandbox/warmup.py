@@ -44,6 +44,10 @@ def torch_flavour() -> None:
     x = torch.randn(2, 3, 4)
     (torch.softmax(layer(x) @ x.transpose(1, 2), dim=-1).sum()).backward()
     driver.serialise({"ok": {"x": x}})
+    from grader.probes.trace import Tracer
+
+    with Tracer("/nonexistent"):  # the trace mode's first use (TorchFunctionMode, the profile hook)
+        torch.softmax(layer(x), dim=-1)
     from grader.probes import exercise3_3_gpt2_attention
 
     exercise3_3_gpt2_attention.prepare()  # GPT-2-size weights: made once here, shared by every child
