@@ -93,7 +93,7 @@ def grade_with_suites(pool: TrackPools, out_of: dict[str, Path], cache_dir: Path
         def source():
             for run in pool.results():
                 if run.mode == "trace":  # the second pass of a submission whose tests failed
-                    finish(*waiting.pop(run.job), traces=documents_of(run.results))
+                    finish(*waiting.pop(run.job), traces=documents_of(run.results, run.digests))
                     continue
                 run.results = _screened(run.results)
                 yield run, Seam(run.results)

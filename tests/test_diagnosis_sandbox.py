@@ -152,3 +152,25 @@ def test_only_trace_records_are_read_from_a_trace_job():
     results = {"a": {"trace": good}, "b": ProbeError(kind="resource", key="sandbox.over-budget"),
                "c": {"trace": good, "extra": 1}, "d": {"trace": [good]}, "e": {"out": good}}
     assert documents_of(results) == {"a": good}
+
+
+def test_the_same_trace_payload_has_the_same_digest(tmp_path):
+    """Two copies of one wrong code (a comment apart) send the same trace payloads: their digests
+    match, so the trusted side reads each trace once (evidence.Findings); other code, other digests."""
+    from grader.intake.discovery import read_submission
+    from grader.sandbox.pool import SandboxPool
+
+    probe = f"{MODULE}:matches_reference"
+    copies = []
+    for name in ("one", "two"):
+        folder = solutions_as_submission(tmp_path / name)
+        (folder / f"{MODULE}.py").write_text((SHAPE / f"{MODULE}.py").read_text() + f"\n# {name}\n")
+        copies.append(read_submission(folder))
+    copies.append(read_submission(solutions_as_submission(tmp_path / "correct")))
+    with SandboxPool(1, probes=[probe]) as pool:
+        for submission in copies:
+            pool.submit(submission, mode="trace")
+        runs = {run.submission.name: run for run in pool.results()}
+    assert all("trace" in runs[name].results[probe] for name in runs)
+    one, two, correct = (runs[name].digests[probe] for name in ("one", "two", "correct"))
+    assert one == two != correct and len(one) == 32

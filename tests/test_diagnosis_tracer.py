@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from grader.diagnosis.checkpoints import SOLUTIONS_DIR, reference
 from grader.diagnosis.inprocess import run_probes, trace_probes
 from grader.diagnosis.recognise import analyse
-from grader.diagnosis.traces import TraceError, fingerprint, parse_trace
+from grader.diagnosis.traces import Received, TraceError, documents_of, fingerprint, parse_trace
 from grader.probes import PROBES, load_all
 from grader.probes import trace as tracer
 from grader.probes.trace import traced
@@ -241,3 +241,25 @@ def test_identical_traces_are_analysed_once(monkeypatch):
     findings.get(probe, changed)
     assert len(calls) == 2
     assert findings.get(probe, {"ops": "junk"}) is None and len(calls) == 2
+
+
+def test_a_trace_received_again_is_neither_parsed_nor_analysed_again(monkeypatch):
+    """A trace that came from the sandbox is known by its payload's digest (`SandboxRun.digests`):
+    the same payload again (copies of one wrong code) costs a lookup; another payload, with the
+    same content or not, is parsed and analysed as before."""
+    from grader.diagnosis import evidence
+
+    parsed, analysed = [], []
+    real_parse, real_analyse = evidence.parse_trace, evidence.recognise.analyse
+    monkeypatch.setattr(evidence, "parse_trace", lambda document: parsed.append(1) or real_parse(document))
+    monkeypatch.setattr(evidence.recognise, "analyse", lambda ref, trace: analysed.append(1) or real_analyse(ref, trace))
+    probe = "sec3_3_simple_attention:context_vector_for_query"
+    findings = evidence.Findings()
+    first = findings.get(probe, Received(SMALL, b"a" * 32))
+    assert findings.get(probe, Received(copy.deepcopy(SMALL), b"a" * 32)) is first
+    assert (len(parsed), len(analysed)) == (1, 1)
+    findings.get(probe, Received(copy.deepcopy(SMALL), b"b" * 32))
+    assert len(parsed) == 2
+    assert findings.get(probe, Received({"ops": "junk"}, b"c" * 32)) is None
+    received = documents_of({probe: {"trace": SMALL}, "other:probe": {"error": 1}}, {probe: b"d" * 32})
+    assert list(received) == [probe] and received[probe].document is SMALL and received[probe].digest == b"d" * 32

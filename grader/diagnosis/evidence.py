@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping
 from grader.diagnosis import recognise
 from grader.diagnosis.blame import BUILDERS
 from grader.diagnosis.checkpoints import reference
-from grader.diagnosis.traces import Site, TraceError, fingerprint, parse_trace
+from grader.diagnosis.traces import Received, Site, TraceError, fingerprint, parse_trace
 from grader.records import StudentFrame, TestOutcome
 
 log = logging.getLogger(__name__)
@@ -52,20 +52,28 @@ class Found:
 
 
 class Findings:
-    """Recogniser findings by (probe, trace fingerprint), shared by the submissions of a run: a
+    """Recogniser findings by (probe, trace fingerprint or payload digest), shared by the submissions of a run: a
     finding depends only on the reference and the trace (sites are the trace's own file:line; the
     code shown at a line is read from each submission's sources later), so identical traces (the
     same wrong code in several submissions) are analysed once. At most `size` are kept."""
 
     def __init__(self, size: int = 1024):
         self.size = size
-        self._known: OrderedDict[tuple[str, bytes], recognise.Finding | None] = OrderedDict()
+        self._known: OrderedDict[tuple[str, str, bytes], recognise.Finding | None] = OrderedDict()
 
     def get(self, probe: str, document: Any) -> recognise.Finding | None:
-        """The finding on one probe's trace document; None when it is no readable trace."""
+        """The finding on one probe's trace document (or `Received` one: known by its payload's
+        digest, not even parsed again); None when it is no readable trace."""
+        key: tuple | None = None
+        if type(document) is Received:
+            key = (probe, "payload", document.digest)
+            if key in self._known:
+                self._known.move_to_end(key)
+                return self._known[key]
+            document = document.document
         try:
             trace = parse_trace(document)  # validated first: only a trace's own structure is fingerprinted
-            key = (probe, fingerprint(document))
+            key = key or (probe, "content", fingerprint(document))
         except (TraceError, TypeError, ValueError, RuntimeError):
             return None
         if key in self._known:

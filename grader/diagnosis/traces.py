@@ -12,7 +12,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Mapping
 
 import torch
 
@@ -259,13 +259,24 @@ def finite_or_none(value: Any) -> float | None:
     return float(value) if type(value) in (int, float) and math.isfinite(value) else None
 
 
-def documents_of(results: dict[str, Any]) -> dict[str, dict]:
-    """The tracer's documents in a trace job's results (probe -> {"trace": document}, as the sandbox's
-    boundary let them through); a probe whose trace did not come back (an error, over the budget)
-    has none. Still untrusted: `parse_trace` reads each one."""
-    return {name: result["trace"] for name, result in results.items()
-            if type(result) is dict and set(result) == {"trace"} and type(result["trace"]) is dict}
+@dataclass(frozen=True, eq=False)
+class Received:
+    """A tracer's document as it came from the sandbox, with the digest of the payload that carried
+    it (`SandboxRun.digests`): the same payload, the same document, so the same findings."""
 
+    document: Any
+    digest: bytes
+
+
+def documents_of(results: dict[str, Any], digests: Mapping[str, bytes] | None = None) -> dict[str, Any]:
+    """The tracer's documents in a trace job's results (probe -> {"trace": document}, as the sandbox's
+    boundary let them through), each `Received` with its payload's digest where `digests` has it; a
+    probe whose trace did not come back (an error, over the budget) has none. Still untrusted:
+    `parse_trace` reads each one."""
+    digests = digests or {}
+    return {name: Received(result["trace"], digests[name]) if name in digests else result["trace"]
+            for name, result in results.items()
+            if type(result) is dict and set(result) == {"trace"} and type(result["trace"]) is dict}
 
 
 def fingerprint(document: dict) -> bytes:

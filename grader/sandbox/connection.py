@@ -9,6 +9,7 @@ is read, and its raw bytes dropped. Every wait ends at the job's absolute deadli
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import subprocess
@@ -57,9 +58,10 @@ class WorkerConnection:
         return self.process.poll() is None
 
     def run(self, job: dict, results: dict[str, dict | ProbeError], budget: Budget, deadline: float,
-            payload_bytes: int) -> bool:
-        """Run one job (see `worker`); fills `results`. False when the worker died, missed the
-        deadline or broke the protocol (the caller then kills it)."""
+            payload_bytes: int, digests: dict[str, bytes] | None = None) -> bool:
+        """Run one job (see `worker`); fills `results` (and `digests`: each result's payload digest).
+        False when the worker died, missed the deadline or broke the protocol (the caller then
+        kills it)."""
         probes = set(job["probes"])
         remaining = until(deadline)
         try:
@@ -91,6 +93,8 @@ class WorkerConnection:
                     if payload is None:
                         return False
                     results[name] = decode(payload, budget)
+                    if digests is not None:
+                        digests[name] = hashlib.blake2b(payload, digest_size=32).digest()
                     del payload
         except (OSError, ValueError, TimeoutError, ChannelError):
             return False

@@ -72,6 +72,8 @@ class SandboxRun:
     mode: str = "grade"
     job: int = 0
     track: str = "pytorch"  # the framework its code was run as (grader.frameworks.track_of)
+    # a digest of each result's payload as it came from the sandbox: the same bytes, the same result
+    digests: dict[str, bytes] = field(default_factory=dict)
 
 
 UID_RANGES = 2000  # ranges of SLOTS_PER_RUN uids from SLOT_UID_BASE, one per grading run at a time
@@ -301,7 +303,7 @@ class SandboxPool:
                     worker = self._spawn(slot)
                     deadline += time.monotonic() - started
                 job = job_record(job_id, submission, remaining, mode, self._job_limits(deadline, budget), track)
-                done = worker.run(job, run.results, budget, deadline, self.limits.payload_bytes)
+                done = worker.run(job, run.results, budget, deadline, self.limits.payload_bytes, run.digests)
                 remaining = [name for name in remaining if name not in run.results]
                 if done or not remaining:
                     break
