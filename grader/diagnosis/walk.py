@@ -85,7 +85,14 @@ class Walk(Following, Placing):
         if value is None:
             return None
         exclude = frozenset() if inputs_too else self._inputs(name)
-        return self.finder.find(value, STAGES[name].kind, exclude=exclude)
+        nodes = self.finder.find(value, STAGES[name].kind, exclude=exclude)
+        if nodes is None and bool(value.isnan().any()):
+            # a row that hides every key: softmax gives NaN, the fused scaled_dot_product_attention zeros
+            fused = self.finder.find(torch.nan_to_num(value, nan=0.0), STAGES[name].kind, exclude=exclude)
+            if fused is not None and all((op := self.student.producer(node)) is not None
+                                         and op.name == "scaled_dot_product_attention" for node in fused):
+                return fused
+        return nodes
 
     def _lookahead(self, index: int, state: State, wrongs: int = 0,
                    origin: str | None = None) -> tuple[int, ...] | None:
