@@ -6,6 +6,7 @@
   masking op itself (a right pattern used the wrong way round);
 - `dead_op`: an op of some kind whose result nobody used (a mask computed but never applied);
 - `frontier`: the first real computation applied to a tensor (views and copies looked through);
+- `scaling_op`: the multiplication or division by a number nearest upstream of a tensor;
 - `init_difference`: the first statement of a constructor that creates other parameters (order,
   distribution, bias) than the reference's.
 """
@@ -29,6 +30,35 @@ RANDOM_INIT = frozenset({"rand", "randn", "randint", "rand_like", "randn_like", 
 MASKING = frozenset({"masked_fill", "masked_fill_", "where", "add", "add_", "__add__", "__radd__", "mul", "mul_",
                      "__mul__", "__rmul__", "sub", "__sub__", "__rsub__", "scaled_dot_product_attention"})
 CAUSAL = frozenset({"above-diagonal", "on-and-below-diagonal"})  # the reference's mask, either way round
+SCALING = frozenset({"mul", "mul_", "__mul__", "__rmul__", "div", "div_", "__truediv__", "__rtruediv__", "true_divide",
+                     "divide", "__itruediv__", "__imul__"})
+MAX_UPSTREAM = 64  # nodes looked at upstream of a tensor
+
+
+def scaling_op(trace: Trace, node: int) -> Op | None:
+    """The op nearest upstream of `node` (its own producer first) that multiplies or divides by a
+    number (a plain one, or a one-element tensor): where a scaling was applied, also when it was
+    applied to the queries or keys before the scores were computed, or before a mask."""
+    todo, seen = [node], set()
+    while todo and len(seen) < MAX_UPSTREAM:
+        current = todo.pop(0)
+        if current in seen:
+            continue
+        seen.add(current)
+        op = trace.producer(current)
+        if op is None:
+            continue
+        if op.name in SCALING and any(_is_number(trace, a) for a in list(op.args) + list(op.kwargs.values())):
+            return op
+        todo += list(op.inputs)
+    return None
+
+
+def _is_number(trace: Trace, argument) -> bool:
+    if type(argument) in (int, float):
+        return True
+    value = trace.nodes[argument.node].value if isinstance(argument, Ref) and argument.node >= 0 else None
+    return value is not None and value.numel() == 1
 
 
 def producer_site(trace: Trace, nodes: tuple[int, ...] | None) -> Site | None:

@@ -25,6 +25,10 @@ class Placing:
             return locate.frontier(trace, nodes, self._known) or (producer.site if producer else None)
         if STAGES[name].kind == ORDERED and nodes:
             return producer.site if producer is not None else None
+        if name == "scaled" and nodes:  # where the factor was applied (perhaps to the queries, or before a mask)
+            scaling = locate.scaling_op(trace, nodes[0])
+            if scaling is not None:
+                return self._in_call(scaling)
         if alternative.misconception == "uses-scores-not-weights":
             dead = locate.dead_op(trace, SKIPPED_OPS["weights"], self.call if self.call >= 0 else None)
             if dead is not None:
