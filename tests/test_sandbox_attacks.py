@@ -37,13 +37,13 @@ LIMITS = Limits(probe_seconds=3, probe_wall_seconds=30, submission_seconds=120, 
 NO_BUBBLEWRAP = mounts.Bubblewrap(installed=False, usable=False)
 
 
-def attacked(tmp_path: Path, name: str, attack: str, **fill: str):
-    """A correct submission whose sec3_3 module has `attack` appended (placeholders filled in)."""
+def attacked(tmp_path: Path, name: str, attack: str, module: str = MODULE, **fill: str):
+    """A correct submission whose `module` (sec3_3's unless told) has `attack` appended (placeholders filled in)."""
     target = solutions_as_submission(tmp_path / name)
     text = (ATTACKS / attack).read_text()
     for key, value in fill.items():
         text = text.replace("{" + key + "}", value)
-    module = target / f"{MODULE}.py"
+    module = target / f"{module}.py"
     module.write_text(module.read_text() + "\n" + text)
     return read_submission(target)
 
@@ -263,6 +263,24 @@ def test_a_module_that_sleeps_uses_up_its_own_time_only(tmp_path):
     assert f"{MODULE}.py" in text and "6 s" in text
     others = {name: result for name, result in results.items() if not name.startswith(MODULE + ":")}
     assert len(others) > 40 and all(isinstance(result, dict) for result in others.values()), \
+        {name: result for name, result in others.items() if not isinstance(result, dict)}
+
+
+def test_a_module_whose_allowance_ends_during_its_import_is_still_imported_by_the_others(tmp_path):
+    """sec3_5 takes 3 s to import and its functions sleep: its first probe times out (10 s), the
+    second, in a new child, has at most 2 s of the module's allowance left and times out while
+    importing it again. sec3_5 is not known to hang on import for that: sec3_6 (which imports
+    its CausalAttention) and the exercises (which import sec3_6) are correct and import it on
+    their own time. They lost every point to "import.poisoned" before."""
+    limits = Limits(probe_seconds=1, probe_wall_seconds=10, module_seconds=12, submission_seconds=120, cpu_seconds=60)
+    submission = attacked(tmp_path, "slow-import", "deadline_slow_import.py", module="sec3_5_causal_attention")
+    probes = [name for name in load_all() if name.startswith(("sec3_5", "sec3_6", "exercise3_2", "exercise3_3"))]
+    with SandboxPool(1, limits, probes=probes) as pool:
+        (results,) = run_all(pool, [submission]).values()
+    own = [results[name] for name in probes if name.startswith("sec3_5")]
+    assert all(isinstance(error, ProbeError) and error.kind == "timeout" for error in own), own
+    others = {name: results[name] for name in probes if not name.startswith("sec3_5")}
+    assert all(isinstance(result, dict) for result in others.values()), \
         {name: result for name, result in others.items() if not isinstance(result, dict)}
 
 
