@@ -21,7 +21,8 @@ from grader.i18n import Catalog
 from grader.intake.discovery import read_submission
 from grader.probes import book_inputs, load_all
 from grader.records import ProbeError
-from grader.sandbox import exposure, mounts, pool as pool_module
+from grader.runner import grade
+from grader.sandbox import connection, exposure, mounts, pool as pool_module
 from grader.sandbox.pool import Limits, SandboxPool
 from tests.conftest import MODULES, solutions_as_submission
 from tests.platforms import WITHOUT_NAMESPACES
@@ -282,6 +283,34 @@ def test_a_module_whose_allowance_ends_during_its_import_is_still_imported_by_th
     others = {name: results[name] for name in probes if not name.startswith("sec3_5")}
     assert all(isinstance(result, dict) for result in others.values()), \
         {name: result for name, result in others.items() if not isinstance(result, dict)}
+
+
+def test_a_submissions_trace_job_gets_only_what_its_grade_job_left(tmp_path, monkeypatch):
+    """Six modules sleep until their allowance is used up (2 s each, the submission's 12 s in
+    all), and exercise 3.1's tests fail fast with values of the student's own: such probes are
+    traced in a second job, which used to get a whole submission's time again (a submission that
+    sleeps in every module took twice the cap, past PrairieLearn's timeout). Nothing is left for
+    it: no trace job."""
+    limits = Limits(probe_seconds=1, probe_wall_seconds=2, module_seconds=2, submission_seconds=12, cpu_seconds=60)
+    folder = solutions_as_submission(tmp_path / "sleeper")
+    for module in MODULES:
+        path = folder / f"{module}.py"
+        path.write_text(path.read_text() + "\n" + (ATTACKS / "deadline_sleep_then_wrong.py").read_text())
+    jobs = []
+    run = connection.WorkerConnection.run
+
+    def recorded(self, job, *args):
+        jobs.append((job["mode"], job["limits"]["submission_seconds"]))
+        return run(self, job, *args)
+
+    monkeypatch.setattr(connection.WorkerConnection, "run", recorded)
+    grade(folder, tmp_path / "out", jobs=1, force=True, limits=limits)
+    document = json.loads((tmp_path / "out" / "results.json").read_text())
+    tests = {test["id"]: test for test in document["tests"]}
+    exercise = [test for name, test in tests.items() if name.startswith("exercise3_1")]
+    assert any(test["status"] == "failed" for test in exercise), [(test["id"], test["status"]) for test in exercise]
+    assert [mode for mode, _ in jobs] == ["grade"], jobs
+    assert sum(seconds for _, seconds in jobs) <= limits.submission_seconds
 
 
 def test_the_pool_keeps_one_deadline_for_a_job_across_retries(monkeypatch):
