@@ -267,6 +267,20 @@ def test_a_module_that_sleeps_uses_up_its_own_time_only(tmp_path):
         {name: result for name, result in others.items() if not isinstance(result, dict)}
 
 
+def test_a_forged_result_does_not_stop_its_modules_clock(tmp_path):
+    """context_vectors sends a result of its own for its probe, then sleeps: the worker takes the
+    result (the child's own business) but the sleep after it, until the probe's clock ends (the
+    rest of the module's 3 s), still counts against the module. The module's allowance is used
+    up, so its probes after it are not run; they ran, on time no module was charged, before."""
+    limits = Limits(probe_seconds=1, probe_wall_seconds=3, module_seconds=3, submission_seconds=60, cpu_seconds=60)
+    submission = attacked(tmp_path, "forger", "deadline_forged_result.py")
+    with SandboxPool(1, limits) as pool:
+        (results,) = run_all(pool, [submission], SECTION_PROBES).values()
+    after = SECTION_PROBES[SECTION_PROBES.index(f"{MODULE}:context_vectors") + 1:]
+    assert after and all(isinstance(results[name], ProbeError) and results[name].key == "sandbox.module-timeout"
+                         for name in after), {name: results[name] for name in after}
+
+
 def test_a_module_whose_allowance_ends_during_its_import_is_still_imported_by_the_others(tmp_path):
     """sec3_5 takes 3 s to import and its functions sleep: its first probe times out (10 s), the
     second, in a new child, has at most 2 s of the module's allowance left and times out while

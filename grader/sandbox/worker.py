@@ -136,10 +136,12 @@ def _watch(reader: FrameReader, clock: ProbeClock, job: dict, remaining: list[st
     (start, imports, result, per probe, in the job's order). Returns (failure or None, the probe
     in progress, the module being imported); `remaining` loses each probe that got a result. The
     wall-clock time from a probe's start to its end (its result, or the child's end) is charged to
-    the probe's module."""
+    the probe's module, and so is the time from its result to the next probe's start or the
+    child's end (no time between two probes is nobody's: a child that sends a result of its own
+    and goes on sleeping pays for the sleep)."""
     current = importing = None
     notices = 0  # import notices of the probe in progress
-    started = 0.0
+    charged, since = None, 0.0  # the probe whose module the time since `since` is charged to
     try:
         while remaining:
             header = reader.header(clock)
@@ -160,12 +162,12 @@ def _watch(reader: FrameReader, clock: ProbeClock, job: dict, remaining: list[st
                     budget[0] -= size
                     send({"id": job["id"], "probe": name, "status": "ok"}, payload)
                 remaining.remove(name)
-                left.charge(current, time.monotonic() - started)
                 current = importing = None
             elif size:
                 raise ChannelError("only results carry a payload")
             elif kind == "start" and current is None and name == remaining[0]:
-                current, notices, started = name, 0, time.monotonic()
+                charged, since = _charge(left, charged, since)
+                current, charged, notices = name, name, 0
                 clock.start(left(name))
             elif kind == "import" and current is not None and importing is None and _module_name(name) \
                     and notices < MAX_NOTICES:
@@ -180,9 +182,16 @@ def _watch(reader: FrameReader, clock: ProbeClock, job: dict, remaining: list[st
     except (ChannelError, OSError):
         return "crash", current, importing  # garbage written to the result pipe
     finally:
-        if current is not None:  # the probe the child was running when it ended
-            left.charge(current, time.monotonic() - started)
+        _charge(left, charged, since)  # the probe the child was running (or had run last) when it ended
     return None, current, importing
+
+
+def _charge(left: ModuleTime, probe: str | None, since: float) -> tuple[str | None, float]:
+    """Charge the time since `since` to `probe`'s module (if any); returns (probe, now)."""
+    now = time.monotonic()
+    if probe is not None:
+        left.charge(probe, now - since)
+    return probe, now
 
 
 def _module_name(name: object) -> bool:
