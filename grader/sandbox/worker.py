@@ -163,6 +163,8 @@ def _watch(reader: FrameReader, clock: ProbeClock, job: dict, remaining: list[st
                     send({"id": job["id"], "probe": name, "status": "ok"}, payload)
                 remaining.remove(name)
                 current = importing = None
+                if remaining and cleanup.strays(clock.pid):
+                    return None, None, None  # the rest goes to a fresh child, with all its room
             elif size:
                 raise ChannelError("only results carry a payload")
             elif kind == "start" and current is None and name == remaining[0]:
