@@ -41,7 +41,7 @@ LIMIT_CASES = {  # attack -> (file, the test it breaks, the statuses that test m
     "ms_hang_at_asnumpy": (MS_ATTACKS / "limit_hang_at_asnumpy.py", "test_softmax_naive", {"timeout", "error"}),
 }
 # a correct function that leaves threads or processes behind: exercise 3.1's, whose probes run first
-LEFTOVERS = ["limit_leftover_threads", "limit_leftover_processes"]
+LEFTOVERS = ["leftover_threads", "leftover_processes"]
 LEFTOVER_MODULE = "exercise3_1_weight_transfer"
 
 
