@@ -294,6 +294,10 @@ def test_a_module_whose_allowance_ends_during_its_import_is_still_imported_by_th
         (results,) = run_all(pool, [submission]).values()
     own = [results[name] for name in probes if name.startswith("sec3_5")]
     assert all(isinstance(error, ProbeError) and error.kind == "timeout" for error in own), own
+    # the one stopped while importing says so, in the student's terms (it was "took too long")
+    (stopped,) = [error for error in own if error.key == "sandbox.import-timeout"]
+    for lang in ("en", "zh"):
+        assert "sec3_5_causal_attention.py" in Catalog(lang).t(stopped.key, **stopped.params)
     others = {name: results[name] for name in probes if not name.startswith("sec3_5")}
     assert all(isinstance(result, dict) for result in others.values()), \
         {name: result for name, result in others.items() if not isinstance(result, dict)}
