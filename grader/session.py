@@ -105,8 +105,12 @@ def grade_with_suites(pool: TrackPools, out_of: dict[str, Path], cache_dir: Path
             except Exception:  # noqa: BLE001
                 log.exception("choosing the probes to trace for %s failed", shown(run.submission.name))
                 probes = []
-            if probes:
-                waiting[pool.submit(run.submission, probes, mode="trace", track=run.track)] = (run, seam, outcomes)
+            # the trace job gets what the grade job left of the submission's time: a submission
+            # whose code sleeps until its tests fail never takes twice `Limits.submission_seconds`
+            left = pool.limits.submission_seconds - run.seconds
+            if probes and left >= 1:
+                waiting[pool.submit(run.submission, probes, mode="trace", track=run.track, seconds=left)] = \
+                    (run, seam, outcomes)
                 on_released()
             else:
                 finish(run, seam, outcomes, traces={})

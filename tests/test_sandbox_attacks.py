@@ -21,7 +21,8 @@ from grader.i18n import Catalog
 from grader.intake.discovery import read_submission
 from grader.probes import book_inputs, load_all
 from grader.records import ProbeError
-from grader.sandbox import exposure, mounts, pool as pool_module
+from grader.runner import grade
+from grader.sandbox import connection, exposure, mounts, pool as pool_module
 from grader.sandbox.pool import Limits, SandboxPool
 from tests.conftest import MODULES, solutions_as_submission
 from tests.platforms import WITHOUT_NAMESPACES
@@ -37,13 +38,13 @@ LIMITS = Limits(probe_seconds=3, probe_wall_seconds=30, submission_seconds=120, 
 NO_BUBBLEWRAP = mounts.Bubblewrap(installed=False, usable=False)
 
 
-def attacked(tmp_path: Path, name: str, attack: str, **fill: str):
-    """A correct submission whose sec3_3 module has `attack` appended (placeholders filled in)."""
+def attacked(tmp_path: Path, name: str, attack: str, module: str = MODULE, **fill: str):
+    """A correct submission whose `module` (sec3_3's unless told) has `attack` appended (placeholders filled in)."""
     target = solutions_as_submission(tmp_path / name)
     text = (ATTACKS / attack).read_text()
     for key, value in fill.items():
         text = text.replace("{" + key + "}", value)
-    module = target / f"{MODULE}.py"
+    module = target / f"{module}.py"
     module.write_text(module.read_text() + "\n" + text)
     return read_submission(target)
 
@@ -264,6 +265,70 @@ def test_a_module_that_sleeps_uses_up_its_own_time_only(tmp_path):
     others = {name: result for name, result in results.items() if not name.startswith(MODULE + ":")}
     assert len(others) > 40 and all(isinstance(result, dict) for result in others.values()), \
         {name: result for name, result in others.items() if not isinstance(result, dict)}
+
+
+def test_a_forged_result_does_not_stop_its_modules_clock(tmp_path):
+    """context_vectors sends a result of its own for its probe, then sleeps: the worker takes the
+    result (the child's own business) but the sleep after it, until the probe's clock ends (the
+    rest of the module's 3 s), still counts against the module. The module's allowance is used
+    up, so its probes after it are not run; they ran, on time no module was charged, before."""
+    limits = Limits(probe_seconds=1, probe_wall_seconds=3, module_seconds=3, submission_seconds=60, cpu_seconds=60)
+    submission = attacked(tmp_path, "forger", "deadline_forged_result.py")
+    with SandboxPool(1, limits) as pool:
+        (results,) = run_all(pool, [submission], SECTION_PROBES).values()
+    after = SECTION_PROBES[SECTION_PROBES.index(f"{MODULE}:context_vectors") + 1:]
+    assert after and all(isinstance(results[name], ProbeError) and results[name].key == "sandbox.module-timeout"
+                         for name in after), {name: results[name] for name in after}
+
+
+def test_a_module_whose_allowance_ends_during_its_import_is_still_imported_by_the_others(tmp_path):
+    """sec3_5 takes 3 s to import and its functions sleep: its first probe times out (10 s), the
+    second, in a new child, has at most 2 s of the module's allowance left and times out while
+    importing it again. sec3_5 is not known to hang on import for that: sec3_6 (which imports
+    its CausalAttention) and the exercises (which import sec3_6) are correct and import it on
+    their own time. They lost every point to "import.poisoned" before."""
+    limits = Limits(probe_seconds=1, probe_wall_seconds=10, module_seconds=12, submission_seconds=120, cpu_seconds=60)
+    submission = attacked(tmp_path, "slow-import", "deadline_slow_import.py", module="sec3_5_causal_attention")
+    probes = [name for name in load_all() if name.startswith(("sec3_5", "sec3_6", "exercise3_2", "exercise3_3"))]
+    with SandboxPool(1, limits, probes=probes) as pool:
+        (results,) = run_all(pool, [submission]).values()
+    own = [results[name] for name in probes if name.startswith("sec3_5")]
+    assert all(isinstance(error, ProbeError) and error.kind == "timeout" for error in own), own
+    # the one stopped while importing says so, in the student's terms (it was "took too long")
+    (stopped,) = [error for error in own if error.key == "sandbox.import-timeout"]
+    for lang in ("en", "zh"):
+        assert "sec3_5_causal_attention.py" in Catalog(lang).t(stopped.key, **stopped.params)
+    others = {name: results[name] for name in probes if not name.startswith("sec3_5")}
+    assert all(isinstance(result, dict) for result in others.values()), \
+        {name: result for name, result in others.items() if not isinstance(result, dict)}
+
+
+def test_a_submissions_trace_job_gets_only_what_its_grade_job_left(tmp_path, monkeypatch):
+    """Six modules sleep until their allowance is used up (2 s each, the submission's 12 s in
+    all), and exercise 3.1's tests fail fast with values of the student's own: such probes are
+    traced in a second job, which used to get a whole submission's time again (a submission that
+    sleeps in every module took twice the cap, past PrairieLearn's timeout). Nothing is left for
+    it: no trace job."""
+    limits = Limits(probe_seconds=1, probe_wall_seconds=2, module_seconds=2, submission_seconds=12, cpu_seconds=60)
+    folder = solutions_as_submission(tmp_path / "sleeper")
+    for module in MODULES:
+        path = folder / f"{module}.py"
+        path.write_text(path.read_text() + "\n" + (ATTACKS / "deadline_sleep_then_wrong.py").read_text())
+    jobs = []
+    run = connection.WorkerConnection.run
+
+    def recorded(self, job, *args):
+        jobs.append((job["mode"], job["limits"]["submission_seconds"]))
+        return run(self, job, *args)
+
+    monkeypatch.setattr(connection.WorkerConnection, "run", recorded)
+    grade(folder, tmp_path / "out", jobs=1, force=True, limits=limits)
+    document = json.loads((tmp_path / "out" / "results.json").read_text())
+    tests = {test["id"]: test for test in document["tests"]}
+    exercise = [test for name, test in tests.items() if name.startswith("exercise3_1")]
+    assert any(test["status"] == "failed" for test in exercise), [(test["id"], test["status"]) for test in exercise]
+    assert [mode for mode, _ in jobs] == ["grade"], jobs
+    assert sum(seconds for _, seconds in jobs) <= limits.submission_seconds
 
 
 def test_the_pool_keeps_one_deadline_for_a_job_across_retries(monkeypatch):

@@ -40,6 +40,9 @@ LIMIT_CASES = {  # attack -> (file, the test it breaks, the statuses that test m
     "ms_memory_bomb": (MS_ATTACKS / "limit_memory_bomb.py", "test_attention_scores", {"resource"}),
     "ms_hang_at_asnumpy": (MS_ATTACKS / "limit_hang_at_asnumpy.py", "test_softmax_naive", {"timeout", "error"}),
 }
+# a correct function that leaves threads or processes behind: exercise 3.1's, whose probes run first
+LEFTOVERS = ["leftover_threads", "leftover_processes"]
+LEFTOVER_MODULE = "exercise3_1_weight_transfer"
 
 
 def ms_source(module: str) -> str:
@@ -80,6 +83,10 @@ def hostile(tmp_path_factory):
         write_ms_solutions(cls / attack)
         path = where / f"{attack}.py" if where.is_dir() else where
         (cls / attack / f"{MODULE}.py").write_text(ms_source(MODULE) + "\n" + fill(path.read_text()))
+    for attack in LEFTOVERS:
+        write_ms_solutions(cls / attack)
+        (cls / attack / f"{LEFTOVER_MODULE}.py").write_text(
+            ms_source(LEFTOVER_MODULE) + "\n" + (ATTACKS / f"{attack}.py").read_text().replace("{FUNCTION}", "transfer_weights"))
     victim_source = (cls / "victim" / f"{MODULE}.py").read_bytes()
     try:
         started = time.perf_counter()
@@ -101,7 +108,7 @@ def hostile(tmp_path_factory):
 
 def test_every_student_is_graded_on_the_mindspore_track(hostile):
     docs = hostile["docs"]
-    assert set(docs) == {"victim", *CHEATS, *LIMIT_CASES}
+    assert set(docs) == {"victim", *CHEATS, *LIMIT_CASES, *LEFTOVERS}
     assert {d["track"] for d in docs.values()} == {"mindspore"}
     assert docs["victim"]["score"] == docs["victim"]["max_score"] > 0
     assert not hostile["summary"].protections  # the full sandbox: bubblewrap, uids, no network
@@ -128,6 +135,18 @@ def test_limits_stop_the_attack_and_the_rest_is_graded(hostile, attack):
     for test_id in outcomes_by_id(hostile["docs"]["victim"]):
         if not test_id.startswith(MODULE + "::"):
             assert tests[test_id]["status"] == "passed", (attack, test_id, tests[test_id]["message"])
+
+
+@pytest.mark.parametrize("attack", LEFTOVERS)
+def test_what_a_function_leaves_behind_costs_the_later_modules_nothing(hostile, attack):
+    """Three threads or processes (and a zombie) left behind by exercise 3.1's (correct)
+    transfer_weights, while the child lives on, took the room MindSpore's threads need under the
+    task limit: every later module's test failed with a RuntimeError (0 of 63 points). The probes
+    after it now run in a fresh child (the module's own may still fail: it starts them again there)."""
+    tests = outcomes_by_id(hostile["docs"][attack])
+    failed = {test_id: test["message"] for test_id, test in tests.items()
+              if not test_id.startswith(LEFTOVER_MODULE + "::") and test["status"] != "passed"}
+    assert len(tests) > len(SECTION_33) and not failed, failed
 
 
 def test_the_victim_is_graded_as_in_a_clean_run(hostile):

@@ -135,6 +135,8 @@ def status_error(status: str, module: Any, limit: int = 0, seconds: float = 0) -
     the size limit that was exceeded, if any, `seconds` the time limit."""
     kind, key = STATUSES[status]
     module = module if module in MODULES else ""
+    if status == "timeout" and module:
+        key = "sandbox.import-timeout"  # stopped while importing `module`
     params: dict[str, Any] = {"module": module}
     if limit:
         params["limit_mb"] = _megabytes(limit)  # a number: the report shows it as the grader's

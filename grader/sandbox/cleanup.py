@@ -30,6 +30,17 @@ def kill_all(uid: int, pid: int, pid_namespace: bool) -> None:
     _kill_descendants(uid, pid_namespace)
 
 
+def strays(child: int) -> bool:
+    """Whether a process the child started has left its family (a double fork: its orphans come
+    to this job process, their subreaper) while the child lives on; see `child.left_behind`."""
+    me = os.getpid()
+    try:
+        with open(f"/proc/{me}/task/{me}/children") as children:  # the job process has one thread
+            return any(int(pid) != child for pid in children.read().split())
+    except (OSError, ValueError):
+        return False  # a kernel without the children list: found when the child ends
+
+
 def _kill_descendants(uid: int, pid_namespace: bool) -> None:
     if pid_namespace:
         spared = {1, os.getpid(), os.getppid()}

@@ -56,6 +56,8 @@ class ProbeClock:
         now = time.monotonic()
         self.cpu_start = self.cpu()
         self.wall_end = min(now + self.wall_seconds, now + module_left, self.submission_end)
+        # less than the probe's own time: what was left of its module's allowance or of the submission's
+        self.cut_short = self.wall_end < now + self.wall_seconds
         self.check_at = now + self.cpu_seconds
 
     def __call__(self) -> float:

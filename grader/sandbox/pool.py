@@ -51,7 +51,7 @@ class Limits:
     # never its neighbours' (probe_wall_seconds < module_seconds: one sleeping function leaves its
     # module's other functions time to run). The submission's cap is at least the seven modules'.
     module_seconds: float = 40.0
-    submission_seconds: float = 300.0  # wall clock for all probes of a submission
+    submission_seconds: float = 300.0  # wall clock for all probes of a submission (its grade and trace jobs together)
     cpu_seconds: int = 60  # RLIMIT_CPU of each child
     memory_bytes: int = 1024**3  # address space on top of torch's own, per process
     file_bytes: int = 16 * 1024**2
@@ -74,6 +74,7 @@ class SandboxRun:
     track: str = "pytorch"  # the framework its code was run as (grader.frameworks.track_of)
     # a digest of each result's payload as it came from the sandbox: the same bytes, the same result
     digests: dict[str, bytes] = field(default_factory=dict)
+    seconds: float = 0.0  # wall-clock seconds of the submission's time the job used
 
 
 UID_RANGES = 2000  # ranges of SLOTS_PER_RUN uids from SLOT_UID_BASE, one per grading run at a time
@@ -202,14 +203,17 @@ class SandboxPool:
         return notes
 
     def submit(self, submission: Submission, probes: list[str] | None = None, mode: str = "grade",
-               track: str | None = None) -> int:
+               track: str | None = None, seconds: float | None = None) -> int:
         """Queue a job: run `probes` (default: the pool's) of `submission` in `mode` (a mode of
-        `driver.MODES`) as code of `track` (default: the one its sources show). A submission may
-        be submitted several times; returns the job's id."""
+        `driver.MODES`) as code of `track` (default: the one its sources show), within `seconds`
+        of wall clock (default: `Limits.submission_seconds`; a later job of the same submission
+        gets what its earlier ones left, `SandboxRun.seconds`). A submission may be submitted
+        several times; returns the job's id."""
         job_id = next(self._ids)
         self._pending += 1
+        seconds = self.limits.submission_seconds if seconds is None else min(seconds, self.limits.submission_seconds)
         self._jobs.put((job_id, submission, list(self.probes if probes is None else probes), mode,
-                        track or track_of(submission.sources)))
+                        track or track_of(submission.sources), max(0.0, seconds)))
         return job_id
 
     def results(self) -> Iterator[SandboxRun]:
@@ -284,24 +288,25 @@ class SandboxPool:
         self._workers.pop(slot, None)
 
     def _run_job(self, slot: int, worker: WorkerConnection | None, job_id: int, submission: Submission,
-                 probes: list[str], mode: str, track: str) -> WorkerConnection | None:
+                 probes: list[str], mode: str, track: str, seconds: float) -> WorkerConnection | None:
         """One job, with up to ATTEMPTS workers if they die; returns the slot's worker afterwards.
 
         The job's deadline is absolute: set once here, and moved only by the time spent starting
         a replacement worker (the grader's own cost, not the student's)."""
         run = SandboxRun(submission, mode=mode, job=job_id, track=track)
         budget = Budget(self.limits.result_bytes)
-        deadline = time.monotonic() + self.limits.submission_seconds + GRACE_SECONDS
+        started = time.monotonic()
+        deadline = started + seconds + GRACE_SECONDS
         remaining = list(probes)
         try:
             for _ in range(ATTEMPTS):
                 if self._kill_now or time.monotonic() >= deadline - GRACE_SECONDS:
                     break
                 if worker is None or not worker.alive():
-                    started = time.monotonic()
+                    spawned = time.monotonic()
                     worker = None
                     worker = self._spawn(slot)
-                    deadline += time.monotonic() - started
+                    deadline += time.monotonic() - spawned
                 job = job_record(job_id, submission, remaining, mode, self._job_limits(deadline, budget), track)
                 done = worker.run(job, run.results, budget, deadline, self.limits.payload_bytes, run.digests)
                 remaining = [name for name in remaining if name not in run.results]
@@ -320,6 +325,8 @@ class SandboxPool:
             if worker is not None:
                 worker.kill()
             worker = None
+        # the time used: from the start to now, less what starting replacement workers took
+        run.seconds = min(seconds, max(0.0, time.monotonic() - (deadline - GRACE_SECONDS - seconds)))
         self._deliver(run)
         return worker
 

@@ -62,13 +62,13 @@ class TrackPools:
         return notes
 
     def submit(self, submission: Submission, probes: list[str] | None = None, mode: str = "grade",
-               track: str | None = None) -> int:
+               track: str | None = None, seconds: float | None = None) -> int:
         """Queue a job on the pool of `track` (default: the one the submission's sources show),
         started now if the class was thought to have none of that track (a submission changed
         between two reads)."""
         track = track or track_of(submission.sources)
         pool = self.pools.get(track) or self._start(track, 1)
-        job = pool.submit(submission, probes, mode, track)
+        job = pool.submit(submission, probes, mode, track, seconds)
         self._pending += 1
         return job
 

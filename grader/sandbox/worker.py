@@ -123,7 +123,9 @@ def _run_child(job, remaining, poisoned, scratch, uid, submission_end, budget, l
     culprit = current if current in remaining else remaining[0]  # a child that made no progress
     send({"id": job["id"], "probe": culprit, "status": failure, "module": importing or ""})
     remaining.remove(culprit)
-    if importing:
+    if importing and not (failure == "timeout" and clock.cut_short):
+        # an import that ran out of what was left of a module's time is not known to hang: the
+        # next module that needs it tries again on its own time (sec3_6 imports sec3_5)
         poisoned[importing] = failure
     return remaining
 
@@ -134,10 +136,12 @@ def _watch(reader: FrameReader, clock: ProbeClock, job: dict, remaining: list[st
     (start, imports, result, per probe, in the job's order). Returns (failure or None, the probe
     in progress, the module being imported); `remaining` loses each probe that got a result. The
     wall-clock time from a probe's start to its end (its result, or the child's end) is charged to
-    the probe's module."""
+    the probe's module, and so is the time from its result to the next probe's start or the
+    child's end (no time between two probes is nobody's: a child that sends a result of its own
+    and goes on sleeping pays for the sleep)."""
     current = importing = None
     notices = 0  # import notices of the probe in progress
-    started = 0.0
+    charged, since = None, 0.0  # the probe whose module the time since `since` is charged to
     try:
         while remaining:
             header = reader.header(clock)
@@ -158,12 +162,14 @@ def _watch(reader: FrameReader, clock: ProbeClock, job: dict, remaining: list[st
                     budget[0] -= size
                     send({"id": job["id"], "probe": name, "status": "ok"}, payload)
                 remaining.remove(name)
-                left.charge(current, time.monotonic() - started)
                 current = importing = None
+                if remaining and cleanup.strays(clock.pid):
+                    return None, None, None  # the rest goes to a fresh child, with all its room
             elif size:
                 raise ChannelError("only results carry a payload")
             elif kind == "start" and current is None and name == remaining[0]:
-                current, notices, started = name, 0, time.monotonic()
+                charged, since = _charge(left, charged, since)
+                current, charged, notices = name, name, 0
                 clock.start(left(name))
             elif kind == "import" and current is not None and importing is None and _module_name(name) \
                     and notices < MAX_NOTICES:
@@ -178,9 +184,16 @@ def _watch(reader: FrameReader, clock: ProbeClock, job: dict, remaining: list[st
     except (ChannelError, OSError):
         return "crash", current, importing  # garbage written to the result pipe
     finally:
-        if current is not None:  # the probe the child was running when it ended
-            left.charge(current, time.monotonic() - started)
+        _charge(left, charged, since)  # the probe the child was running (or had run last) when it ended
     return None, current, importing
+
+
+def _charge(left: ModuleTime, probe: str | None, since: float) -> tuple[str | None, float]:
+    """Charge the time since `since` to `probe`'s module (if any); returns (probe, now)."""
+    now = time.monotonic()
+    if probe is not None:
+        left.charge(probe, now - since)
+    return probe, now
 
 
 def _module_name(name: object) -> bool:
