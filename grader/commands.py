@@ -82,7 +82,7 @@ def _prairielearn(argv: list[str]) -> int:
     parser.add_argument("--submit", choices=SUBMIT_MODES, default="upload",
                         help="students upload their .py files or notebooks (default), or write in seven editors")
     parser.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT,
-                        help=f"seconds PrairieLearn allows a grading job (default: {DEFAULT_TIMEOUT}, at most 600)")
+                        help=f"seconds PrairieLearn allows a grading job (default: {DEFAULT_TIMEOUT}, from 90 to 600)")
     args = parser.parse_args(argv)
     catalog = Catalog(args.lang)
     try:

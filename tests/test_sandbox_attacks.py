@@ -346,7 +346,7 @@ def test_the_pool_keeps_one_deadline_for_a_job_across_retries(monkeypatch):
         def alive(self):
             return True
 
-        def run(self, job, results, budget, deadline, payload_bytes):
+        def run(self, job, results, budget, deadline, payload_bytes, digests=None):
             seen.append((deadline, job["limits"]["submission_seconds"]))
             return False
 

@@ -44,6 +44,9 @@ from grader.records import GradeResult
 CONFIG_NAME = "attention-kit.json"  # in the question's tests/ folder: {"lang": "en" | "zh", "timeout": seconds}
 DEFAULT_TIMEOUT = 120  # seconds; PrairieLearn allows at most 600
 MAX_TIMEOUT = 600
+# the least the kit accepts: after start-up (deployment.STARTUP_SECONDS), each of the seven modules
+# still gets about 8 s of wall clock (deployment.limits_within), enough for correct code on a slow host
+MIN_TIMEOUT = 90
 MAX_RESULTS_BYTES = 1_000_000  # PrairieLearn: results.json "should be limited to 1 MB"
 MAX_TEST_TEXT = 6_000
 MAX_CONFIG_BYTES = 64 * 1024
@@ -182,7 +185,7 @@ def _timeout(config: dict[str, Any]) -> int:
     """The question's externalGradingOptions.timeout, as `grade prairielearn` wrote it beside the
     language (a question written before it was recorded: the default)."""
     timeout = config.get("timeout")
-    return timeout if type(timeout) is int and 1 <= timeout <= MAX_TIMEOUT else DEFAULT_TIMEOUT
+    return timeout if type(timeout) is int and MIN_TIMEOUT <= timeout <= MAX_TIMEOUT else DEFAULT_TIMEOUT
 
 
 def run(root: Path = Path("/grade"), *, lang: str | None = None) -> dict[str, Any]:

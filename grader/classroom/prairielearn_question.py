@@ -25,7 +25,7 @@ import uuid
 from pathlib import Path
 
 from grader.classroom.deployment import ROOT, TORCH_INDEX, TORCH_REQUIREMENT, kit_files, runtime_requirements
-from grader.classroom.prairielearn import CONFIG_NAME, DEFAULT_TIMEOUT, MAX_TIMEOUT
+from grader.classroom.prairielearn import CONFIG_NAME, DEFAULT_TIMEOUT, MAX_TIMEOUT, MIN_TIMEOUT
 from grader.i18n import LANGUAGES, TEMPLATES_DIR, Catalog
 from grader.records import MODULES
 
@@ -94,8 +94,8 @@ def write_question(out: Path, *, lang: str = "en", image: str = DEFAULT_IMAGE, s
         raise ValueError(f"unknown language {lang!r} or submission mode {submit!r}")
     if not IMAGE_PATTERN.match(image):
         raise QuestionError("bad-image", image=image)
-    if not 1 <= timeout <= MAX_TIMEOUT:
-        raise QuestionError("bad-timeout", timeout=timeout, most=MAX_TIMEOUT)
+    if not MIN_TIMEOUT <= timeout <= MAX_TIMEOUT:
+        raise QuestionError("bad-timeout", timeout=timeout, least=MIN_TIMEOUT, most=MAX_TIMEOUT)
     catalog = Catalog(lang)
     question = out / "questions" / QUESTION_ID
     image_dir = out / "grader-image"
