@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ch3_checks import MODULES, Code, Frame, Messages, Unavailable, render, run_checks, student_frame
+from ch3_checks import MODULES, Code, Frame, Messages, Unavailable, hint_for, one_line, render, run_checks, student_frame
 
 HERE = Path(__file__).resolve().parent
 KIT = HERE / "_kit"
@@ -88,9 +88,9 @@ def load(module, modules_dir, locate, code_of):
         return Unavailable("import-error", code=frame.code, module=module, error=f"SyntaxError: {exc.msg}",
                            where=locate(frame))
     except BaseException as exc:  # noqa: BLE001 - a student's import may raise anything, even SystemExit
-        frame = student_frame(exc)
-        return Unavailable("import-error", code=frame.code if frame else "", module=module,
-                           error=f"{type(exc).__name__}: {exc}", where=locate(frame) if frame else module)
+        frame, error = student_frame(exc), one_line(exc)
+        return Unavailable("import-error", code=frame.code if frame else "", module=module, error=error,
+                           where=locate(frame) if frame else module, hint=hint_for(error))
 
 
 def check_folder(folder, t, modules=MODULES):
