@@ -354,6 +354,7 @@ def test_public_checks_fail_closed_under_autograde(monkeypatch, tmp_path):
     finally:
         sys.modules.pop("ch3_checks", None)
         sys.modules.pop("ch3_check_list", None)
+        sys.modules.pop("ch3_check_tools", None)
 
 
 def course_config(course: Path, monkeypatch) -> dict:

@@ -135,6 +135,11 @@ def main(argv=None):
     if not path.exists():
         sys.stderr.write(t("no-such-path", path=args.path) + "\n")
         return 2
+    try:
+        import jinja2  # noqa: F401 - the report's layout; PyTorch brings it, MindSpore does not
+    except ImportError:
+        sys.stderr.write(t("needs-jinja2") + "\n")
+        return 2
     if path.is_file():
         with tempfile.TemporaryDirectory(prefix="ch3-check-") as scratch:
             folder = Path(scratch)
