@@ -95,6 +95,11 @@ def test_the_reference_passes_in_per_module_notebooks_and_one_chapter_notebook(b
         assert "is missing" not in done.stdout and done.stderr == ""
 
 
+def test_a_leftover_ascend_device_target_costs_nothing_as_in_the_grader(bundle):
+    done = run_check(bundle, ROOT / "examples" / "mindspore-class" / "port-style")
+    assert done.returncode == 0 and ALL_PASS in done.stdout, done.stdout + done.stderr
+
+
 def test_a_trap_in_a_chapter_notebook_fails_with_its_reason_its_cell_and_a_hint(bundle, tmp_path):
     reference = mindspore_solutions_as_submission(tmp_path / "py")
     chapter = ms_chapter(reference, tmp_path / "chapter" / "ch3.ipynb", with_trap("dropout-keep-prob"))

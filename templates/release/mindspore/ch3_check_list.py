@@ -1,11 +1,7 @@
-"""Chapter 3 public checks, MindSpore edition: what is checked, section by section, and how a failure is said.
-
-The same checks as the PyTorch edition's, in MindSpore terms (nn.Cell, construct, set_train,
-ops.*, axis=), run by the same ch3_checks.py. Each check calls the student's code through `m` (a
-module, or a notebook's namespace) and raises Mismatch(what, expected, actual) when something is
-not as the exercise asks; MindSpore's own traps (positional nn.Dropout is keep_prob, dim= for
-axis=, .eval() on a Cell, a trainable mask) come with a hint. These checks are public on purpose
-and catch only the first mistakes: the grader checks much more.
+"""Chapter 3 public checks, MindSpore edition: the PyTorch edition's checks in MindSpore terms (nn.Cell,
+set_train, ops.*, axis=), run and reported by the same ch3_checks.py, with a hint for MindSpore's
+own traps (positional nn.Dropout is keep_prob, dim= for axis=, .eval() on a Cell, a trainable
+mask). They are public on purpose and catch only the first mistakes: the grader checks much more.
 """
 from __future__ import annotations
 
@@ -33,9 +29,8 @@ BOOK = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
 
 
 def framework():
-    """mindspore, on the CPU and quiet. A leftover `set_context(device_target="Ascend")` of the
-    student's (the port runs on Ascend) raises on a CPU: like the grader, the check keeps the
-    device and the mode from changing, so it costs nothing here either."""
+    """mindspore, on the CPU and quiet. A student's leftover `set_context(device_target="Ascend")`
+    (the port runs on Ascend) would raise on a CPU: as in the grader, it costs nothing."""
     os.environ.setdefault("GLOG_v", "3")  # MindSpore's log level is read at its import: errors only
     import mindspore
     import mindspore.context as context
@@ -70,15 +65,11 @@ def tensor(ms, values):
 
 
 def rand(ms, *shape, seed=0):
-    return ms.Tensor(np.random.default_rng(seed + sum(shape)).random(shape, dtype=np.float32))
+    return tensor(ms, np.random.default_rng(seed + sum(shape)).random(shape))
 
 
-def book_inputs(ms):
-    return tensor(ms, BOOK)
-
-
-def book_batch(ms):
-    return tensor(ms, [BOOK, BOOK])
+def book_inputs(ms, batch=False):
+    return tensor(ms, [BOOK, BOOK] if batch else BOOK)
 
 
 def array(what, value, ms, shape=None):
@@ -95,24 +86,21 @@ def expect_equal(what, actual, expected):
         raise Mismatch(what, fmt(expected), fmt(actual))
 
 
-def expect_close(what, actual, expected, atol=1e-4, hint=None):
-    """Values within `atol`; a mismatch names the first differing row (or entry) of `what`."""
+def expect_close(what, actual, expected, atol=1e-4):
+    """Values within `atol` (`actual` has `expected`'s shape); a mismatch names the first differing row (or entry)."""
     expected = np.asarray(expected, np.float64)
-    if actual.shape != expected.shape:
-        raise Mismatch(f"{what}.shape", fmt(expected.shape), fmt(actual.shape), hint)
     bad = ~np.isclose(actual, expected, atol=atol, rtol=0)
     if not bad.any():
         return
     if actual.size <= 6:
-        raise Mismatch(what, fmt(expected), fmt(actual), hint)
+        raise Mismatch(what, fmt(expected), fmt(actual))
     index = tuple(int(i) for i in np.argwhere(bad)[0])
     row = index[:-1] if actual.shape[-1] <= 6 else index
-    raise Mismatch(f"{what}[{', '.join(map(str, row))}]", fmt(expected[row]), fmt(actual[row]), hint)
+    raise Mismatch(f"{what}[{', '.join(map(str, row))}]", fmt(expected[row]), fmt(actual[row]))
 
 
 def expect_unchanged(what, after, before, atol=1e-5, hint=None):
-    if after.shape != before.shape:
-        raise Mismatch(f"{what}.shape", fmt(before.shape), fmt(after.shape), hint)
+    """`after` (of `before`'s shape, as `array` made sure) equals `before` within `atol`."""
     if np.isnan(after).any() or np.isnan(before).any():
         raise Mismatch(what, phrase("unchanged"), phrase("nan"), hint)
     difference = float(np.abs(after - before).max()) if after.size else 0.0
@@ -238,7 +226,7 @@ def _(m, ms):
 @check("sec3_5_causal_attention", "sec3_5-shape")
 def _(m, ms):
     ca = inference(m.CausalAttention(3, 2, 6, 0.0))
-    array("CausalAttention(3, 2, 6, 0.0)(batch)", ca(book_batch(ms)), ms, (2, 6, 2))
+    array("CausalAttention(3, 2, 6, 0.0)(batch)", ca(book_inputs(ms, batch=True)), ms, (2, 6, 2))
 
 
 @check("sec3_5_causal_attention", "sec3_5-causal")
@@ -265,7 +253,8 @@ def _(m, ms):
     if not 0.05 < dropped < 0.15:
         raise Mismatch(f"({what} == 0).mean()", phrase("about", value="0.1"), fmt(dropped),
                        hint="dropout-keep-prob" if dropped > 0.5 else None)
-    expect_close(f"{what} kept", out[out != 0][:1], [1 / 0.9])
+    kept = out[out != 0]
+    expect_close(f"{what}[kept]", kept, np.full(kept.shape, 1 / 0.9))  # scaled by 1 / (1 - p)
 
 
 @check("sec3_5_causal_attention", "sec3_5-mask-buffer")
@@ -278,7 +267,7 @@ def _(m, ms):
 @check("sec3_6_multi_head_attention", "sec3_6-wrapper-shape")
 def _(m, ms):
     mha = inference(m.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2))
-    array("MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(batch)", mha(book_batch(ms)), ms, (2, 6, 4))
+    array("MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(batch)", mha(book_inputs(ms, batch=True)), ms, (2, 6, 4))
 
 
 @check("sec3_6_multi_head_attention", "sec3_6-mha-shape")
@@ -308,7 +297,7 @@ def _(m, ms):
 @check("exercise3_2_two_dim_output", "ex3_2-shape")
 def _(m, ms):
     mha = inference(m.build_two_dim_wrapper(3, 6))
-    array("build_two_dim_wrapper(3, 6)(batch)", mha(book_batch(ms)), ms, (2, 6, 2))
+    array("build_two_dim_wrapper(3, 6)(batch)", mha(book_inputs(ms, batch=True)), ms, (2, 6, 2))
 
 
 @check("exercise3_3_gpt2_attention", "ex3_3-config")
