@@ -108,6 +108,8 @@ def test_a_trap_in_a_chapter_notebook_fails_with_its_reason_its_cell_and_a_hint(
     assert re.search(r"Start here -> ValueError: For 'Dropout', the 'keep_prob' must be a number in range \(0, 1\], "
                      r"but got 0\.0\. \(ch3\.ipynb, cell 6, line \d+\) Hint: Write nn\.Dropout\(p=dropout\)", out), out
     assert "self.dropout = nn.Dropout(dropout)" in out
+    # the next check broken by the same line says so rather than repeating it
+    assert out.count("the 'keep_prob' must be") < 4 and "      The same as above.\n" in out
     assert re.search(r"== 0\)\.mean\(\): expected about 0\.1, got 0\.(8[5-9]|9[0-5])\d* Hint:", out)  # keep_prob 0.1: 90 % dropped
     assert "C++" not in out and "----" not in out  # MindSpore's call stack stays out: one line per reason
     assert "16 of 22 checks pass" in out

@@ -178,15 +178,28 @@ def next_step(results):
     return next((i for i, r in enumerate(results) if r["status"] != "pass"), None)
 
 
+def said_once(results, t):
+    """The rows as reported: a failing check whose reason is the one the failing check above it
+    gave (one mistake breaks several checks) says "the same as above" instead of repeating it."""
+    rows, previous = [], None
+    for row in results:
+        if row["status"] == "fail" and row["note"]:
+            said = (row["note"], row["code"])
+            row = {**row, "note": t("see-above"), "code": ""} if said == previous else row
+            previous = said
+        rows.append(row)
+    return rows
+
+
 def render(results, t, **context):
     """The report (check_report.txt.j2 beside this file): a whole folder's with `folder=...`, one
     section's for a notebook test cell otherwise."""
-    import jinja2  # installed with PyTorch
+    import jinja2  # PyTorch brings it; check.py says how to install it when it is missing
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(HERE)), trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=False)
     return env.get_template("check_report.txt.j2").render(
-        results=results, t=t, marks=MARKS, first=next_step(results), passed=sum(r["status"] == "pass" for r in results),
+        results=said_once(results, t), t=t, marks=MARKS, first=next_step(results), passed=sum(r["status"] == "pass" for r in results),
         total=len(results), **context).strip("\n")
 
 
