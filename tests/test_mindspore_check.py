@@ -192,3 +192,20 @@ def test_any_notebook_layout_passes_the_reference_and_names_a_trap(checker, bund
     # each reason is expected-vs-actual, or an error located in the student's notebook
     assert all(": expected " in r["note"] or re.search(r"\.ipynb, cell \d+, line \d+\)", r["note"]) for r in own), \
         [r["note"] for r in own]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kind=st.sampled_from([ValueError, TypeError, AttributeError, RuntimeError, SystemExit]),
+       message=st.text(), trap=st.sampled_from(["", "the 'keep_prob' must be 0", "got an unexpected keyword argument 'dim'"]))
+def test_any_error_of_the_students_code_is_one_line_and_a_trap_in_it_gets_its_hint(checker, kind, message, trap):
+    """Whatever a student's code raises (MindSpore adds a C++ call stack on later lines), the reason
+    is one line; the trap's hint is found when its words are on that line, and nothing else is."""
+    from ch3_checks import hint_for, one_line
+
+    line = one_line(kind(trap + message))
+    assert line.startswith(kind.__name__) and len(line.splitlines()) == 1
+    expected = {"": None, "the 'keep_prob' must be 0": "dropout-keep-prob",
+                "got an unexpected keyword argument 'dim'": "dim-not-axis"}[trap]
+    if trap and trap + message.split("\n")[0] in line and hint_for(message) is None:  # no other trap's words
+        assert hint_for(line) == expected
+    assert hint_for(line) in {None, "dropout-keep-prob", "dim-not-axis", "torch-api"}
