@@ -209,3 +209,18 @@ def test_any_error_of_the_students_code_is_one_line_and_a_trap_in_it_gets_its_hi
     if trap and trap + message.split("\n")[0] in line and hint_for(message) is None:  # no other trap's words
         assert hint_for(line) == expected
     assert hint_for(line) in {None, "dropout-keep-prob", "dim-not-axis", "torch-api"}
+
+
+def test_an_exception_that_cannot_be_printed_costs_only_its_check(checker, tmp_path):
+    from ch3_checks import Messages
+
+    folder = mindspore_solutions_as_submission(tmp_path / "mine")
+    path = folder / f"{S33}.py"
+    path.write_text(path.read_text().replace("def softmax_naive(x):\n", "def softmax_naive(x):\n"
+                                             "    class Odd(Exception):\n"
+                                             "        def __str__(self):\n"
+                                             "            raise RuntimeError('no')\n"
+                                             "    raise Odd()\n", 1))
+    results, _ = checker.check_folder(folder, Messages("en"), (S33,))
+    assert [r["status"] for r in results] == ["fail", "pass", "pass", "pass"]
+    assert results[0]["note"].startswith(f"Odd ({S33}.py, line ")

@@ -116,7 +116,10 @@ def student_frame(exc):
 
 def one_line(exc):
     """`ErrorType: message`, the message's first line only (MindSpore adds a C++ call stack)."""
-    lines = str(exc).strip().splitlines()
+    try:
+        lines = str(exc).strip().splitlines()
+    except Exception:  # noqa: BLE001 - a student's exception whose __str__ fails is still reported
+        lines = []
     return f"{type(exc).__name__}: {lines[0] if lines else ''}".strip().rstrip(":")
 
 
