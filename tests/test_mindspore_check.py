@@ -7,6 +7,7 @@ import ast
 import importlib.util
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -127,7 +128,7 @@ def test_traps_in_per_module_notebooks_speak_chinese(bundle, tmp_path):
         + hint(bundle, "mask-trainable", "zh") in out
 
 
-def test_the_check_needs_no_torch_and_says_when_jinja2_is_missing(bundle, tmp_path):
+def test_the_check_needs_no_torch_and_says_when_jinja2_or_mindspore_is_missing(bundle, tmp_path):
     hidden = tmp_path / "hidden"
     for name in ("torch", "jinja2"):
         (hidden / name).mkdir(parents=True)
@@ -141,6 +142,12 @@ def test_the_check_needs_no_torch_and_says_when_jinja2_is_missing(bundle, tmp_pa
     done = run_check(bundle, reference, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(hidden)})
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip() == "check.py needs the jinja2 package for its report. Install it with: pip install jinja2"
+    (hidden / "jinja2" / "__init__.py").unlink()
+    shutil.move(hidden / "torch", hidden / "mindspore")
+    (hidden / "mindspore" / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'mindspore'\", name='mindspore')")
+    done = run_check(bundle, reference, "--lang", "zh", env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(hidden)})
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().startswith("check.py 要用 mindspore 运行你的代码"), done.stderr
 
 
 def test_every_hint_the_check_list_names_is_in_every_language(bundle):

@@ -20,7 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ch3_checks import MODULES, Code, Frame, Messages, Unavailable, hint_for, one_line, render, run_checks, student_frame
+from ch3_checks import (MODULES, Code, Frame, Messages, Unavailable, framework, hint_for, one_line, render, run_checks,
+                        student_frame)
 
 HERE = Path(__file__).resolve().parent
 KIT = HERE / "_kit"
@@ -139,6 +140,11 @@ def main(argv=None):
         import jinja2  # noqa: F401 - the report's layout; PyTorch brings it, MindSpore does not
     except ImportError:
         sys.stderr.write(t("needs-jinja2") + "\n")
+        return 2
+    try:
+        framework()  # PyTorch, or MindSpore for the MindSpore edition
+    except ImportError as exc:
+        sys.stderr.write(t("needs-framework", package=exc.name or exc) + "\n")
         return 2
     if path.is_file():
         with tempfile.TemporaryDirectory(prefix="ch3-check-") as scratch:
