@@ -354,6 +354,7 @@ def test_public_checks_fail_closed_under_autograde(monkeypatch, tmp_path):
     finally:
         sys.modules.pop("ch3_checks", None)
         sys.modules.pop("ch3_check_list", None)
+        sys.modules.pop("ch3_check_tools", None)
 
 
 def course_config(course: Path, monkeypatch) -> dict:
@@ -399,7 +400,8 @@ def test_course_config_handles_nbgraders_traps(tmp_path, monkeypatch):
     assert len(solutions) == 7
     assert all("### BEGIN SOLUTION" in "".join(c["source"]) for c in solutions)
     assert {p.name for p in notebook.parent.iterdir()} == {
-        f"{NOTEBOOK_NAME}.ipynb", "ch3_checks.py", "ch3_check_list.py", "check_messages.json", "check_report.txt.j2"}
+        f"{NOTEBOOK_NAME}.ipynb", "ch3_checks.py", "ch3_check_list.py", "ch3_check_tools.py", "check_messages.json",
+        "check_report.txt.j2"}
 
 
 def test_cell_feedback_names_no_emoji_and_speaks_of_the_notebook():

@@ -282,8 +282,8 @@ def checker(bundle):
     spec.loader.exec_module(module)
     yield module
     sys.path.remove(str(bundle))
-    sys.modules.pop("ch3_checks", None)
-    sys.modules.pop("ch3_check_list", None)
+    for name in ("ch3_checks", "ch3_check_list", "ch3_check_tools"):
+        sys.modules.pop(name, None)
 
 
 def statuses(checker, folder: Path, modules=tuple(BOOK_ORDER)) -> list[dict]:
@@ -322,33 +322,38 @@ def test_buggy_implementations_get_a_reason_for_every_failure(checker, tmp_path)
     assert len(caught) >= 20  # public checks catch the first mistakes, not all of them
 
 
-def layout_code(module: str, per_section: bool) -> str:
+TORCH_SOLUTIONS, TORCH_PREAMBLE = ROOT / "solutions", "import torch\nimport torch.nn as nn"
+
+
+def layout_code(module: str, per_section: bool, solutions: Path = TORCH_SOLUTIONS) -> str:
     """The reference module as a student writes it: sibling imports in a per-section notebook,
     none in a chapter notebook (one namespace)."""
-    source = re.sub(r"^from \.(\w+) import", r"from \1 import", (ROOT / "solutions" / f"{module}.py").read_text(), flags=re.M)
+    source = re.sub(r"^from \.(\w+) import", r"from \1 import", (solutions / f"{module}.py").read_text(), flags=re.M)
     return source if per_section else SIBLING.sub("", source)
 
 
 @st.composite
-def notebook_layouts(draw):
+def notebook_layouts(draw, solutions: Path = TORCH_SOLUTIONS):
     """The reference split into cells at random top-level boundaries, each cell assigned to its
     module by a first-line marker, a tag or cell metadata, with markdown between; as one chapter
     notebook or as one notebook per section."""
     per_section = draw(st.booleans())
     layout = {}
     for module in BOOK_ORDER:
-        statements = ast.parse(layout_code(module, per_section)).body
+        statements = ast.parse(layout_code(module, per_section, solutions)).body
         cuts = sorted(draw(st.sets(st.integers(1, max(1, len(statements) - 1)), max_size=3)))
         marks = [draw(st.sampled_from(["line", "tag", "metadata"])) for _ in range(len(cuts) + 1)]
         layout[module] = (cuts, marks, draw(st.booleans()))
     return per_section, layout
 
 
-def write_layout(folder: Path, per_section: bool, layout: dict) -> None:
+def write_layout(folder: Path, per_section: bool, layout: dict, solutions: Path = TORCH_SOLUTIONS,
+                 preamble: str = TORCH_PREAMBLE, edit=lambda module, code: code) -> None:
+    """`layout` written as notebooks; `edit(module, code)` changes a module's code (within its statements)."""
     folder.mkdir(parents=True)
-    chapter = [code_cell("import torch\nimport torch.nn as nn")]
+    chapter = [code_cell(preamble)]
     for module, (cuts, marks, notes) in layout.items():
-        code = layout_code(module, per_section)
+        code = edit(module, layout_code(module, per_section, solutions))
         lines = code.splitlines()
         tree = ast.parse(code).body
         bounds = [0, *[tree[c].lineno - 1 - len(getattr(tree[c], "decorator_list", [])) for c in cuts], len(lines)]
@@ -417,6 +422,7 @@ def test_a_test_cell_reports_in_the_courses_language_within_validates_width(tmp_
         sys.path.remove(str(tmp_path / "course"))
         sys.modules.pop("ch3_checks", None)
         sys.modules.pop("ch3_check_list", None)
+        sys.modules.pop("ch3_check_tools", None)
 
 
 def test_a_test_cell_run_before_the_code_cells_says_to_run_them(tmp_path):
@@ -434,6 +440,7 @@ def test_a_test_cell_run_before_the_code_cells_says_to_run_them(tmp_path):
         sys.path.remove(str(tmp_path / "course"))
         sys.modules.pop("ch3_checks", None)
         sys.modules.pop("ch3_check_list", None)
+        sys.modules.pop("ch3_check_tools", None)
 
 
 def test_a_student_calling_exit_costs_only_that_check(checker, tmp_path):

@@ -5,7 +5,10 @@ Layout of OUT/:
     exercises/*.py         the stubs, and exercises/README.md
     check.py               the self-check: finds the student's code and runs the public checks
     ch3_checks.py          runs the public checks and reports (also shipped with the nbgrader
-                           notebook, see `write_public_checks`); ch3_check_list.py: the checks
+                           notebook, see `write_public_checks`); ch3_check_list.py: the checks,
+                           PyTorch's or the MindSpore edition's (templates/release/mindspore/),
+                           the one difference between the frameworks' bundles besides the stubs;
+                           ch3_check_tools.py: what every check list is made of
     check_report.txt.j2    the layout of their report (jinja2, which PyTorch installs anyway)
     check_messages.json    their strings in every language, taken from the message catalogues
     _kit/grader/...        a copy of the grader's intake (grader/intake/ and the kit modules it
@@ -23,12 +26,13 @@ from grader.records import MODULE_SECTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 RELEASE_TEMPLATES = TEMPLATES_DIR / "release"
-PUBLIC_CHECK_FILES = ("ch3_checks.py", "ch3_check_list.py", "check_report.txt.j2")
+PUBLIC_CHECK_FILES = ("ch3_checks.py", "ch3_check_tools.py", "check_report.txt.j2")
+CHECK_LIST = "ch3_check_list.py"
 KIT_DIR = "_kit"
 INTAKE = "grader.intake"
 # Never part of anything students get.
 SECRET_MODULES = ("grader.suites", "grader.probes", "grader.diagnosis", "grader.sandbox", "solutions")
-# The MindSpore track's stubs, README and self-check live in mindspore/ folders (exercises/, templates/release/).
+# The MindSpore track's stubs, README and check list live in mindspore/ folders (exercises/, templates/release/).
 FRAMEWORKS = ("pytorch", "mindspore")
 
 
@@ -47,8 +51,9 @@ def _flat(tree: dict, prefix: str = "") -> dict[str, str]:
 
 
 def check_messages(default: str, framework: str = "pytorch") -> dict:
-    """The public checks' strings per language (flat keys), with the section titles and the
-    messages about submissions that cannot be read (the intake's problems)."""
+    """The public checks' strings per language (flat keys), with the section titles, the
+    messages about submissions that cannot be read (the intake's problems) and the hints of the
+    misconceptions (`hints.<id>`, which a check names for a trap it recognises)."""
     messages: dict = {"default": default}
     for lang in LANGUAGES:
         catalog = Catalog(lang)
@@ -58,25 +63,21 @@ def check_messages(default: str, framework: str = "pytorch") -> dict:
         if framework == "mindspore":  # item texts of the MindSpore edition (mindspore.toml)
             flat |= _flat(tree.get("classroom", {}).get("check-mindspore", {}))
         flat |= {f"section.{module}": catalog.t(section_key(section)) for module, section in MODULE_SECTIONS.items()}
+        flat |= {f"hints.{name}": entry["hint"] for name, entry in tree.get("misconceptions", {}).items()
+                 if isinstance(entry, dict) and isinstance(entry.get("hint"), str)}
         messages[lang] = flat
     return messages
 
 
-def write_public_checks(folder: Path, lang: str) -> list[Path]:
-    """The public checks with their report layout and messages (default language `lang`)."""
+def write_public_checks(folder: Path, lang: str, framework: str = "pytorch") -> list[Path]:
+    """The public checks of `framework` with their runner, report layout and messages (default
+    language `lang`)."""
     folder.mkdir(parents=True, exist_ok=True)
     written = [Path(shutil.copyfile(RELEASE_TEMPLATES / name, folder / name)) for name in PUBLIC_CHECK_FILES]
+    check_list = RELEASE_TEMPLATES / ("mindspore" if framework == "mindspore" else "") / CHECK_LIST
+    written.append(Path(shutil.copyfile(check_list, folder / CHECK_LIST)))
     messages = folder / "check_messages.json"
-    messages.write_text(json.dumps(check_messages(lang), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    return [*written, messages]
-
-
-def write_mindspore_checks(folder: Path, lang: str) -> list[Path]:
-    """The MindSpore edition's self-check (check.py in MindSpore terms), its report layout and messages."""
-    written = [Path(shutil.copyfile(RELEASE_TEMPLATES / "mindspore" / "check.py", folder / "check.py")),
-               Path(shutil.copyfile(RELEASE_TEMPLATES / "check_report.txt.j2", folder / "check_report.txt.j2"))]
-    messages = folder / "check_messages.json"
-    messages.write_text(json.dumps(check_messages(lang, "mindspore"), ensure_ascii=False, indent=1) + "\n",
+    messages.write_text(json.dumps(check_messages(lang, framework), ensure_ascii=False, indent=1) + "\n",
                         encoding="utf-8")
     return [*written, messages]
 
@@ -141,7 +142,6 @@ def write_release(out: Path, *, lang: str = "en", force: bool = False, framework
     if framework not in FRAMEWORKS:
         raise ReleaseError(f"unknown framework {framework!r}; choose one of {', '.join(FRAMEWORKS)}")
     stubs = ROOT / "exercises" / ("mindspore" if framework == "mindspore" else "")
-    templates = RELEASE_TEMPLATES / ("mindspore" if framework == "mindspore" else "")
     readme_template = "release/mindspore/README.md.j2" if framework == "mindspore" else "release/README.md.j2"
 
     out = Path(out)
@@ -154,12 +154,9 @@ def write_release(out: Path, *, lang: str = "en", force: bool = False, framework
     for module in MODULE_SECTIONS:
         written.append(Path(shutil.copyfile(stubs / f"{module}.py", exercises / f"{module}.py")))
     written.append(Path(shutil.copyfile(stubs / "README.md", exercises / "README.md")))
-    if framework == "mindspore":
-        written += write_mindspore_checks(out, lang)
-    else:
-        written.append(Path(shutil.copyfile(RELEASE_TEMPLATES / "check.py", out / "check.py")))
-        written += write_public_checks(out, lang)
-        written += write_kit_intake(out)
+    written.append(Path(shutil.copyfile(RELEASE_TEMPLATES / "check.py", out / "check.py")))
+    written += write_public_checks(out, lang, framework)
+    written += write_kit_intake(out)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
     env.globals["t"] = catalog.t

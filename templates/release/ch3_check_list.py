@@ -1,4 +1,4 @@
-"""Chapter 3 public checks: what is checked, section by section, and how a failure is said.
+"""Chapter 3 public checks, PyTorch edition: what is checked, section by section, and how a failure is said.
 
 Each check calls the student's code through `m` (a module, or a notebook's namespace) and raises
 Mismatch(what, expected, actual) when something is not as the exercise asks: `what` is code (the
@@ -8,51 +8,33 @@ mistakes: the grader checks much more.
 """
 from __future__ import annotations
 
+import contextlib
+import warnings
+
+from ch3_check_tools import CheckList, Mismatch, Undefined, fmt, phrase
+
 MODULES = ("sec3_3_simple_attention", "sec3_4_self_attention", "exercise3_1_weight_transfer",
            "sec3_5_causal_attention", "sec3_6_multi_head_attention", "exercise3_2_two_dim_output",
            "exercise3_3_gpt2_attention")
-CHECKS = []  # (module, message key, function(code, torch))
+CHECKS = CheckList()
+check = CHECKS.check
+HINTS = ()  # (pattern of "ErrorType: message", hint key): none in PyTorch terms yet
 
 
-def check(module, key):
-    def register(fn):
-        CHECKS.append((module, key, fn))
-        return fn
-    return register
+def framework():
+    """torch, for the checks. It warns on import when NumPy is missing; these checks never use NumPy."""
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
+    import torch
+
+    return torch
 
 
-# -- what a failing check says ------------------------------------------------------------------
-class Mismatch(Exception):
-    """`what` (code, the same in every language) was not as expected. `expected` and `actual`
-    are text, or (message key, params) pairs translated when shown."""
-
-    def __init__(self, what, expected, actual):
-        super().__init__(what)
-        self.what, self.expected, self.actual = what, expected, actual
-
-
-class Undefined(Exception):
-    """The student's code does not define a name a check needs; `key` is the message saying so."""
-
-    def __init__(self, module, name, key="undefined"):
-        super().__init__(name)
-        self.module, self.name, self.key = module, name, key
-
-
-def phrase(key, **params):
-    return ("phrases." + key, params)
-
-
-def fmt(value):
-    """A short, language-neutral rendering of a number, tensor or tuple."""
-    if hasattr(value, "tolist"):
-        value = value.tolist()
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, (list, tuple)):
-        inner = ", ".join(fmt(v) for v in value)
-        return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
-    return str(value)
+@contextlib.contextmanager
+def seeded(torch):
+    """Each check starts from seed 0 and leaves the caller's random state as it was."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        yield
 
 
 def expect_tensor(what, value, torch, shape=None):

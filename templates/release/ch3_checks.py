@@ -6,29 +6,29 @@ In a notebook (the test cells of the course's notebook do this):
     check_section("sec3_5_causal_attention", globals())
 
 check.py runs every check on the .py files or notebooks of a folder. The checks themselves are in
-ch3_check_list.py; messages come from check_messages.json and the report's layout from
-check_report.txt.j2, all beside this file.
+ch3_check_list.py (PyTorch's or the MindSpore edition's: the same runner and report for both);
+messages come from check_messages.json and the report's layout from check_report.txt.j2, all
+beside this file.
 """
 from __future__ import annotations
 
 import json
 import linecache
 import os
+import re
 import sys
 import textwrap
 import traceback
-import warnings
 from pathlib import Path
 
-# torch warns on import when NumPy is missing; these checks never use NumPy.
-warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
-
-import ch3_check_list  # noqa: E402 - after the warning filter
-from ch3_check_list import CHECKS, MODULES, Mismatch, Undefined  # noqa: E402
+import ch3_check_list
+import ch3_check_tools
+from ch3_check_list import CHECKS, HINTS, MODULES, framework, seeded
+from ch3_check_tools import Mismatch, Undefined
 
 HERE = Path(__file__).resolve().parent
 MARKS = {"pass": "✔", "fail": "✘", "todo": "…"}
-OWN_FILES = {os.path.abspath(__file__), os.path.abspath(ch3_check_list.__file__)}
+OWN_FILES = {os.path.abspath(f) for f in (__file__, ch3_check_list.__file__, ch3_check_tools.__file__)}
 
 
 class Code:
@@ -53,10 +53,11 @@ class Code:
 
 
 class Unavailable:
-    """A module the checks cannot use: why, as (message key, params), and the line of code at fault."""
+    """A module the checks cannot use: why, as (message key, params), the line of code at fault and
+    the check list's hint for the error, if any."""
 
-    def __init__(self, key, code="", **params):
-        self.key, self.params, self.code = key, params, code
+    def __init__(self, key, code="", hint=None, **params):
+        self.key, self.params, self.code, self.hint = key, params, code, hint
 
 
 class Messages:
@@ -113,11 +114,28 @@ def student_frame(exc):
     return Frame(*found, linecache.getline(found[0], found[1]).strip()[:120])
 
 
+def one_line(exc):
+    """`ErrorType: message`, the message's first line only (MindSpore adds a C++ call stack)."""
+    try:
+        lines = str(exc).strip().splitlines()
+    except Exception:  # noqa: BLE001 - a student's exception whose __str__ fails is still reported
+        lines = []
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}".strip().rstrip(":")
+
+
+def with_hint(note, t, hint):
+    return t("hint", note=note, hint=t("hints." + hint)) if hint and t.has("hints." + hint) else note
+
+
+def hint_for(error):
+    """The hint of the check list for an error of the student's code (a framework's known trap), or None."""
+    return next((hint for pattern, hint in HINTS if re.search(pattern, error)), None)
+
+
 def run_checks(code_of, t, locate, modules=MODULES):
     """Run the checks of `modules`. `code_of(module)` gives a Code or an Unavailable; `locate(frame)`
     names where a student's frame is. Returns one result per check, in book order."""
-    import torch
-
+    library = framework()
     results, codes = [], {}
     for module, key, fn in CHECKS:
         if module not in modules:
@@ -128,15 +146,16 @@ def run_checks(code_of, t, locate, modules=MODULES):
         first_of_module = module not in codes
         code = codes[module] = code_of(module) if first_of_module else codes[module]
         if isinstance(code, Unavailable):  # said once per module
-            row["note"], row["code"] = (t(code.key, **code.params), code.code) if first_of_module else (t("see-above"), "")
+            row["note"], row["code"] = (with_hint(t(code.key, **code.params), t, code.hint), code.code) \
+                if first_of_module else (t("see-above"), "")
             continue
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(0)
+        with seeded(library):
             try:
-                fn(code, torch)
+                fn(code, library)
                 row["status"], row["note"] = "pass", ""
             except Mismatch as exc:
-                row["note"] = t("reason", what=exc.what, expected=t.show(exc.expected), actual=t.show(exc.actual))
+                note = t("reason", what=exc.what, expected=t.show(exc.expected), actual=t.show(exc.actual))
+                row["note"] = with_hint(note, t, exc.hint)
             except Undefined as exc:
                 row["note"] = t(exc.key, module=exc.module, name=exc.name)
             except Blocked as exc:
@@ -150,8 +169,9 @@ def run_checks(code_of, t, locate, modules=MODULES):
                 raise
             except BaseException as exc:  # noqa: BLE001 - report any error of the student's code, even exit()
                 frame = student_frame(exc)
-                error = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
-                row["note"] = t("error", error=error, where=locate(frame)) if frame else error
+                error = one_line(exc)
+                note = t("error", error=error, where=locate(frame)) if frame else error
+                row["note"] = with_hint(note, t, hint_for(error))
                 row["code"] = frame.code if frame else ""
     return results
 
@@ -161,15 +181,28 @@ def next_step(results):
     return next((i for i, r in enumerate(results) if r["status"] != "pass"), None)
 
 
+def said_once(results, t):
+    """The rows as reported: a failing check whose reason is the one the failing check above it
+    gave (one mistake breaks several checks) says "the same as above" instead of repeating it."""
+    rows, previous = [], None
+    for row in results:
+        if row["status"] == "fail" and row["note"]:
+            said = (row["note"], row["code"])
+            row = {**row, "note": t("see-above"), "code": ""} if said == previous else row
+            previous = said
+        rows.append(row)
+    return rows
+
+
 def render(results, t, **context):
     """The report (check_report.txt.j2 beside this file): a whole folder's with `folder=...`, one
     section's for a notebook test cell otherwise."""
-    import jinja2  # installed with PyTorch
+    import jinja2  # PyTorch brings it; check.py says how to install it when it is missing
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(HERE)), trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=False)
     return env.get_template("check_report.txt.j2").render(
-        results=results, t=t, marks=MARKS, first=next_step(results), passed=sum(r["status"] == "pass" for r in results),
+        results=said_once(results, t), t=t, marks=MARKS, first=next_step(results), passed=sum(r["status"] == "pass" for r in results),
         total=len(results), **context).strip("\n")
 
 

@@ -20,7 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ch3_checks import MODULES, Code, Frame, Messages, Unavailable, render, run_checks, student_frame
+from ch3_checks import (MODULES, Code, Frame, Messages, Unavailable, framework, hint_for, one_line, render, run_checks,
+                        student_frame)
 
 HERE = Path(__file__).resolve().parent
 KIT = HERE / "_kit"
@@ -88,9 +89,9 @@ def load(module, modules_dir, locate, code_of):
         return Unavailable("import-error", code=frame.code, module=module, error=f"SyntaxError: {exc.msg}",
                            where=locate(frame))
     except BaseException as exc:  # noqa: BLE001 - a student's import may raise anything, even SystemExit
-        frame = student_frame(exc)
-        return Unavailable("import-error", code=frame.code if frame else "", module=module,
-                           error=f"{type(exc).__name__}: {exc}", where=locate(frame) if frame else module)
+        frame, error = student_frame(exc), one_line(exc)
+        return Unavailable("import-error", code=frame.code if frame else "", module=module, error=error,
+                           where=locate(frame) if frame else module, hint=hint_for(error))
 
 
 def check_folder(folder, t, modules=MODULES):
@@ -134,6 +135,16 @@ def main(argv=None):
     path = args.path.resolve()
     if not path.exists():
         sys.stderr.write(t("no-such-path", path=args.path) + "\n")
+        return 2
+    try:
+        import jinja2  # noqa: F401 - the report's layout; PyTorch brings it, MindSpore does not
+    except ImportError:
+        sys.stderr.write(t("needs-jinja2") + "\n")
+        return 2
+    try:
+        framework()  # PyTorch, or MindSpore for the MindSpore edition
+    except ImportError as exc:
+        sys.stderr.write(t("needs-framework", package=exc.name or exc) + "\n")
         return 2
     if path.is_file():
         with tempfile.TemporaryDirectory(prefix="ch3-check-") as scratch:
