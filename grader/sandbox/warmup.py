@@ -65,7 +65,17 @@ def mindspore_flavour() -> None:
     set up (`mindspore_adapter.prepare`: CPU, a 64 MB memory pool, synchronous kernels) WITHOUT
     running a single MindSpore op. The first op starts MindSpore's background threads; a child
     forked from a worker that ran one hangs at its first `.asnumpy()`. Each child runs its own
-    first op (and starts its own threads: about 6 tasks, within `Limits.processes`)."""
+    first op (and starts its own threads: about 6 tasks, within `Limits.processes`).
+
+    Measured with MindSpore 2.10 (benchmarks/mindspore_child.py): MindSpore's first use in a
+    child (its first op, kernel selection, the first gradient graph) is 0.1-0.5 s, 12-38 % of its
+    CPU time for a whole submission (0.7-1.7 s; runs on a loaded 2-core machine); the rest is MindSpore's own per-op and
+    per-Cell cost in the student's code. Running ops here first is no way out either: a child of a
+    worker that ran a few ops survives plain 2-D ops, which makes a quick test look fine, but then
+    spins at full CPU in its first batched `@` (matmul_ext, e.g. sec3_5's `queries @ keys.T`;
+    12 children of 12), as a wait for the worker's kernel threads would: a forked child has none
+    of them. Building Cells (nn.Dense, nn.Dropout, Parameters) runs no op and is safe,
+    but saves nothing measurable."""
     torch_flavour()
     for name in MINDSPORE_PRELOAD:
         __import__(name)

@@ -170,6 +170,9 @@ class CellFacade(torch.nn.Module):
 
 
 def torch_tensor_dtype(parameter: Any) -> torch.dtype:
+    # Reads the data (a sync and a copy), not just `parameter.dtype`: mapping `parameter.dtype`
+    # instead (about 10 ms less per submission) gave the mask-diagonal mutant of
+    # tests/test_mindspore_mutants.py a second diagnosis (dropout-misplaced). Keep the read.
     import numpy as np
 
     return torch.from_numpy(np.zeros(0, dtype=parameter.asnumpy().dtype)).dtype
