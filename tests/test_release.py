@@ -450,3 +450,29 @@ def test_a_student_calling_exit_costs_only_that_check(checker, tmp_path):
     results = statuses(checker, folder, ("sec3_3_simple_attention",))
     assert [r["status"] for r in results] == ["fail", "pass", "pass", "pass"]
     assert results[0]["note"].startswith("SystemExit: 3 (sec3_3_simple_attention.py, line")
+
+
+def test_an_error_is_located_in_its_own_cell_even_when_a_scratch_cell_has_the_same_line(checker, tmp_path):
+    """The faulty line of CausalAttention (cell 9) also stands in a scratch cell the student tried it
+    in (cell 2): the report names cell 9, where the intake says the failing line came from (it
+    named the first cell holding the same text before)."""
+    solutions = solutions_as_submission(tmp_path / "py")
+    wrong = "        attn_weights = attn_weights @ values.mT"
+
+    def transposed_values(module, code):
+        if module != "sec3_5_causal_attention":
+            return code
+        return code.replace("        attn_weights = self.dropout(attn_weights)  # [checkpoint: dropped]\n",
+                            "        attn_weights = self.dropout(attn_weights)\n" + wrong + "\n")
+
+    path = chapter_notebook(solutions, tmp_path / "nb" / "ch3.ipynb", transposed_values)
+    document = json.loads(path.read_text())
+    document["cells"].insert(1, code_cell("attn_weights, values = torch.rand(2, 6, 6), torch.rand(2, 6, 2)\n" + wrong.strip()))
+    path.write_text(json.dumps(document))
+    cell = next(i for i, c in enumerate(document["cells"], 1) if "# module: sec3_5_causal_attention" in c["source"])
+    line = document["cells"][cell - 1]["source"].split("\n").index(wrong) + 1
+    results = statuses(checker, path.parent, ("sec3_5_causal_attention",))
+    shape = next(r for r in results if r["key"] == "sec3_5-shape")
+    assert shape["status"] == "fail" and shape["code"] == wrong.strip()
+    assert shape["note"].endswith(f"(ch3.ipynb, cell {cell}, line {line})"), shape["note"]
+

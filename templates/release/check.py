@@ -25,55 +25,43 @@ from ch3_checks import (MODULES, Code, Frame, Messages, Unavailable, framework, 
 
 HERE = Path(__file__).resolve().parent
 KIT = HERE / "_kit"
-MAX_NOTEBOOK_BYTES = 8 * 1024 * 1024
+
+
+def kit(name):
+    """A function of the grader's own intake, from the copy in _kit/."""
+    sys.path.insert(0, str(KIT))
+    try:
+        from grader.intake import cells, discovery
+    finally:
+        sys.path.remove(str(KIT))
+    return {"read_submission": discovery.read_submission, "origin_at": cells.origin_at}[name]
 
 
 def read_submission(folder):
-    """The grader's own reading of a submission folder: a Submission with .sources and .problems."""
-    sys.path.insert(0, str(KIT))
-    try:
-        from grader.intake.discovery import read_submission as read
-    finally:
-        sys.path.remove(str(KIT))
-    return read(folder)
+    """The grader's own reading of a submission folder: a Submission with .sources, .origins and .problems."""
+    return kit("read_submission")(folder)
 
 
 class Locator:
-    """Names a place in the student's code the way they see it: a .py file's line, or a notebook's cell."""
+    """Names a place in the student's code the way they see it: a .py file's line, or a notebook's
+    cell and line (from where the intake says each line of a module made from a notebook came from)."""
 
-    def __init__(self, folder, modules_dir, t):
-        self.folder, self.modules_dir, self.t = folder, modules_dir, t
-        self._cells = None
-
-    def notebook_cells(self):
-        """(notebook name, cell number, source lines) of every code cell of the folder's notebooks."""
-        if self._cells is None:
-            self._cells = []
-            for notebook in sorted(self.folder.glob("*.ipynb")):
-                try:
-                    if notebook.stat().st_size > MAX_NOTEBOOK_BYTES:
-                        continue
-                    cells = json.loads(notebook.read_text(encoding="utf-8-sig", errors="replace")).get("cells", [])
-                except (OSError, ValueError, AttributeError):
-                    continue
-                for number, cell in enumerate(cells if isinstance(cells, list) else [], start=1):
-                    if isinstance(cell, dict) and cell.get("cell_type") == "code":
-                        source = cell.get("source", "")
-                        text = "".join(p for p in source if isinstance(p, str)) if isinstance(source, list) else str(source)
-                        self._cells.append((notebook.name, number, [line.strip() for line in text.splitlines()]))
-        return self._cells
+    def __init__(self, modules_dir, origins, t):
+        self.modules_dir, self.origins, self.t = modules_dir, origins, t
+        self.origin_at = kit("origin_at")  # now, before the student's code runs
 
     def __call__(self, frame):
         path = Path(frame.filename)
         if path.parent != self.modules_dir:
             return self.t("where", file=path.name, line=frame.line)
         module = path.stem
-        if (self.folder / f"{module}.py").is_file():
+        runs = self.origins.get(module)
+        if not runs:  # a .py file
             return self.t("where", file=f"{module}.py", line=frame.line)
-        for notebook, number, lines in self.notebook_cells():
-            if frame.code and frame.code in lines:
-                return self.t("where-notebook", notebook=notebook, cell=number, line=lines.index(frame.code) + 1)
-        return self.t("where-module", module=module)
+        origin = self.origin_at(runs, frame.line) if isinstance(frame.line, int) and frame.line > 0 else None
+        if origin is None:  # a line the intake added (an import of an earlier module)
+            return self.t("where-module", module=module)
+        return self.t("where-notebook", notebook=origin.notebook, cell=origin.cell, line=origin.line)
 
 
 def load(module, modules_dir, locate, code_of):
@@ -104,7 +92,7 @@ def check_folder(folder, t, modules=MODULES):
         for module, source in submission.sources.items():
             if module in MODULES:
                 (modules_dir / f"{module}.py").write_text(source, encoding="utf-8")
-        locate = Locator(folder, modules_dir, t)
+        locate = Locator(modules_dir, submission.origins, t)
         codes = {}
 
         def code_of(module):
