@@ -476,3 +476,39 @@ def test_an_error_is_located_in_its_own_cell_even_when_a_scratch_cell_has_the_sa
     assert shape["status"] == "fail" and shape["code"] == wrong.strip()
     assert shape["note"].endswith(f"(ch3.ipynb, cell {cell}, line {line})"), shape["note"]
 
+
+def _with_softmax_naive_prefix(folder: Path, top: str = "", first_line: str = "") -> Path:
+    """The reference, with `top` above sec3_3's code and `first_line` as softmax_naive's first statement."""
+    path = folder / "sec3_3_simple_attention.py"
+    code = path.read_text()
+    if first_line:
+        code = code.replace("def softmax_naive(x):\n", f"def softmax_naive(x):\n    {first_line}\n", 1)
+    path.write_text(top + code)
+    return folder
+
+
+def test_an_exception_whose_str_calls_exit_costs_only_its_check(checker, tmp_path):
+    """str() of the student's exception raising SystemExit ended check.py silently before."""
+    folder = _with_softmax_naive_prefix(solutions_as_submission(tmp_path / "mine"),
+                                        "class Odd(Exception):\n    def __str__(self):\n        raise SystemExit(1)\n\n\n",
+                                        "raise Odd()")
+    results = statuses(checker, folder, ("sec3_3_simple_attention",))
+    assert [r["status"] for r in results] == ["fail", "pass", "pass", "pass"]
+    assert results[0]["note"].startswith("Odd (sec3_3_simple_attention.py, line "), results[0]["note"]
+
+
+def test_a_student_breaking_the_seeding_gets_a_reason_not_a_traceback(checker, tmp_path):
+    """torch.manual_seed replaced at import broke the runner's own seeding, outside any check's try."""
+    import torch
+
+    folder = solutions_as_submission(tmp_path / "mine")
+    path = folder / "sec3_3_simple_attention.py"
+    path.write_text(path.read_text() + "\ntorch.manual_seed = None\n")
+    manual_seed = torch.manual_seed
+    try:
+        results = statuses(checker, folder, ("sec3_3_simple_attention",))
+    finally:
+        torch.manual_seed = manual_seed
+    assert all(r["status"] == "fail" and r["note"] for r in results)
+    assert results[0]["note"].startswith("TypeError: 'NoneType' object is not callable")
+

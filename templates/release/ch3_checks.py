@@ -118,7 +118,7 @@ def one_line(exc):
     """`ErrorType: message`, the message's first line only (MindSpore adds a C++ call stack)."""
     try:
         lines = str(exc).strip().splitlines()
-    except Exception:  # noqa: BLE001 - a student's exception whose __str__ fails is still reported
+    except BaseException:  # noqa: BLE001 - a student's exception whose __str__ fails (even by exit()) is still reported
         lines = []
     return f"{type(exc).__name__}: {lines[0] if lines else ''}".strip().rstrip(":")
 
@@ -149,30 +149,30 @@ def run_checks(code_of, t, locate, modules=MODULES):
             row["note"], row["code"] = (with_hint(t(code.key, **code.params), t, code.hint), code.code) \
                 if first_of_module else (t("see-above"), "")
             continue
-        with seeded(library):
-            try:
+        try:
+            with seeded(library):  # inside the try: the student's code may have broken the library
                 fn(code, library)
-                row["status"], row["note"] = "pass", ""
-            except Mismatch as exc:
-                note = t("reason", what=exc.what, expected=t.show(exc.expected), actual=t.show(exc.actual))
-                row["note"] = with_hint(note, t, exc.hint)
-            except Undefined as exc:
-                row["note"] = t(exc.key, module=exc.module, name=exc.name)
-            except Blocked as exc:
-                row["note"] = t("blocked", module=exc.module, reason=t(exc.why.key, **exc.why.params))
-            except NotImplementedError as exc:
-                frame = student_frame(exc)
-                row["status"] = "todo"
-                row["note"] = t("not-implemented", function=frame.function, where=locate(frame)) if frame \
-                    else t("not-implemented-unlocated")
-            except KeyboardInterrupt:
-                raise
-            except BaseException as exc:  # noqa: BLE001 - report any error of the student's code, even exit()
-                frame = student_frame(exc)
-                error = one_line(exc)
-                note = t("error", error=error, where=locate(frame)) if frame else error
-                row["note"] = with_hint(note, t, hint_for(error))
-                row["code"] = frame.code if frame else ""
+            row["status"], row["note"] = "pass", ""
+        except Mismatch as exc:
+            note = t("reason", what=exc.what, expected=t.show(exc.expected), actual=t.show(exc.actual))
+            row["note"] = with_hint(note, t, exc.hint)
+        except Undefined as exc:
+            row["note"] = t(exc.key, module=exc.module, name=exc.name)
+        except Blocked as exc:
+            row["note"] = t("blocked", module=exc.module, reason=t(exc.why.key, **exc.why.params))
+        except NotImplementedError as exc:
+            frame = student_frame(exc)
+            row["status"] = "todo"
+            row["note"] = t("not-implemented", function=frame.function, where=locate(frame)) if frame \
+                else t("not-implemented-unlocated")
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - report any error of the student's code, even exit()
+            frame = student_frame(exc)
+            error = one_line(exc)
+            note = t("error", error=error, where=locate(frame)) if frame else error
+            row["note"] = with_hint(note, t, hint_for(error))
+            row["code"] = frame.code if frame else ""
     return results
 
 
