@@ -103,10 +103,13 @@ def check_folder(folder, t, modules=MODULES):
         for module in MODULES:
             sys.modules.pop(module, None)
         sys.path.insert(0, str(modules_dir))
+        streams = sys.stdout, sys.stderr  # the student's code may replace them; the report needs them
         try:
             results = run_checks(code_of, t, locate, modules)
         finally:
-            sys.path.remove(str(modules_dir))
+            sys.stdout, sys.stderr = streams
+            if str(modules_dir) in sys.path:
+                sys.path.remove(str(modules_dir))
             for module in MODULES:
                 sys.modules.pop(module, None)
     return results, problems
@@ -134,13 +137,17 @@ def main(argv=None):
     except ImportError as exc:
         sys.stderr.write(t("needs-framework", package=exc.name or exc) + "\n")
         return 2
-    if path.is_file():
-        with tempfile.TemporaryDirectory(prefix="ch3-check-") as scratch:
-            folder = Path(scratch)
-            shutil.copy(path, folder / path.name)
-            results, problems = check_folder(folder, t)
-    else:
-        results, problems = check_folder(path, t)
+    try:
+        if path.is_file():
+            with tempfile.TemporaryDirectory(prefix="ch3-check-") as scratch:
+                folder = Path(scratch)
+                shutil.copy(path, folder / path.name)
+                results, problems = check_folder(folder, t)
+        else:
+            results, problems = check_folder(path, t)
+    except KeyboardInterrupt:  # Ctrl-C (a loop of the student's code that does not end), or their code raised it
+        sys.stderr.write("\n" + t("interrupted") + "\n")
+        return 130
     report = render(results, t, folder=path, problems=problems)
     sys.stdout.buffer.write((report + "\n").encode("utf-8"))
     sys.stdout.flush()
