@@ -231,3 +231,15 @@ def test_an_exception_that_cannot_be_printed_costs_only_its_check(checker, tmp_p
     results, _ = checker.check_folder(folder, Messages("en"), (S33,))
     assert [r["status"] for r in results] == ["fail", "pass", "pass", "pass"]
     assert results[0]["note"].startswith(f"Odd ({S33}.py, line ")
+
+
+def test_a_multi_head_attention_that_fails_for_every_input_does_not_pass_as_refusing(checker, tmp_path):
+    from ch3_checks import Messages
+
+    folder = mindspore_solutions_as_submission(tmp_path / "mine")
+    path = folder / f"{S36}.py"
+    path.write_text(path.read_text().replace("self.head_dim = d_out // num_heads", "self.head_dim = d_out // num_head", 1))
+    results, _ = checker.check_folder(folder, Messages("en"), (S36,))
+    refuses = next(r for r in results if r["key"] == "sec3_6-mha-raises")
+    assert refuses["status"] == "fail"
+    assert refuses["note"].startswith(f"NameError: name 'num_head' is not defined ({S36}.py, line ")

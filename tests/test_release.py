@@ -512,3 +512,14 @@ def test_a_student_breaking_the_seeding_gets_a_reason_not_a_traceback(checker, t
     assert all(r["status"] == "fail" and r["note"] for r in results)
     assert results[0]["note"].startswith("TypeError: 'NoneType' object is not callable")
 
+
+
+def test_a_multi_head_attention_that_fails_for_every_input_does_not_pass_as_refusing(checker, tmp_path):
+    """A NameError in __init__ made MultiHeadAttention(3, 5, 8, 0.0, num_heads=2) raise, and that
+    passed "refuses d_out not divisible by num_heads"; the check now says the error instead."""
+    folder = solutions_as_submission(tmp_path / "mine")
+    path = folder / "sec3_6_multi_head_attention.py"
+    path.write_text(path.read_text().replace("self.head_dim = d_out // num_heads", "self.head_dim = d_out // num_head", 1))
+    refuses = next(r for r in statuses(checker, folder, ("sec3_6_multi_head_attention",)) if r["key"] == "sec3_6-mha-raises")
+    assert refuses["status"] == "fail"
+    assert refuses["note"].startswith("NameError: name 'num_head' is not defined (sec3_6_multi_head_attention.py, line ")
