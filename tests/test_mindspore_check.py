@@ -157,7 +157,8 @@ def test_every_hint_the_check_list_names_is_in_every_language(bundle):
             names |= {c.value for c in ast.walk(node.value) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
         elif isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] == ["HINTS"]:
             names |= {hint for _, hint in ast.literal_eval(node.value)}
-    assert names == {"dropout-keep-prob", "dim-not-axis", "torch-api", "mask-trainable", "weights-not-transposed"}
+    assert names == {"dropout-keep-prob", "dim-not-axis", "torch-api", "mask-trainable", "weights-not-transposed",
+                     "mint-dropout-cpu"}
     messages = json.loads((bundle / "check_messages.json").read_text(encoding="utf-8"))
     for lang in ("en", "zh"):
         assert all(f"hints.{name}" in messages[lang] for name in names), lang
@@ -243,3 +244,17 @@ def test_a_multi_head_attention_that_fails_for_every_input_does_not_pass_as_refu
     refuses = next(r for r in results if r["key"] == "sec3_6-mha-raises")
     assert refuses["status"] == "fail"
     assert refuses["note"].startswith(f"NameError: name 'num_head' is not defined ({S36}.py, line ")
+
+
+def test_mint_dropout_which_has_no_cpu_kernel_gets_a_hint(checker, bundle, tmp_path):
+    """mint.nn.Dropout fails on a CPU only when it drops ("The kernel DropoutExt unregistered."):
+    the reason had no line of the student's code and no hint."""
+    from ch3_checks import Messages
+
+    folder = mindspore_solutions_as_submission(tmp_path / "mine")
+    path = folder / f"{S35}.py"
+    path.write_text(path.read_text().replace("self.dropout = nn.Dropout(p=dropout)", "self.dropout = mint.nn.Dropout(p=dropout)")
+                    .replace("from mindspore import nn, ops", "from mindspore import mint, nn, ops"))
+    results, _ = checker.check_folder(folder, Messages("zh"), (S35,))
+    dropout = next(r for r in results if r["key"] == "sec3_5-dropout-keyword")
+    assert dropout["status"] == "fail" and hint(bundle, "mint-dropout-cpu", "zh") in dropout["note"], dropout["note"]
