@@ -523,3 +523,19 @@ def test_a_multi_head_attention_that_fails_for_every_input_does_not_pass_as_refu
     refuses = next(r for r in statuses(checker, folder, ("sec3_6_multi_head_attention",)) if r["key"] == "sec3_6-mha-raises")
     assert refuses["status"] == "fail"
     assert refuses["note"].startswith("NameError: name 'num_head' is not defined (sec3_6_multi_head_attention.py, line ")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_module_saved_as_utf16_is_named_and_gets_a_hint_not_an_empty_location(checker, tmp_path, lang):
+    """Python reads a UTF-16 file as code with null bytes: its SyntaxError has no file or line, and
+    the report said "(, line 0)" with no hint before."""
+    from ch3_checks import Messages
+
+    folder = solutions_as_submission(tmp_path / "mine")
+    path = folder / "sec3_3_simple_attention.py"
+    path.write_bytes(path.read_text().encode("utf-16"))
+    t = Messages(lang)
+    results, _ = checker.check_folder(folder, t, ("sec3_3_simple_attention",))
+    note = results[0]["note"]
+    assert "null bytes" in note and "line 0" not in note and t("where-module", module="sec3_3_simple_attention") in note
+    assert note.endswith(t("hints.not-utf8")), note

@@ -127,9 +127,13 @@ def with_hint(note, t, hint):
     return t("hint", note=note, hint=t("hints." + hint)) if hint and t.has("hints." + hint) else note
 
 
+# (pattern of "ErrorType: message", hint key) of any framework; the check list adds its own (HINTS).
+COMMON_HINTS = ((r"^SyntaxError: source code (string )?cannot contain null bytes", "not-utf8"),)
+
+
 def hint_for(error):
-    """The hint of the check list for an error of the student's code (a framework's known trap), or None."""
-    return next((hint for pattern, hint in HINTS if re.search(pattern, error)), None)
+    """The hint for an error of the student's code (a framework's known trap, a file Python cannot read), or None."""
+    return next((hint for pattern, hint in (*HINTS, *COMMON_HINTS) if re.search(pattern, error)), None)
 
 
 def run_checks(code_of, t, locate, modules=MODULES):

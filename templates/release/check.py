@@ -74,8 +74,10 @@ def load(module, modules_dir, locate, code_of):
         raise
     except SyntaxError as exc:
         frame = Frame(exc.filename or "", exc.lineno or 0, "", (exc.text or "").strip())
-        return Unavailable("import-error", code=frame.code, module=module, error=f"SyntaxError: {exc.msg}",
-                           where=locate(frame))
+        error = f"SyntaxError: {exc.msg}"
+        where = locate(frame) if exc.filename and exc.lineno else locate.t("where-module", module=module)  # no line: null bytes
+        return Unavailable("import-error", code=frame.code, module=module, error=error, where=where,
+                           hint=hint_for(error))
     except BaseException as exc:  # noqa: BLE001 - a student's import may raise anything, even SystemExit
         frame, error = student_frame(exc), one_line(exc)
         return Unavailable("import-error", code=frame.code if frame else "", module=module, error=error,
