@@ -539,3 +539,24 @@ def test_a_module_saved_as_utf16_is_named_and_gets_a_hint_not_an_empty_location(
     note = results[0]["note"]
     assert "null bytes" in note and "line 0" not in note and t("where-module", module="sec3_3_simple_attention") in note
     assert note.endswith(t("hints.not-utf8")), note
+
+
+def test_a_mismatch_names_where_the_checked_function_is_in_a_py_file_and_a_notebook_cell(checker, tmp_path):
+    """Expected vs actual came with no place in the student's code before; it now names the
+    definition of the function or class the check called (a .py line, or a notebook cell and line)."""
+    def softmax_over_columns(module, code):
+        return code.replace(".sum(dim=-1, keepdim=True)", ".sum(dim=0, keepdim=True)", 1) \
+            if module == "sec3_3_simple_attention" else code
+
+    folder = solutions_as_submission(tmp_path / "py")
+    path = folder / "sec3_3_simple_attention.py"
+    path.write_text(softmax_over_columns("sec3_3_simple_attention", path.read_text()))
+    line = path.read_text().split("\n").index("def softmax_naive(x):") + 1
+    note = statuses(checker, folder, ("sec3_3_simple_attention",))[0]["note"]
+    assert note.startswith("softmax_naive(x).sum(dim=-1): expected [1, 1, 1], got ")
+    assert note.endswith(f"(sec3_3_simple_attention.py, line {line})"), note
+
+    chapter = chapter_notebook(solutions_as_submission(tmp_path / "src"), tmp_path / "nb" / "ch3.ipynb", softmax_over_columns)
+    cell = json.loads(chapter.read_text())["cells"][2]["source"].split("\n")
+    note = statuses(checker, chapter.parent, ("sec3_3_simple_attention",))[0]["note"]
+    assert note.endswith(f"(ch3.ipynb, cell 3, line {cell.index('def softmax_naive(x):') + 1})"), note
