@@ -560,3 +560,29 @@ def test_a_mismatch_names_where_the_checked_function_is_in_a_py_file_and_a_noteb
     cell = json.loads(chapter.read_text())["cells"][2]["source"].split("\n")
     note = statuses(checker, chapter.parent, ("sec3_3_simple_attention",))[0]["note"]
     assert note.endswith(f"(ch3.ipynb, cell 3, line {cell.index('def softmax_naive(x):') + 1})"), note
+
+
+def test_a_chapter_notebook_cell_using_a_scratch_cells_variable_gets_a_hint(checker, tmp_path):
+    """Demo code in a module cell using a variable of a cell without `# module:` runs in Jupyter but
+    not when graded (only definitions and imports of such cells are kept): the NameError gets a hint
+    saying so; the same NameError in a per-section notebook (every cell is the module) gets none."""
+    from ch3_checks import Messages
+
+    def demo(module, code):
+        return code + "\n\nprint(CausalAttention(3, 2, 6, 0.0)(batch).shape)\n" if module == "sec3_5_causal_attention" else code
+
+    path = chapter_notebook(solutions_as_submission(tmp_path / "py"), tmp_path / "nb" / "ch3.ipynb", demo)
+    document = json.loads(path.read_text())
+    document["cells"].insert(2, code_cell("batch = torch.rand(2, 6, 3)"))
+    path.write_text(json.dumps(document))
+    t = Messages("en")
+    note = statuses(checker, path.parent, ("sec3_5_causal_attention",))[0]["note"]
+    assert note.startswith("sec3_5_causal_attention stops with an error") and "NameError: name 'batch'" in note
+    assert note.endswith(t("hints.notebook-scratch-name")), note
+
+    sections = tmp_path / "sections"
+    sections.mkdir()
+    code = demo("sec3_5_causal_attention", (tmp_path / "py" / "sec3_5_causal_attention.py").read_text())
+    (sections / "sec3_5_causal_attention.ipynb").write_text(json.dumps(notebook([code_cell(code)])))
+    note = statuses(checker, sections, ("sec3_5_causal_attention",))[0]["note"]
+    assert "NameError: name 'batch'" in note and "Hint:" not in note, note

@@ -50,6 +50,13 @@ class Locator:
         self.modules_dir, self.origins, self.t = modules_dir, origins, t
         self.origin_at = kit("origin_at")  # now, before the student's code runs
 
+    def in_chapter_notebook(self, frame):
+        """Whether `frame` is in a module made from a chapter notebook (not one named like the module)."""
+        path = Path(frame.filename)
+        runs = self.origins.get(path.stem) if path.parent == self.modules_dir else None
+        origin = self.origin_at(runs, frame.line) if runs and isinstance(frame.line, int) and frame.line > 0 else None
+        return origin is not None and origin.notebook != f"{path.stem}.ipynb"
+
     def __call__(self, frame):
         path = Path(frame.filename)
         if path.parent != self.modules_dir:
@@ -80,8 +87,11 @@ def load(module, modules_dir, locate, code_of):
                            hint=hint_for(error))
     except BaseException as exc:  # noqa: BLE001 - a student's import may raise anything, even SystemExit
         frame, error = student_frame(exc), one_line(exc)
+        hint = hint_for(error)
+        if hint is None and isinstance(exc, NameError) and frame and locate.in_chapter_notebook(frame):
+            hint = "notebook-scratch-name"  # defined by a statement of a cell that is not part of any module
         return Unavailable("import-error", code=frame.code if frame else "", module=module, error=error,
-                           where=locate(frame) if frame else module, hint=hint_for(error))
+                           where=locate(frame) if frame else module, hint=hint)
 
 
 def check_folder(folder, t, modules=MODULES):
