@@ -586,3 +586,13 @@ def test_a_chapter_notebook_cell_using_a_scratch_cells_variable_gets_a_hint(chec
     (sections / "sec3_5_causal_attention.ipynb").write_text(json.dumps(notebook([code_cell(code)])))
     note = statuses(checker, sections, ("sec3_5_causal_attention",))[0]["note"]
     assert "NameError: name 'batch'" in note and "Hint:" not in note, note
+
+
+def test_a_thread_the_students_code_leaves_running_does_not_keep_check_py_from_ending(bundle, tmp_path):
+    """A non-daemon thread started at import (a training loop) kept check.py running after its report."""
+    folder = solutions_as_submission(tmp_path / "mine")
+    path = folder / "sec3_3_simple_attention.py"
+    path.write_text(path.read_text() + "\nimport threading, time\nthreading.Thread(target=time.sleep, args=(3600,)).start()\n")
+    result = subprocess.run([sys.executable, str(bundle / "check.py"), str(folder)], capture_output=True, text=True,
+                            timeout=240, cwd=bundle, env={"PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "utf-8"})
+    assert result.returncode == 0 and ALL_PASS in result.stdout
