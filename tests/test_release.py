@@ -596,3 +596,29 @@ def test_a_thread_the_students_code_leaves_running_does_not_keep_check_py_from_e
     result = subprocess.run([sys.executable, str(bundle / "check.py"), str(folder)], capture_output=True, text=True,
                             timeout=240, cwd=bundle, env={"PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "utf-8"})
     assert result.returncode == 0 and ALL_PASS in result.stdout
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(scratch=st.lists(st.integers(0, 9), max_size=3), blank_lines=st.integers(0, 5))
+def test_an_errors_cell_and_line_are_where_it_is_whatever_scratch_cells_repeat_it(checker, tmp_path_factory,
+                                                                                  scratch, blank_lines):
+    """Scratch cells holding the failing line, anywhere in the chapter notebook, and blank lines
+    above it in its own cell: the report names the module cell and the line in it."""
+    tmp_path = tmp_path_factory.mktemp("located")
+    wrong = "        attn_weights = attn_weights @ values.mT"
+
+    def transposed_values(module, code):
+        if module != "sec3_5_causal_attention":
+            return code
+        return code.replace("        attn_weights = self.dropout(attn_weights)  # [checkpoint: dropped]\n",
+                            "        attn_weights = self.dropout(attn_weights)\n" + "\n" * blank_lines + wrong + "\n")
+
+    path = chapter_notebook(solutions_as_submission(tmp_path / "py"), tmp_path / "nb" / "ch3.ipynb", transposed_values)
+    document = json.loads(path.read_text())
+    for position in scratch:
+        document["cells"].insert(min(position, len(document["cells"])), code_cell(f"x = 1\n{wrong.strip()}"))
+    path.write_text(json.dumps(document))
+    cell = next(i for i, c in enumerate(document["cells"], 1) if "# module: sec3_5_causal_attention" in c["source"])
+    line = document["cells"][cell - 1]["source"].split("\n").index(wrong) + 1
+    shape = next(r for r in statuses(checker, path.parent, ("sec3_5_causal_attention",)) if r["key"] == "sec3_5-shape")
+    assert shape["note"].endswith(f"(ch3.ipynb, cell {cell}, line {line})"), shape["note"]
