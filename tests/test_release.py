@@ -450,3 +450,175 @@ def test_a_student_calling_exit_costs_only_that_check(checker, tmp_path):
     results = statuses(checker, folder, ("sec3_3_simple_attention",))
     assert [r["status"] for r in results] == ["fail", "pass", "pass", "pass"]
     assert results[0]["note"].startswith("SystemExit: 3 (sec3_3_simple_attention.py, line")
+
+
+def test_an_error_is_located_in_its_own_cell_even_when_a_scratch_cell_has_the_same_line(checker, tmp_path):
+    """The faulty line of CausalAttention (cell 9) also stands in a scratch cell the student tried it
+    in (cell 2): the report names cell 9, where the intake says the failing line came from (it
+    named the first cell holding the same text before)."""
+    solutions = solutions_as_submission(tmp_path / "py")
+    wrong = "        attn_weights = attn_weights @ values.mT"
+
+    def transposed_values(module, code):
+        if module != "sec3_5_causal_attention":
+            return code
+        return code.replace("        attn_weights = self.dropout(attn_weights)  # [checkpoint: dropped]\n",
+                            "        attn_weights = self.dropout(attn_weights)\n" + wrong + "\n")
+
+    path = chapter_notebook(solutions, tmp_path / "nb" / "ch3.ipynb", transposed_values)
+    document = json.loads(path.read_text())
+    document["cells"].insert(1, code_cell("attn_weights, values = torch.rand(2, 6, 6), torch.rand(2, 6, 2)\n" + wrong.strip()))
+    path.write_text(json.dumps(document))
+    cell = next(i for i, c in enumerate(document["cells"], 1) if "# module: sec3_5_causal_attention" in c["source"])
+    line = document["cells"][cell - 1]["source"].split("\n").index(wrong) + 1
+    results = statuses(checker, path.parent, ("sec3_5_causal_attention",))
+    shape = next(r for r in results if r["key"] == "sec3_5-shape")
+    assert shape["status"] == "fail" and shape["code"] == wrong.strip()
+    assert shape["note"].endswith(f"(ch3.ipynb, cell {cell}, line {line})"), shape["note"]
+
+
+def _with_softmax_naive_prefix(folder: Path, top: str = "", first_line: str = "") -> Path:
+    """The reference, with `top` above sec3_3's code and `first_line` as softmax_naive's first statement."""
+    path = folder / "sec3_3_simple_attention.py"
+    code = path.read_text()
+    if first_line:
+        code = code.replace("def softmax_naive(x):\n", f"def softmax_naive(x):\n    {first_line}\n", 1)
+    path.write_text(top + code)
+    return folder
+
+
+def test_an_exception_whose_str_calls_exit_costs_only_its_check(checker, tmp_path):
+    """str() of the student's exception raising SystemExit ended check.py silently before."""
+    folder = _with_softmax_naive_prefix(solutions_as_submission(tmp_path / "mine"),
+                                        "class Odd(Exception):\n    def __str__(self):\n        raise SystemExit(1)\n\n\n",
+                                        "raise Odd()")
+    results = statuses(checker, folder, ("sec3_3_simple_attention",))
+    assert [r["status"] for r in results] == ["fail", "pass", "pass", "pass"]
+    assert results[0]["note"].startswith("Odd (sec3_3_simple_attention.py, line "), results[0]["note"]
+
+
+def test_a_student_breaking_the_seeding_gets_a_reason_not_a_traceback(checker, tmp_path):
+    """torch.manual_seed replaced at import broke the runner's own seeding, outside any check's try."""
+    import torch
+
+    folder = solutions_as_submission(tmp_path / "mine")
+    path = folder / "sec3_3_simple_attention.py"
+    path.write_text(path.read_text() + "\ntorch.manual_seed = None\n")
+    manual_seed = torch.manual_seed
+    try:
+        results = statuses(checker, folder, ("sec3_3_simple_attention",))
+    finally:
+        torch.manual_seed = manual_seed
+    assert all(r["status"] == "fail" and r["note"] for r in results)
+    assert results[0]["note"].startswith("TypeError: 'NoneType' object is not callable")
+
+
+
+def test_a_multi_head_attention_that_fails_for_every_input_does_not_pass_as_refusing(checker, tmp_path):
+    """A NameError in __init__ made MultiHeadAttention(3, 5, 8, 0.0, num_heads=2) raise, and that
+    passed "refuses d_out not divisible by num_heads"; the check now says the error instead."""
+    folder = solutions_as_submission(tmp_path / "mine")
+    path = folder / "sec3_6_multi_head_attention.py"
+    path.write_text(path.read_text().replace("self.head_dim = d_out // num_heads", "self.head_dim = d_out // num_head", 1))
+    refuses = next(r for r in statuses(checker, folder, ("sec3_6_multi_head_attention",)) if r["key"] == "sec3_6-mha-raises")
+    assert refuses["status"] == "fail"
+    assert refuses["note"].startswith("NameError: name 'num_head' is not defined (sec3_6_multi_head_attention.py, line ")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_module_saved_as_utf16_is_named_and_gets_a_hint_not_an_empty_location(checker, tmp_path, lang):
+    """Python reads a UTF-16 file as code with null bytes: its SyntaxError has no file or line, and
+    the report said "(, line 0)" with no hint before."""
+    from ch3_checks import Messages
+
+    folder = solutions_as_submission(tmp_path / "mine")
+    path = folder / "sec3_3_simple_attention.py"
+    path.write_bytes(path.read_text().encode("utf-16"))
+    t = Messages(lang)
+    results, _ = checker.check_folder(folder, t, ("sec3_3_simple_attention",))
+    note = results[0]["note"]
+    assert "null bytes" in note and "line 0" not in note and t("where-module", module="sec3_3_simple_attention") in note
+    assert note.endswith(t("hints.not-utf8")), note
+
+
+def test_a_mismatch_names_where_the_checked_function_is_in_a_py_file_and_a_notebook_cell(checker, tmp_path):
+    """Expected vs actual came with no place in the student's code before; it now names the
+    definition of the function or class the check called (a .py line, or a notebook cell and line)."""
+    def softmax_over_columns(module, code):
+        return code.replace(".sum(dim=-1, keepdim=True)", ".sum(dim=0, keepdim=True)", 1) \
+            if module == "sec3_3_simple_attention" else code
+
+    folder = solutions_as_submission(tmp_path / "py")
+    path = folder / "sec3_3_simple_attention.py"
+    path.write_text(softmax_over_columns("sec3_3_simple_attention", path.read_text()))
+    line = path.read_text().split("\n").index("def softmax_naive(x):") + 1
+    note = statuses(checker, folder, ("sec3_3_simple_attention",))[0]["note"]
+    assert note.startswith("softmax_naive(x).sum(dim=-1): expected [1, 1, 1], got ")
+    assert note.endswith(f"(sec3_3_simple_attention.py, line {line})"), note
+
+    chapter = chapter_notebook(solutions_as_submission(tmp_path / "src"), tmp_path / "nb" / "ch3.ipynb", softmax_over_columns)
+    cell = json.loads(chapter.read_text())["cells"][2]["source"].split("\n")
+    note = statuses(checker, chapter.parent, ("sec3_3_simple_attention",))[0]["note"]
+    assert note.endswith(f"(ch3.ipynb, cell 3, line {cell.index('def softmax_naive(x):') + 1})"), note
+
+
+def test_a_chapter_notebook_cell_using_a_scratch_cells_variable_gets_a_hint(checker, tmp_path):
+    """Demo code in a module cell using a variable of a cell without `# module:` runs in Jupyter but
+    not when graded (only definitions and imports of such cells are kept): the NameError gets a hint
+    saying so; the same NameError in a per-section notebook (every cell is the module) gets none."""
+    from ch3_checks import Messages
+
+    def demo(module, code):
+        return code + "\n\nprint(CausalAttention(3, 2, 6, 0.0)(batch).shape)\n" if module == "sec3_5_causal_attention" else code
+
+    path = chapter_notebook(solutions_as_submission(tmp_path / "py"), tmp_path / "nb" / "ch3.ipynb", demo)
+    document = json.loads(path.read_text())
+    document["cells"].insert(2, code_cell("batch = torch.rand(2, 6, 3)"))
+    path.write_text(json.dumps(document))
+    t = Messages("en")
+    note = statuses(checker, path.parent, ("sec3_5_causal_attention",))[0]["note"]
+    assert note.startswith("sec3_5_causal_attention stops with an error") and "NameError: name 'batch'" in note
+    assert note.endswith(t("hints.notebook-scratch-name")), note
+
+    sections = tmp_path / "sections"
+    sections.mkdir()
+    code = demo("sec3_5_causal_attention", (tmp_path / "py" / "sec3_5_causal_attention.py").read_text())
+    (sections / "sec3_5_causal_attention.ipynb").write_text(json.dumps(notebook([code_cell(code)])))
+    note = statuses(checker, sections, ("sec3_5_causal_attention",))[0]["note"]
+    assert "NameError: name 'batch'" in note and "Hint:" not in note, note
+
+
+def test_a_thread_the_students_code_leaves_running_does_not_keep_check_py_from_ending(bundle, tmp_path):
+    """A non-daemon thread started at import (a training loop) kept check.py running after its report."""
+    folder = solutions_as_submission(tmp_path / "mine")
+    path = folder / "sec3_3_simple_attention.py"
+    path.write_text(path.read_text() + "\nimport threading, time\nthreading.Thread(target=time.sleep, args=(3600,)).start()\n")
+    result = subprocess.run([sys.executable, str(bundle / "check.py"), str(folder)], capture_output=True, text=True,
+                            timeout=240, cwd=bundle, env={"PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "utf-8"})
+    assert result.returncode == 0 and ALL_PASS in result.stdout
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(scratch=st.lists(st.integers(0, 9), max_size=3), blank_lines=st.integers(0, 5))
+def test_an_errors_cell_and_line_are_where_it_is_whatever_scratch_cells_repeat_it(checker, tmp_path_factory,
+                                                                                  scratch, blank_lines):
+    """Scratch cells holding the failing line, anywhere in the chapter notebook, and blank lines
+    above it in its own cell: the report names the module cell and the line in it."""
+    tmp_path = tmp_path_factory.mktemp("located")
+    wrong = "        attn_weights = attn_weights @ values.mT"
+
+    def transposed_values(module, code):
+        if module != "sec3_5_causal_attention":
+            return code
+        return code.replace("        attn_weights = self.dropout(attn_weights)  # [checkpoint: dropped]\n",
+                            "        attn_weights = self.dropout(attn_weights)\n" + "\n" * blank_lines + wrong + "\n")
+
+    path = chapter_notebook(solutions_as_submission(tmp_path / "py"), tmp_path / "nb" / "ch3.ipynb", transposed_values)
+    document = json.loads(path.read_text())
+    for position in scratch:
+        document["cells"].insert(min(position, len(document["cells"])), code_cell(f"x = 1\n{wrong.strip()}"))
+    path.write_text(json.dumps(document))
+    cell = next(i for i, c in enumerate(document["cells"], 1) if "# module: sec3_5_causal_attention" in c["source"])
+    line = document["cells"][cell - 1]["source"].split("\n").index(wrong) + 1
+    shape = next(r for r in statuses(checker, path.parent, ("sec3_5_causal_attention",)) if r["key"] == "sec3_5-shape")
+    assert shape["note"].endswith(f"(ch3.ipynb, cell {cell}, line {line})"), shape["note"]

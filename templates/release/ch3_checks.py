@@ -12,6 +12,7 @@ beside this file.
 """
 from __future__ import annotations
 
+import inspect
 import json
 import linecache
 import os
@@ -37,6 +38,7 @@ class Code:
 
     def __init__(self, module, namespace, code_of=None, undefined="undefined"):
         self._module, self._namespace, self._code_of, self._undefined = module, namespace, code_of, undefined
+        self._used = []  # what the checks took from it, in order: where a mismatch points
 
     def _sibling(self, module):
         """Another of the student's modules (a notebook has one namespace for all of them)."""
@@ -47,9 +49,11 @@ class Code:
 
     def __getattr__(self, name):
         try:
-            return self._namespace[name]
+            value = self._namespace[name]
         except KeyError:
             raise Undefined(self._module, name, self._undefined) from None
+        self._used.append(value)
+        return value
 
 
 class Unavailable:
@@ -114,11 +118,25 @@ def student_frame(exc):
     return Frame(*found, linecache.getline(found[0], found[1]).strip()[:120])
 
 
+def defined_at(value):
+    """Where the student's function or class `value` is defined (a Frame), or None."""
+    try:
+        if inspect.isclass(value):
+            filename, line = inspect.getsourcefile(value), inspect.getsourcelines(value)[1]
+        else:
+            filename, line = value.__code__.co_filename, value.__code__.co_firstlineno
+    except Exception:  # noqa: BLE001 - not the student's function or class (or its source is gone): no place
+        return None
+    if not filename or _library(filename):
+        return None
+    return Frame(filename, line, getattr(value, "__name__", ""), linecache.getline(filename, line).strip()[:120])
+
+
 def one_line(exc):
     """`ErrorType: message`, the message's first line only (MindSpore adds a C++ call stack)."""
     try:
         lines = str(exc).strip().splitlines()
-    except Exception:  # noqa: BLE001 - a student's exception whose __str__ fails is still reported
+    except BaseException:  # noqa: BLE001 - a student's exception whose __str__ fails (even by exit()) is still reported
         lines = []
     return f"{type(exc).__name__}: {lines[0] if lines else ''}".strip().rstrip(":")
 
@@ -127,9 +145,13 @@ def with_hint(note, t, hint):
     return t("hint", note=note, hint=t("hints." + hint)) if hint and t.has("hints." + hint) else note
 
 
+# (pattern of "ErrorType: message", hint key) of any framework; the check list adds its own (HINTS).
+COMMON_HINTS = ((r"^SyntaxError: source code (string )?cannot contain null bytes", "not-utf8"),)
+
+
 def hint_for(error):
-    """The hint of the check list for an error of the student's code (a framework's known trap), or None."""
-    return next((hint for pattern, hint in HINTS if re.search(pattern, error)), None)
+    """The hint for an error of the student's code (a framework's known trap, a file Python cannot read), or None."""
+    return next((hint for pattern, hint in (*HINTS, *COMMON_HINTS) if re.search(pattern, error)), None)
 
 
 def run_checks(code_of, t, locate, modules=MODULES):
@@ -149,30 +171,32 @@ def run_checks(code_of, t, locate, modules=MODULES):
             row["note"], row["code"] = (with_hint(t(code.key, **code.params), t, code.hint), code.code) \
                 if first_of_module else (t("see-above"), "")
             continue
-        with seeded(library):
-            try:
+        used = len(code._used)
+        try:
+            with seeded(library):  # inside the try: the student's code may have broken the library
                 fn(code, library)
-                row["status"], row["note"] = "pass", ""
-            except Mismatch as exc:
-                note = t("reason", what=exc.what, expected=t.show(exc.expected), actual=t.show(exc.actual))
-                row["note"] = with_hint(note, t, exc.hint)
-            except Undefined as exc:
-                row["note"] = t(exc.key, module=exc.module, name=exc.name)
-            except Blocked as exc:
-                row["note"] = t("blocked", module=exc.module, reason=t(exc.why.key, **exc.why.params))
-            except NotImplementedError as exc:
-                frame = student_frame(exc)
-                row["status"] = "todo"
-                row["note"] = t("not-implemented", function=frame.function, where=locate(frame)) if frame \
-                    else t("not-implemented-unlocated")
-            except KeyboardInterrupt:
-                raise
-            except BaseException as exc:  # noqa: BLE001 - report any error of the student's code, even exit()
-                frame = student_frame(exc)
-                error = one_line(exc)
-                note = t("error", error=error, where=locate(frame)) if frame else error
-                row["note"] = with_hint(note, t, hint_for(error))
-                row["code"] = frame.code if frame else ""
+            row["status"], row["note"] = "pass", ""
+        except Mismatch as exc:
+            note = t("reason", what=exc.what, expected=t.show(exc.expected), actual=t.show(exc.actual))
+            frame = next(filter(None, map(defined_at, reversed(code._used[used:]))), None)  # the code it checked
+            row["note"] = with_hint(t("located", note=note, where=locate(frame)) if frame else note, t, exc.hint)
+        except Undefined as exc:
+            row["note"] = t(exc.key, module=exc.module, name=exc.name)
+        except Blocked as exc:
+            row["note"] = t("blocked", module=exc.module, reason=t(exc.why.key, **exc.why.params))
+        except NotImplementedError as exc:
+            frame = student_frame(exc)
+            row["status"] = "todo"
+            row["note"] = t("not-implemented", function=frame.function, where=locate(frame)) if frame \
+                else t("not-implemented-unlocated")
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - report any error of the student's code, even exit()
+            frame = student_frame(exc)
+            error = one_line(exc)
+            note = t("error", error=error, where=locate(frame)) if frame else error
+            row["note"] = with_hint(note, t, hint_for(error))
+            row["code"] = frame.code if frame else ""
     return results
 
 

@@ -15,9 +15,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import shutil
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from ch3_checks import (MODULES, Code, Frame, Messages, Unavailable, framework, hint_for, one_line, render, run_checks,
@@ -25,55 +27,50 @@ from ch3_checks import (MODULES, Code, Frame, Messages, Unavailable, framework, 
 
 HERE = Path(__file__).resolve().parent
 KIT = HERE / "_kit"
-MAX_NOTEBOOK_BYTES = 8 * 1024 * 1024
+
+
+def kit(name):
+    """A function of the grader's own intake, from the copy in _kit/."""
+    sys.path.insert(0, str(KIT))
+    try:
+        from grader.intake import cells, discovery
+    finally:
+        sys.path.remove(str(KIT))
+    return {"read_submission": discovery.read_submission, "origin_at": cells.origin_at}[name]
 
 
 def read_submission(folder):
-    """The grader's own reading of a submission folder: a Submission with .sources and .problems."""
-    sys.path.insert(0, str(KIT))
-    try:
-        from grader.intake.discovery import read_submission as read
-    finally:
-        sys.path.remove(str(KIT))
-    return read(folder)
+    """The grader's own reading of a submission folder: a Submission with .sources, .origins and .problems."""
+    return kit("read_submission")(folder)
 
 
 class Locator:
-    """Names a place in the student's code the way they see it: a .py file's line, or a notebook's cell."""
+    """Names a place in the student's code the way they see it: a .py file's line, or a notebook's
+    cell and line (from where the intake says each line of a module made from a notebook came from)."""
 
-    def __init__(self, folder, modules_dir, t):
-        self.folder, self.modules_dir, self.t = folder, modules_dir, t
-        self._cells = None
+    def __init__(self, modules_dir, origins, t):
+        self.modules_dir, self.origins, self.t = modules_dir, origins, t
+        self.origin_at = kit("origin_at")  # now, before the student's code runs
 
-    def notebook_cells(self):
-        """(notebook name, cell number, source lines) of every code cell of the folder's notebooks."""
-        if self._cells is None:
-            self._cells = []
-            for notebook in sorted(self.folder.glob("*.ipynb")):
-                try:
-                    if notebook.stat().st_size > MAX_NOTEBOOK_BYTES:
-                        continue
-                    cells = json.loads(notebook.read_text(encoding="utf-8-sig", errors="replace")).get("cells", [])
-                except (OSError, ValueError, AttributeError):
-                    continue
-                for number, cell in enumerate(cells if isinstance(cells, list) else [], start=1):
-                    if isinstance(cell, dict) and cell.get("cell_type") == "code":
-                        source = cell.get("source", "")
-                        text = "".join(p for p in source if isinstance(p, str)) if isinstance(source, list) else str(source)
-                        self._cells.append((notebook.name, number, [line.strip() for line in text.splitlines()]))
-        return self._cells
+    def in_chapter_notebook(self, frame):
+        """Whether `frame` is in a module made from a chapter notebook (not one named like the module)."""
+        path = Path(frame.filename)
+        runs = self.origins.get(path.stem) if path.parent == self.modules_dir else None
+        origin = self.origin_at(runs, frame.line) if runs and isinstance(frame.line, int) and frame.line > 0 else None
+        return origin is not None and origin.notebook != f"{path.stem}.ipynb"
 
     def __call__(self, frame):
         path = Path(frame.filename)
         if path.parent != self.modules_dir:
             return self.t("where", file=path.name, line=frame.line)
         module = path.stem
-        if (self.folder / f"{module}.py").is_file():
+        runs = self.origins.get(module)
+        if not runs:  # a .py file
             return self.t("where", file=f"{module}.py", line=frame.line)
-        for notebook, number, lines in self.notebook_cells():
-            if frame.code and frame.code in lines:
-                return self.t("where-notebook", notebook=notebook, cell=number, line=lines.index(frame.code) + 1)
-        return self.t("where-module", module=module)
+        origin = self.origin_at(runs, frame.line) if isinstance(frame.line, int) and frame.line > 0 else None
+        if origin is None:  # a line the intake added (an import of an earlier module)
+            return self.t("where-module", module=module)
+        return self.t("where-notebook", notebook=origin.notebook, cell=origin.cell, line=origin.line)
 
 
 def load(module, modules_dir, locate, code_of):
@@ -86,12 +83,17 @@ def load(module, modules_dir, locate, code_of):
         raise
     except SyntaxError as exc:
         frame = Frame(exc.filename or "", exc.lineno or 0, "", (exc.text or "").strip())
-        return Unavailable("import-error", code=frame.code, module=module, error=f"SyntaxError: {exc.msg}",
-                           where=locate(frame))
+        error = f"SyntaxError: {exc.msg}"
+        where = locate(frame) if exc.filename and exc.lineno else locate.t("where-module", module=module)  # no line: null bytes
+        return Unavailable("import-error", code=frame.code, module=module, error=error, where=where,
+                           hint=hint_for(error))
     except BaseException as exc:  # noqa: BLE001 - a student's import may raise anything, even SystemExit
         frame, error = student_frame(exc), one_line(exc)
+        hint = hint_for(error)
+        if hint is None and isinstance(exc, NameError) and frame and locate.in_chapter_notebook(frame):
+            hint = "notebook-scratch-name"  # defined by a statement of a cell that is not part of any module
         return Unavailable("import-error", code=frame.code if frame else "", module=module, error=error,
-                           where=locate(frame) if frame else module, hint=hint_for(error))
+                           where=locate(frame) if frame else module, hint=hint)
 
 
 def check_folder(folder, t, modules=MODULES):
@@ -104,7 +106,7 @@ def check_folder(folder, t, modules=MODULES):
         for module, source in submission.sources.items():
             if module in MODULES:
                 (modules_dir / f"{module}.py").write_text(source, encoding="utf-8")
-        locate = Locator(folder, modules_dir, t)
+        locate = Locator(modules_dir, submission.origins, t)
         codes = {}
 
         def code_of(module):
@@ -115,10 +117,13 @@ def check_folder(folder, t, modules=MODULES):
         for module in MODULES:
             sys.modules.pop(module, None)
         sys.path.insert(0, str(modules_dir))
+        streams = sys.stdout, sys.stderr  # the student's code may replace them; the report needs them
         try:
             results = run_checks(code_of, t, locate, modules)
         finally:
-            sys.path.remove(str(modules_dir))
+            sys.stdout, sys.stderr = streams
+            if str(modules_dir) in sys.path:
+                sys.path.remove(str(modules_dir))
             for module in MODULES:
                 sys.modules.pop(module, None)
     return results, problems
@@ -146,13 +151,17 @@ def main(argv=None):
     except ImportError as exc:
         sys.stderr.write(t("needs-framework", package=exc.name or exc) + "\n")
         return 2
-    if path.is_file():
-        with tempfile.TemporaryDirectory(prefix="ch3-check-") as scratch:
-            folder = Path(scratch)
-            shutil.copy(path, folder / path.name)
-            results, problems = check_folder(folder, t)
-    else:
-        results, problems = check_folder(path, t)
+    try:
+        if path.is_file():
+            with tempfile.TemporaryDirectory(prefix="ch3-check-") as scratch:
+                folder = Path(scratch)
+                shutil.copy(path, folder / path.name)
+                results, problems = check_folder(folder, t)
+        else:
+            results, problems = check_folder(path, t)
+    except KeyboardInterrupt:  # Ctrl-C (a loop of the student's code that does not end), or their code raised it
+        sys.stderr.write("\n" + t("interrupted") + "\n")
+        return 130
     report = render(results, t, folder=path, problems=problems)
     sys.stdout.buffer.write((report + "\n").encode("utf-8"))
     sys.stdout.flush()
@@ -160,4 +169,9 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    if threading.active_count() > 1:  # a thread the student's code started would keep check.py from ending
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    sys.exit(status)

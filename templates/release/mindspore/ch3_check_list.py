@@ -23,6 +23,7 @@ HINTS = (
     (r"unexpected keyword argument '(dim|keepdim)'", "dim-not-axis"),
     (r"has no attribute '(eval|train|forward|parameters|named_parameters|masked_fill_)'"
      r"|the method 'construct' is not defined", "torch-api"),
+    (r"kernel DropoutExt unregistered", "mint-dropout-cpu"),  # mint's dropout has no CPU kernel (MindSpore 2.10)
 )
 BOOK = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
         [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]]
@@ -278,6 +279,7 @@ def _(m, ms):
 
 @check("sec3_6_multi_head_attention", "sec3_6-mha-raises")
 def _(m, ms):
+    m.MultiHeadAttention(3, 4, 8, 0.0, num_heads=2)  # an error here is a mistake, not a refusal: reported as such
     try:
         m.MultiHeadAttention(3, 5, 8, 0.0, num_heads=2)
     except (NotImplementedError, Undefined):
