@@ -51,3 +51,16 @@ def fmt(value):
         inner = ", ".join(fmt(v) for v in value)
         return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
     return str(value)
+
+
+def expect_refusal(what, valid, invalid):
+    """`invalid()` must raise, as the exercise asks (`what` shows the call); `valid()` runs first,
+    so that an error there is reported as the mistake it is, not taken for a refusal."""
+    valid()
+    try:
+        invalid()
+    except (NotImplementedError, Undefined):
+        raise
+    except Exception:  # noqa: BLE001 - any exception counts as refusing
+        return
+    raise Mismatch(what, phrase("an-error"), phrase("no-error"))
