@@ -146,7 +146,7 @@ def with_hint(note, t, hint):
 
 
 # (pattern of "ErrorType: message", hint key) of any framework; the check list adds its own (HINTS).
-COMMON_HINTS = ((r"^SyntaxError: source code (string )?cannot contain null bytes", "not-utf8"),)
+COMMON_HINTS = ((r"^(SyntaxError|ValueError): source code (string )?cannot contain null bytes", "not-utf8"),)
 
 
 def hint_for(error):

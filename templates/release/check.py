@@ -88,6 +88,10 @@ def load(module, modules_dir, locate, code_of):
         return Unavailable("import-error", code=frame.code, module=module, error=error, where=where,
                            hint=hint_for(error))
     except BaseException as exc:  # noqa: BLE001 - a student's import may raise anything, even SystemExit
+        if isinstance(exc, ValueError) and "null bytes" in str(exc):  # older Pythons: a SyntaxError in newer ones
+            error = one_line(exc)
+            return Unavailable("import-error", module=module, error=error, where=locate.t("where-module", module=module),
+                               hint=hint_for(error))
         frame, error = student_frame(exc), one_line(exc)
         hint = hint_for(error)
         if hint is None and isinstance(exc, NameError) and frame and locate.in_chapter_notebook(frame):
