@@ -4,7 +4,6 @@ failing check says what was expected and what came, in MindSpore terms, with a h
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import re
 import shutil
@@ -19,7 +18,7 @@ from hypothesis import strategies as st
 pytest.importorskip("mindspore")
 
 from tests.conftest import MODULES, ROOT, mindspore_solutions_as_submission  # noqa: E402
-from tests.test_release import (BOOK_ORDER, chapter_notebook, code_cell, notebook,  # noqa: E402
+from tests.test_release import (BOOK_ORDER, bundle_checker, chapter_notebook, code_cell, notebook,  # noqa: E402
                                 notebook_layouts, write_layout)
 
 MS_SOLUTIONS = ROOT / "solutions" / "mindspore"
@@ -170,15 +169,8 @@ def test_every_hint_the_check_list_names_is_in_every_language(bundle):
 
 @pytest.fixture(scope="module")
 def checker(bundle):
-    """The MindSpore bundle's check.py as a module (its ch3_checks and check list from the bundle)."""
-    sys.path.insert(0, str(bundle))
-    spec = importlib.util.spec_from_file_location("ms_bundle_check", bundle / "check.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    yield module
-    sys.path.remove(str(bundle))
-    for name in ("ch3_checks", "ch3_check_list", "ch3_check_tools"):
-        sys.modules.pop(name, None)
+    """The MindSpore bundle's check.py as a module."""
+    yield from bundle_checker(bundle, "ms_bundle_check")
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

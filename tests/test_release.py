@@ -273,17 +273,23 @@ def test_check_reads_a_gbk_module_and_a_notebook_with_a_lone_surrogate(bundle, t
 
 # -- in-process, on many inputs ------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def checker(bundle):
-    """The bundle's check.py as a module (its ch3_checks from the bundle too)."""
+def bundle_checker(bundle: Path, name: str):
+    """A bundle's check.py as a module (its ch3_checks and check list from the bundle too), for a
+    fixture to yield; the bundle's modules are forgotten afterwards."""
     sys.path.insert(0, str(bundle))
-    spec = importlib.util.spec_from_file_location("bundle_check", bundle / "check.py")
+    spec = importlib.util.spec_from_file_location(name, bundle / "check.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     yield module
     sys.path.remove(str(bundle))
-    for name in ("ch3_checks", "ch3_check_list", "ch3_check_tools"):
-        sys.modules.pop(name, None)
+    for loaded in ("ch3_checks", "ch3_check_list", "ch3_check_tools"):
+        sys.modules.pop(loaded, None)
+
+
+@pytest.fixture(scope="module")
+def checker(bundle):
+    """The bundle's check.py as a module."""
+    yield from bundle_checker(bundle, "bundle_check")
 
 
 def statuses(checker, folder: Path, modules=tuple(BOOK_ORDER)) -> list[dict]:
