@@ -584,3 +584,28 @@ def test_two_grading_runs_at_once_never_share_a_uid_range(tmp_path):
     other = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
                            cwd=ROOT, check=True)
     assert int(other.stdout) == 9  # another process skips the ranges this one holds
+
+
+def test_killing_waits_for_no_dying_process_and_misses_no_new_one(monkeypatch):
+    """A killed torch process takes milliseconds to tear its memory down before it is a zombie:
+    the kill passes do not spin over it meanwhile (a pass that finds only processes already killed
+    is the last), and a process forked before its parent was killed is found by the next pass."""
+    from grader.sandbox import cleanup
+
+    table = {"100": "R"}  # pid -> state; 100 stays alive ("R") however often it is killed
+    listings, killed = [], []
+
+    def listdir(path):
+        listings.append(path)
+        return list(table) + ["self"]
+
+    def kill(pid, signum):
+        killed.append(pid)
+        if pid == 100 and "101" not in table:
+            table["101"] = "R"  # forked just before the kill reached it
+
+    monkeypatch.setattr(cleanup.os, "listdir", listdir)
+    monkeypatch.setattr(cleanup.os, "kill", kill)
+    monkeypatch.setattr(cleanup, "_is_zombie", lambda entry: table[entry] == "Z")
+    cleanup._kill_until_none(lambda entry: True)
+    assert sorted(set(killed)) == [100, 101] and len(listings) == 3

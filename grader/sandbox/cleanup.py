@@ -50,15 +50,22 @@ def _kill_descendants(uid: int, pid_namespace: bool) -> None:
 
 
 def _kill_until_none(chosen) -> None:
+    """Pass after pass until one finds no process it has not killed yet. A killed process forks no
+    more (the kernel refuses a fork with a fatal signal pending), so a pass that finds only those
+    already killed (still tearing down their memory, not yet zombies) is the last: no busy loop
+    for as long as a torch process takes to exit. Pids are not reused meanwhile (killed processes
+    stay until reaped, and a new pid would take the whole pid range to come back)."""
+    killed: set[str] = set()
     for _ in range(100):
         found = False
         for entry in os.listdir("/proc"):
-            if not entry.isdigit():
+            if not entry.isdigit() or entry in killed:
                 continue
             try:
                 if chosen(entry) and not _is_zombie(entry):  # a zombie is dead already: reaped later
                     found = True
                     os.kill(int(entry), signal.SIGKILL)
+                    killed.add(entry)
             except (OSError, ValueError, IndexError):
                 pass
         if not found:
