@@ -60,7 +60,7 @@ class Tracer(TorchFunctionMode):
         self._frames: list[Any] = []
         self._storages: dict[int, int] = {}  # data_ptr -> node (a Parameter wrapping a recorded tensor)
         self._busy = False  # recording: the tracer's own torch calls are not the code under test's
-        self._previous_profile: Any = None
+        self._previous_trace: Any = None
 
     # -- where code runs ---------------------------------------------------------------------------
     def _relative(self, filename: str) -> str | None:
@@ -88,38 +88,54 @@ class Tracer(TorchFunctionMode):
         return stack, outermost
 
     # -- calls into the code under test ------------------------------------------------------------
-    def _profile(self, frame: Any, event: str, arg: Any) -> None:
-        # every call and return of the run, Python's and C's, comes here: all but the code under
-        # test's own calls and returns leave at once (this hook is most of a trace's cost)
-        if event == "call":
-            relative = self._files.get(frame.f_code.co_filename, "")
-            if relative is None or self._busy or self.truncated:
-                return
-        elif event != "return" or id(frame) not in self._call_frames or self._busy or self.truncated:
-            return
+    def _call(self, frame: Any, event: str, arg: Any) -> Any:
+        """The global trace function (sys.settrace): Python calls only (C calls never come here). Each
+        call of the run comes here once; all but the code under test's outermost calls leave at once
+        with no local trace, so that neither their lines nor their returns are seen (this hook is much
+        of a trace's cost). An outermost call gets `_returned` for its return alone."""
+        if self._files.get(frame.f_code.co_filename, "") is None or self._busy or self.truncated:
+            return None
         self._busy = True
         try:
-            self._on_event(frame, event, arg)
+            started = self._on_call(frame)
         except Exception:  # noqa: BLE001 - a trace that cannot be kept must never change the result
+            self.truncated = True
+            started = False
+        finally:
+            self._busy = False
+        if not started:
+            return None
+        frame.f_trace_lines = False
+        return self._returned
+
+    def _returned(self, frame: Any, event: str, arg: Any) -> Any:
+        """The local trace function of an outermost call: its return (its lines are switched off)."""
+        if event != "return" or id(frame) not in self._call_frames or self._busy or self.truncated:
+            return self._returned
+        self._busy = True
+        try:
+            if frame is self._frames[-1]:
+                call = self.calls[self._call_frames.pop(id(frame))]
+                self._frames.pop()
+                call["result"] = [self._node_of(t) for t in _tensors(arg)][:MAX_ARGS]
+                call["returned"] = frame.f_lineno or 0  # the line it returned from
+        except Exception:  # noqa: BLE001
             self.truncated = True
         finally:
             self._busy = False
+        return self._returned
 
-    def _on_event(self, frame: Any, event: str, arg: Any) -> None:
-        if event == "call":
-            if self._relative(frame.f_code.co_filename) is None:
-                return
-            back = frame.f_back
-            while back is not None:
-                if self._relative(back.f_code.co_filename) is not None:
-                    return  # a nested call of the code under test (perhaps through torch's own code)
-                back = back.f_back
-            self._start_call(frame)
-        elif event == "return" and id(frame) in self._call_frames and frame is self._frames[-1]:
-            call = self.calls[self._call_frames.pop(id(frame))]
-            self._frames.pop()
-            call["result"] = [self._node_of(t) for t in _tensors(arg)][:MAX_ARGS]
-            call["returned"] = frame.f_lineno or 0  # the line it returned from
+    def _on_call(self, frame: Any) -> bool:
+        """Start a call record when `frame` is an outermost call of the code under test."""
+        if self._relative(frame.f_code.co_filename) is None:
+            return False
+        back = frame.f_back
+        while back is not None:
+            if self._relative(back.f_code.co_filename) is not None:
+                return False  # a nested call of the code under test (perhaps through torch's own code)
+            back = back.f_back
+        self._start_call(frame)
+        return not self.truncated
 
     def _start_call(self, frame: Any) -> None:
         if len(self.calls) >= MAX_OPS:
@@ -242,7 +258,9 @@ class Tracer(TorchFunctionMode):
             self.truncated = True
             return
         if outermost is not None and id(outermost) not in self._call_frames:
-            self._start_call(outermost)  # entered before the profiler was set (cannot happen in probes)
+            self._start_call(outermost)  # entered before the trace hook was set (cannot happen in probes)
+            outermost.f_trace_lines = False
+            outermost.f_trace = self._returned
         index = len(self.ops)
         op: dict = {"name": name[:MAX_TEXT], "call": len(self.calls) - 1, "stack": stack,
                     "args": [self._argument(a) for a in args[:MAX_ARGS]],
@@ -255,15 +273,15 @@ class Tracer(TorchFunctionMode):
 
     # -- the whole run -----------------------------------------------------------------------------
     def __enter__(self):
-        self._previous_profile = sys.getprofile()
-        sys.setprofile(self._profile)
+        self._previous_trace = sys.gettrace()
+        sys.settrace(self._call)
         return super().__enter__()
 
     def __exit__(self, *exc: Any) -> None:
         try:
-            sys.setprofile(self._previous_profile)
+            sys.settrace(self._previous_trace)
         finally:
-            super().__exit__(*exc)  # the mode never outlives the run, whatever the profiler was
+            super().__exit__(*exc)  # the mode never outlives the run, whatever the trace hook was
 
     def document(self) -> dict:
         return {"ops": self.ops, "nodes": self.nodes, "calls": self.calls, "truncated": self.truncated}

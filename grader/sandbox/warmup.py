@@ -46,7 +46,7 @@ def torch_flavour() -> None:
     driver.serialise({"ok": {"x": x}})
     from grader.probes.trace import Tracer
 
-    with Tracer("/nonexistent"):  # the trace mode's first use (TorchFunctionMode, the profile hook)
+    with Tracer("/nonexistent"):  # the trace mode's first use (TorchFunctionMode, the trace hook)
         torch.softmax(layer(x), dim=-1)
     from grader.probes import exercise3_3_gpt2_attention
 
