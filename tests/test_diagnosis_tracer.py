@@ -91,6 +91,7 @@ from torch.overrides import _pop_mode_temporarily
 
 def attention_weights(inputs):
     sys.setprofile(None)
+    sys.settrace(None)
     try:
         with _pop_mode_temporarily():
             return torch.softmax(inputs @ inputs.T, dim=-1)
@@ -106,7 +107,7 @@ def attention_weights(inputs):
 def sys_profile_is_restored() -> bool:
     import sys
 
-    return sys.getprofile() is None
+    return sys.getprofile() is None and sys.gettrace() is None
 
 
 def test_a_reference_trace_is_labelled_with_its_declared_checkpoints():
@@ -263,3 +264,82 @@ def test_a_trace_received_again_is_neither_parsed_nor_analysed_again(monkeypatch
     assert findings.get(probe, Received({"ops": "junk"}, b"c" * 32)) is None
     received = documents_of({probe: {"trace": SMALL}, "other:probe": {"error": 1}}, {probe: b"d" * 32})
     assert list(received) == [probe] and received[probe].document is SMALL and received[probe].digest == b"d" * 32
+
+
+# -- the packed form a trace travels in (grader.sandbox.driver.packed) ---------------------------
+
+def _wire(document: dict) -> dict:
+    """A document as the trusted side receives it from the sandbox: packed, encoded, decoded."""
+    from grader.sandbox import boundary, codec
+    from grader.sandbox.driver import packed
+
+    return boundary.decode(codec.encode_plain({"ok": {"trace": packed(document)}}))["trace"]
+
+
+def test_a_packed_trace_reads_as_the_trace_it_packs():
+    for probe in (CAUSAL, "sec3_6_multi_head_attention:mha_forward", "sec3_3_simple_attention:softmax_naive"):
+        document = _reference_document(probe)
+        wire = _wire(document)
+        assert set(wire["values"]) and all(type(node.get("value", 0)) is int for node in wire["nodes"])
+        plain, packed_trace = parse_trace(document), parse_trace(wire)
+        assert [(n.shape, n.dtype, n.op, n.origin) for n in plain.nodes] \
+            == [(n.shape, n.dtype, n.op, n.origin) for n in packed_trace.nodes]
+        assert all((a.value is None) == (b.value is None) and (a.value is None or _same_content(a.value, b.value))
+                   for a, b in zip(plain.nodes, packed_trace.nodes))
+        assert analyse(reference(probe), plain) == analyse(reference(probe), packed_trace)
+
+
+PACKED = _wire(SMALL)
+VALUED = next(i for i, n in enumerate(PACKED["nodes"]) if "value" in n)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["offset", "dtype", "values", "flat", "shape"]),
+       st.integers(-10**12, 10**12), st.sampled_from([torch.zeros(3), torch.zeros(2, 2), torch.zeros(3, dtype=torch.int64),
+                                                      torch.zeros(tracer.MAX_ELEMENTS + 1), torch.zeros(0)]))
+def test_a_forged_packed_value_is_read_within_bounds_or_refused(field, number, tensor):
+    document = copy.deepcopy(PACKED)
+    node = document["nodes"][VALUED]
+    if field == "offset":
+        node["value"] = number
+    elif field == "dtype":
+        node["dtype"] = "int64"
+    elif field == "values":
+        document["values"] = {"float32": tensor}
+    elif field == "flat":
+        document["values"] = {str(tensor.dtype).removeprefix("torch."): tensor}
+    else:
+        node["shape"] = [abs(number) % 5000, 3]
+    try:
+        trace = parse_trace(document)
+    except TraceError:
+        return
+    value = trace.nodes[VALUED].value
+    assert value is not None and list(value.shape) == node["shape"] and value.numel() <= tracer.MAX_VALUE
+    analyse(reference("sec3_3_simple_attention:context_vector_for_query"), trace)
+
+
+def test_a_test_blocked_by_another_broken_module_is_not_traced_unless_blame_moves_it():
+    """An exception that surfaced in a broken earlier module blocks the test: it gets no diagnosis of
+    its own, so its probes are not traced. When that module passes its tests, the cause is the
+    caller's (grader.diagnosis.blame) and the probes are traced."""
+    from grader.diagnosis import Diagnoser
+    from grader.records import ProbeError, TestOutcome
+    from grader.suites.seam import Seam
+
+    diagnoser = Diagnoser(Seam({}), [])
+    error = ProbeError(kind="exception", key="exception.raised", module="sec3_6_multi_head_attention",
+                       exc_type="RuntimeError")
+    probe = "exercise3_3_gpt2_attention:forward"
+    student = Seam({probe: error})
+
+    def outcomes(mha: str) -> list[TestOutcome]:
+        blocked = TestOutcome(id="exercise3_3_gpt2_attention::test_forward", module="exercise3_3_gpt2_attention",
+                              name="test_forward", section="ex3.3", status="failed", points=0.0, max_points=1.0,
+                              error=error, blocked_by="sec3_6_multi_head_attention", probes=(probe,))
+        own = TestOutcome(id="sec3_6_multi_head_attention::test_mha", module="sec3_6_multi_head_attention",
+                          name="test_mha", section="3.6", status=mha, points=0.0, max_points=1.0)
+        return [own, blocked]
+
+    assert diagnoser.probes_to_trace(outcomes("failed"), student) == []
+    assert diagnoser.probes_to_trace(outcomes("passed"), student) == [probe]

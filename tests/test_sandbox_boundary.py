@@ -449,3 +449,28 @@ def test_messages_never_name_the_grading_machines_folders():
     for folder in {sys.prefix, sys.base_prefix, *site.getsitepackages(), str(Path(boundary.__file__).parents[2])}:
         assert folder not in boundary.text(f"see {folder}/x.py and {os.path.realpath(folder)}/y.py", 1000)
     assert boundary.text("sec3_5_causal_attention.py, line 3", 100) == "sec3_5_causal_attention.py, line 3"
+
+
+plain_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True, allow_infinity=True),
+              st.text(max_size=8), st.sampled_from(["$t", "$f"]),
+              st.builds(lambda n, dtype: torch.arange(n).to(dtype), st.integers(0, 5),
+                        st.sampled_from([torch.float32, torch.float64, torch.int64, torch.bool]))),
+    lambda children: st.one_of(st.lists(children, max_size=4), st.tuples(children, children),
+                               st.dictionaries(st.one_of(st.text(max_size=4), st.sampled_from(["$t", "$f"])),
+                                               children, max_size=4)),
+    max_leaves=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(plain_values)
+def test_the_tracers_fast_encoding_is_the_encoding(value):
+    """`codec.encode_plain` (one json.dumps, for the tracer's documents) gives `encode`'s bytes, or
+    its error, for anything made of JSON types and tensors: markers and NaNs included."""
+    try:
+        expected = codec.encode(value)
+    except codec.CodecError:
+        with pytest.raises(codec.CodecError):
+            codec.encode_plain(value)
+        return
+    assert codec.encode_plain(value) == expected

@@ -45,16 +45,8 @@ def encode(value: Any) -> bytes:
         if depth > MAX_DEPTH:
             raise CodecError("nested too deeply")
         if isinstance(item, torch.Tensor):
-            tensor = item.detach()
-            if type(tensor) is not torch.Tensor:
-                tensor = tensor.as_subclass(torch.Tensor)
-            if tensor.dtype not in NAMES or tensor.layout != torch.strided or tensor.dim() > MAX_DIMS:
-                raise CodecError(f"unsupported tensor {tensor.dtype} {tensor.layout}")
-            tensor = tensor.cpu().contiguous()
-            # a view of the tensor's bytes: copied once, into the payload
-            data = tensor.reshape(-1).view(torch.uint8).numpy() if tensor.numel() else b""
+            record, data = _tensor_record(item, offset)
             chunks.append(data)
-            record = {MARK: [NAMES[tensor.dtype], list(tensor.shape), offset, len(data)]}
             offset += len(data)
             return record
         if item is None or type(item) in (bool, int, str):
@@ -71,6 +63,45 @@ def encode(value: Any) -> bytes:
 
     document = json.dumps(walk(value, 0), allow_nan=False).encode()
     return b"".join([struct.pack(">I", len(document)), document, *chunks])
+
+
+def encode_plain(value: Any) -> bytes:
+    """`encode` for a document built of exact JSON types and tensors only (the tracer's: grader.probes.trace
+    makes every string, number and list itself), in one `json.dumps`: the same bytes as `encode`,
+    many times faster on large documents. Anything else (a NaN, another type, a dict key or string
+    that is a marker) is left to `encode`."""
+    chunks: list[bytes] = []
+    offset = 0
+
+    def tensor(item: Any) -> Any:
+        nonlocal offset
+        if not isinstance(item, torch.Tensor):
+            raise TypeError(type(item).__name__)
+        record, data = _tensor_record(item, offset)
+        chunks.append(data)
+        offset += len(data)
+        return record
+
+    try:
+        text = json.dumps(value, allow_nan=False, default=tensor)
+    except (TypeError, ValueError, RecursionError, CodecError):
+        return encode(value)
+    if text.count(f'"{MARK}"') != len(chunks) or '"$f"' in text:
+        return encode(value)
+    document = text.encode()
+    return b"".join([struct.pack(">I", len(document)), document, *chunks])
+
+
+def _tensor_record(item: torch.Tensor, offset: int) -> tuple[dict, Any]:
+    """A tensor's record in the JSON document and its bytes (a view, copied once into the payload)."""
+    tensor = item.detach()
+    if type(tensor) is not torch.Tensor:
+        tensor = tensor.as_subclass(torch.Tensor)
+    if tensor.dtype not in NAMES or tensor.layout != torch.strided or tensor.dim() > MAX_DIMS:
+        raise CodecError(f"unsupported tensor {tensor.dtype} {tensor.layout}")
+    tensor = tensor.cpu().contiguous()
+    data = tensor.reshape(-1).view(torch.uint8).numpy() if tensor.numel() else b""
+    return {MARK: [NAMES[tensor.dtype], list(tensor.shape), offset, len(data)]}, data
 
 
 def decode(payload: bytes | bytearray, max_json: int = MAX_JSON) -> Any:

@@ -243,10 +243,33 @@ def _call_within(call: dict, nodes: int) -> dict:
     return dict(call, args=args, result=[n for n in call.get("result", []) if n < nodes])
 
 
+def packed(document: dict) -> dict:
+    """The tracer's document as it is sent: the nodes' recorded values joined into one flat tensor per
+    dtype under "values", each node's "value" its offset there (one tensor to encode, send and decode
+    per dtype instead of one per node; grader.diagnosis.traces reads both forms)."""
+    parts: dict[str, list] = {}
+    sizes: dict[str, int] = {}
+    nodes = []
+    for node in document["nodes"]:
+        value = node.get("value")
+        if value is None:
+            nodes.append(node)
+            continue
+        dtype = node["dtype"]
+        nodes.append(dict(node, value=sizes.get(dtype, 0)))
+        parts.setdefault(dtype, []).append(value.reshape(-1))
+        sizes[dtype] = sizes.get(dtype, 0) + value.numel()
+    if not parts:
+        return document  # nothing recorded: the plain form is the shorter
+    return dict(document, nodes=nodes, values={dtype: torch.cat(chunks) for dtype, chunks in parts.items()})
+
+
 def _encoded(record: dict) -> Encoded | None:
     try:
+        if "trace" in record.get("ok", {}):  # the tracer's own document: exact JSON types and tensors
+            return Encoded(codec.encode_plain({"ok": {"trace": packed(record["ok"]["trace"])}}))
         return Encoded(codec.encode(record))
-    except (codec.CodecError, MemoryError):
+    except (codec.CodecError, MemoryError, RuntimeError):
         return None
 
 
