@@ -101,7 +101,9 @@ def grade_with_suites(pool: TrackPools, out_of: dict[str, Path], cache_dir: Path
         def sink(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome]) -> None:
             """The probes that failed go back to the sandbox, traced; the rest is `finish`'s."""
             try:
-                probes = tracks.diagnoser(run.track).probes_to_trace(outcomes, seam) if run.submission.sources else []
+                uses = {info.id: info.uses for info in plugin.infos}
+                probes = tracks.diagnoser(run.track).probes_to_trace(outcomes, seam, uses) \
+                    if run.submission.sources else []
             except Exception:  # noqa: BLE001
                 log.exception("choosing the probes to trace for %s failed", shown(run.submission.name))
                 probes = []

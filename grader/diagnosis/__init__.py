@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import torch
 
-from grader.diagnosis.blame import BUILDERS, decide_blame
+from grader.diagnosis.blame import BUILDERS, caller_is_blamed, decide_blame
 from grader.diagnosis.catalogue import CATALOGUE, Misconception
 from grader.diagnosis.patterns import all_patterns
 from grader.diagnosis.signatures import configuration_differs, signatures
@@ -114,13 +114,17 @@ class Diagnoser:
             return None
         return self.pattern(outcome) or (self.variant(outcome, student) if outcome.probes else None)
 
-    def probes_to_trace(self, outcomes: list[TestOutcome], student: Seam) -> list[str]:
+    def probes_to_trace(self, outcomes: list[TestOutcome], student: Seam,
+                        uses: Mapping[str, tuple[str, ...]] | None = None) -> list[str]:
         """The probes worth tracing: those of failing tests whose results differ from the reference's,
         where the student's code ran: values, or an exception of its own (not a missing module, an
-        unfinished stub, a timeout or a crash, which a second run would only repeat)."""
+        unfinished stub, a timeout or a crash, which a second run would only repeat). A test blocked
+        by another broken module is not diagnosed (`diagnose_submission`), unless blame moves it back
+        to its own module: its probes are traced only for the tests that are."""
         names: list[str] = []
         for outcome in outcomes if self.traced else []:
-            if outcome.status == "passed":
+            if outcome.status == "passed" \
+                    or (outcome.blocked_by and not caller_is_blamed(outcome, outcomes, uses or {})):
                 continue
             for name in outcome.probes:
                 result = student.results.get(name)

@@ -116,8 +116,9 @@ class Evidence:
 
     def seeded_only(self, module: str, outcomes: list[TestOutcome]) -> bool:
         """Every failing test of `module` looks at parameters as the constructor made them (the book's
-        seeded runs): what differs is how they were made, not how they are used."""
-        failing = [o for o in outcomes if o.module == module and o.status != "passed"]
+        seeded runs): what differs is how they were made, not how they are used. A test blocked by
+        another broken module says nothing of this one's parameters (and is not traced)."""
+        failing = [o for o in outcomes if o.module == module and o.status != "passed" and not o.blocked_by]
         return bool(failing) and all(any((f := self.finding(p)) is not None and f.seeded for p in o.probes)
                                      for o in failing)
 

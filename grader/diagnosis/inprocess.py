@@ -85,10 +85,10 @@ def grade_in_process(directories: list[Path], sink: Callable[[Path, Seam, list[T
                 outcome.error = ProbeError(kind="import", key="import.missing", module=outcome.module,
                                            params={"module": outcome.module})
                 outcome.blocked_by = None
-        probes = diagnoser.probes_to_trace(outcomes, seam) if trace else []
+        uses = {info.id: info.uses for info in plugin.infos}
+        probes = diagnoser.probes_to_trace(outcomes, seam, uses) if trace else []
         documents = trace_probes(directory, probes) if probes else {}
-        diagnoser.diagnose_submission(outcomes, seam, {info.id: info.uses for info in plugin.infos}, sources,
-                                      documents)
+        diagnoser.diagnose_submission(outcomes, seam, uses, sources, documents)
         sink(directory, seam, outcomes)
 
     plugin = GradingPlugin(reference, source(), diagnose)
