@@ -171,3 +171,12 @@ def test_any_configuration_computes_what_the_pytorch_reference_computes(ns, conf
         transplant(student, known)
         with torch.no_grad():
             torch.testing.assert_close(student(x), reference.eval()(x), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("line", ["import ｍｉｎｄｓｐｏｒｅ as ms", "from ｍｉｎｄｓｐｏｒｅ import nn",
+                                  "import mindspore"])
+def test_the_track_is_read_from_the_code_python_runs_not_its_spelling(line):
+    """Python reads identifiers NFKC-normalised: fullwidth letters import mindspore too."""
+    sources = {"sec3_3_simple_attention": line + "\n", "sec3_4_self_attention": "# ｍｉｎｄｓｐｏｒｅ ok\nx = 1\n"}
+    assert track_of(sources) == MINDSPORE
+    assert track_of({"sec3_3_simple_attention": "import torch  # ｍｉｎｄｓｐｏｒｅ\n"}) == PYTORCH

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+import unicodedata
 from typing import Any, Mapping
 
 PYTORCH = "pytorch"
@@ -54,10 +55,18 @@ def _imported(source: str, fallback: re.Pattern) -> set[str]:
     return names
 
 
+def _may_name_mindspore(source: str) -> bool:
+    """Whether the name can occur in the source's code (identifiers are NFKC-normalised by Python:
+    `import ｍｉｎｄｓｐｏｒｅ` imports mindspore)."""
+    return "mindspore" in (source if source.isascii() else unicodedata.normalize("NFKC", source))
+
+
 def track_of(sources: Mapping[str, str]) -> str:
     """The track of a submission: MindSpore when more of its modules import mindspore than import
     torch without mindspore. A PyTorch submission with an `import mindspore` left over in one module
     stays on the PyTorch track; a port that also imports torch somewhere stays a port."""
+    if not any(_may_name_mindspore(source) for source in sources.values()):
+        return PYTORCH  # no module can import it (its imports are not even parsed)
     imported = [_imported(source, _ANY_IMPORT_LINE) for source in sources.values()]
     mindspore = sum("mindspore" in names for names in imported)
     torch_only = sum("torch" in names and "mindspore" not in names for names in imported)
