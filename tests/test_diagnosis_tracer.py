@@ -373,3 +373,18 @@ def attention_scores(inputs, _deep=0):
         payload = driver.trace_probe(PROBES[probe], alone, alone.directory)
     received = boundary.result_from_record(codec.decode(payload))
     parse_trace(received["trace"])
+
+
+@pytest.mark.parametrize("shape", [[0, 2**63], [2**64, 0], [0, 10**30], [0, 2**62, 2**62], [2**40, 0]])
+def test_a_packed_value_of_no_elements_and_a_huge_shape_is_read_or_refused(shape):
+    """No elements to read, whatever the shape says: a size torch cannot hold is refused, not a
+    TypeError out of torch."""
+    document = copy.deepcopy(PACKED)
+    node = document["nodes"][VALUED]
+    node["shape"], node["value"] = shape, 0
+    try:
+        trace = parse_trace(document)
+    except TraceError:
+        return
+    assert list(trace.nodes[VALUED].value.shape) == shape
+    analyse(reference("sec3_3_simple_attention:context_vector_for_query"), trace)
