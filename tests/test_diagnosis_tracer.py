@@ -15,12 +15,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grader.diagnosis.checkpoints import SOLUTIONS_DIR, reference
-from grader.diagnosis.inprocess import run_probes, trace_probes
+from grader.diagnosis.inprocess import run_probes, student_modules, trace_probes
 from grader.diagnosis.recognise import analyse
 from grader.diagnosis.traces import Received, TraceError, documents_of, fingerprint, parse_trace
 from grader.probes import PROBES, load_all
 from grader.probes import trace as tracer
 from grader.probes.trace import traced
+from grader.sandbox import codec, driver
 from grader.sandbox.driver import run_probe
 from grader.suites.seam import ModuleNamespace
 from tests.conftest import solutions_as_submission
@@ -343,3 +344,47 @@ def test_a_test_blocked_by_another_broken_module_is_not_traced_unless_blame_move
 
     assert diagnoser.probes_to_trace(outcomes("failed"), student) == []
     assert diagnoser.probes_to_trace(outcomes("passed"), student) == [probe]
+
+
+def test_a_trace_of_odd_arguments_still_travels(tmp_path):
+    """Arguments the tracer keeps as they are, whatever they are: a slice nested in slices (deeper
+    than the wire format allows) and an int too long to write as text, each in an op that raised.
+    The child still sends a document (cut where it must be), which the trusted side reads; its
+    trace job never fails on them."""
+    from grader.sandbox import boundary
+
+    submission = solutions_as_submission(tmp_path / "odd")
+    path = submission / "sec3_3_simple_attention.py"
+    path.write_text(path.read_text() + '''
+
+def attention_scores(inputs, _deep=0):
+    for _ in range(12):
+        _deep = slice(_deep)
+    for odd in (lambda: inputs[_deep], lambda: inputs.add(10 ** 5000)):
+        try:
+            odd()
+        except Exception:
+            pass
+    return inputs @ inputs.T
+''')
+    probe = "sec3_3_simple_attention:attention_scores"
+    with student_modules(submission) as ns:
+        alone = driver.StudentNamespace(ns.directory)
+        payload = driver.trace_probe(PROBES[probe], alone, alone.directory)
+    received = boundary.result_from_record(codec.decode(payload))
+    parse_trace(received["trace"])
+
+
+@pytest.mark.parametrize("shape", [[0, 2**63], [2**64, 0], [0, 10**30], [0, 2**62, 2**62], [2**40, 0]])
+def test_a_packed_value_of_no_elements_and_a_huge_shape_is_read_or_refused(shape):
+    """No elements to read, whatever the shape says: a size torch cannot hold is refused, not a
+    TypeError out of torch."""
+    document = copy.deepcopy(PACKED)
+    node = document["nodes"][VALUED]
+    node["shape"], node["value"] = shape, 0
+    try:
+        trace = parse_trace(document)
+    except TraceError:
+        return
+    assert list(trace.nodes[VALUED].value.shape) == shape
+    analyse(reference("sec3_3_simple_attention:context_vector_for_query"), trace)

@@ -609,3 +609,66 @@ def test_killing_waits_for_no_dying_process_and_misses_no_new_one(monkeypatch):
     monkeypatch.setattr(cleanup, "_is_zombie", lambda entry: table[entry] == "Z")
     cleanup._kill_until_none(lambda entry: True)
     assert sorted(set(killed)) == [100, 101] and len(listings) == 3
+
+
+def _stat_state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0]
+
+
+def test_a_process_whose_main_thread_ended_is_killed_and_reaped(monkeypatch):
+    """A process may end its main thread alone (SYS_exit): its leader is then a zombie ("Z" in
+    /proc/<pid>/stat) while its other threads run on, fork and signal. It is not dead: the kill
+    passes kill it, and it is reaped."""
+    from grader.sandbox import cleanup
+
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            import ctypes
+            import threading
+            import time
+
+            os.close(read_fd)
+            threading.Thread(target=lambda: [time.sleep(0.05) for _ in iter(int, 1)], daemon=True).start()
+            os.write(write_fd, b"x")
+            ctypes.CDLL(None).syscall(60 if os.uname().machine == "x86_64" else 93, 0)  # the main thread only
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    try:
+        assert os.read(read_fd, 1) == b"x"
+        while _stat_state(pid) != "Z":  # the main thread has ended; another one lives on
+            os.sched_yield()
+        assert len(os.listdir(f"/proc/{pid}/task")) == 2
+        killed = []
+        kill = os.kill
+        monkeypatch.setattr(cleanup.os, "kill", lambda target, signum: killed.append(target) or kill(target, signum))
+        cleanup._kill_until_none(lambda entry: int(entry) == pid)
+        monkeypatch.undo()
+        assert killed == [pid]
+        assert os.waitpid(pid, 0)[0] == pid  # killed: every thread ends, and it is reaped
+    finally:
+        os.close(read_fd)
+        try:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+
+
+@pytest.mark.parametrize("bubblewrap", [True, False], ids=["bubblewrap", "without-bubblewrap"])
+def test_a_process_left_with_its_main_thread_ended_never_reaches_the_next_student(tmp_path, monkeypatch, bubblewrap):
+    """A double-forked process in a session of its own whose main thread ended alone looks like a
+    zombie; it is killed with the child's family, not left to run under the next student's child."""
+    if not bubblewrap:
+        monkeypatch.setattr(mounts, "bubblewrap", lambda: NO_BUBBLEWRAP)
+    leave = attacked(tmp_path, "leave", "persist_leaderless_process.py", PERSIST="leave")
+    find = attacked(tmp_path, "find", "persist_leaderless_process.py", PERSIST="find")
+    with SandboxPool(1, LIMITS, probes=[PROBE]) as pool:  # one worker: the same slot, the same uid
+        results = run_all(pool, [leave, find])
+    assert results["leave"][PROBE].message == "left a leaderless process"
+    found = results["find"][PROBE]
+    assert isinstance(found, dict), found.message
+    assert torch.allclose(found["book"], book_inputs() @ book_inputs().T)

@@ -474,3 +474,59 @@ def test_the_tracers_fast_encoding_is_the_encoding(value):
             codec.encode_plain(value)
         return
     assert codec.encode_plain(value) == expected
+
+
+class _Str(str):
+    pass
+
+
+class _Int(int):
+    pass
+
+
+class _Float(float):
+    pass
+
+
+class _List(list):
+    def __iter__(self):
+        return iter(list(super().__iter__())[::-1])
+
+
+def _nested(value, depth: int, as_dict: bool):
+    for _ in range(depth):
+        value = {"k": value} if as_dict else [value]
+    return value
+
+
+unusual_values = st.recursive(
+    st.one_of(plain_values, st.builds(_Str, st.text(max_size=4)), st.builds(_Int, st.integers(-5, 5)),
+              st.builds(_Float, st.floats(allow_nan=False)),
+              st.builds(_nested, st.one_of(st.integers(), st.just([]), st.just({}), st.just(torch.zeros(1))),
+                        st.integers(8, 13), st.booleans())),
+    lambda children: st.one_of(st.lists(children, max_size=3), st.builds(_List, st.lists(children, max_size=3)),
+                               st.dictionaries(st.one_of(st.text(max_size=3), st.booleans(), st.none(),
+                                                         st.integers(-3, 3), st.floats(allow_nan=False)),
+                                               children, max_size=3)),
+    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(unusual_values)
+def test_the_tracers_fast_encoding_is_the_encoding_for_anything(value):
+    """Also for what json.dumps writes otherwise than `encode` (a True key as "true", a str subclass
+    as a string, a list subclass in its storage's order, nesting past MAX_DEPTH): the same bytes,
+    or a CodecError from both."""
+    try:
+        expected = codec.encode(value)
+    except codec.CodecError:
+        with pytest.raises(codec.CodecError):
+            codec.encode_plain(value)
+        return
+    assert codec.encode_plain(value) == expected
+
+
+def test_an_int_too_long_to_write_is_a_codec_error_in_both_encodings():
+    for encode in (codec.encode, codec.encode_plain):
+        with pytest.raises(codec.CodecError):
+            encode({"ok": [10 ** 5000]})

@@ -276,7 +276,10 @@ def _packed_value(values: dict[str, torch.Tensor], dtype: str, shape: list[int],
     numel = math.prod(shape)
     if flat is None or offset < 0 or numel > tracer.MAX_VALUE or offset + numel > flat.numel():
         raise TraceError("bad node value")
-    return flat[offset:offset + numel].view(shape)
+    try:
+        return flat[offset:offset + numel].view(shape)
+    except (TypeError, RuntimeError) as exc:  # no elements, but a size torch cannot hold (2**63)
+        raise TraceError("bad node shape") from exc
 
 
 def finite_or_none(value: Any) -> float | None:

@@ -73,8 +73,19 @@ def _kill_until_none(chosen) -> None:
 
 
 def _is_zombie(entry: str) -> bool:
-    with open(f"/proc/{entry}/stat", "rb") as stat:
-        return stat.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    """Whether every thread of the process has ended. A leader that ended its main thread alone
+    (SYS_exit) shows "Z" in /proc/<pid>/stat while its other threads run on: not dead."""
+    if _state(f"/proc/{entry}/stat") != b"Z":
+        return False
+    return all(_state(f"/proc/{entry}/task/{task}/stat") == b"Z" for task in os.listdir(f"/proc/{entry}/task"))
+
+
+def _state(path: str) -> bytes:
+    try:
+        with open(path, "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0]
+    except FileNotFoundError:  # a thread that ended meanwhile
+        return b"Z"
 
 
 def reap_orphans(uid: int, pid_namespace: bool, seconds: float = 2.0) -> None:
