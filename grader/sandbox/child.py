@@ -80,7 +80,6 @@ def left_behind() -> bool:
             return True  # one still running
 
 
-
 def restrict(uid: int, limits: dict) -> list[str]:
     """Called in the child before any student code runs. Returns protections that were unavailable."""
     missing = []

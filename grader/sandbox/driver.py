@@ -222,7 +222,7 @@ def fitted(document: dict, max_json: int) -> dict:
 def _fit(document: dict, max_json: int) -> tuple[dict, Encoded]:
     """`fitted`'s document and its record {"ok": {"trace": document}} encoded."""
     keep = len(document["ops"])
-    payload = _encoded({"ok": {"trace": document}})
+    payload = _encoded(document)
     while keep and _json_size(payload) > max_json:
         keep //= 2
         ops = document["ops"][:keep]
@@ -231,10 +231,10 @@ def _fit(document: dict, max_json: int) -> tuple[dict, Encoded]:
                  for n in document["nodes"][:last]]
         calls = [_call_within(call, last) for call in document["calls"][:max((op["call"] for op in ops), default=-1) + 1]]
         document = {"ops": ops, "nodes": nodes, "calls": calls, "truncated": True}
-        payload = _encoded({"ok": {"trace": document}})
+        payload = _encoded(document)
     if _json_size(payload) > max_json:
         document = {"ops": [], "nodes": [], "calls": [], "truncated": True}
-        payload = _encoded({"ok": {"trace": document}})
+        payload = _encoded(document)
     return document, payload
 
 
@@ -264,11 +264,10 @@ def packed(document: dict) -> dict:
     return dict(document, nodes=nodes, values={dtype: torch.cat(chunks) for dtype, chunks in parts.items()})
 
 
-def _encoded(record: dict) -> Encoded | None:
-    try:
-        if "trace" in record.get("ok", {}):  # the tracer's own document: exact JSON types and tensors
-            return Encoded(codec.encode_plain({"ok": {"trace": packed(record["ok"]["trace"])}}))
-        return Encoded(codec.encode(record))
+def _encoded(document: dict) -> Encoded | None:
+    """The record {"ok": {"trace": document}} as it is sent (packed), or None when it cannot be."""
+    try:  # the tracer's own document: exact JSON types and tensors
+        return Encoded(codec.encode_plain({"ok": {"trace": packed(document)}}))
     except (codec.CodecError, MemoryError, RuntimeError):
         return None
 
