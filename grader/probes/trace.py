@@ -70,9 +70,13 @@ class Tracer(TorchFunctionMode):
         return self._files[filename]
 
     def _student_stack(self, frame: Any) -> tuple[list[list], Any]:
+        """The student frames from `frame` out (innermost first, at most MAX_STACK of them, the
+        outermost always among them) and the outermost one. The walk ends at the current call's
+        outermost frame: nothing outside it is the code under test's."""
         stack: list[list] = []
         outermost = None
         last: list | None = None
+        stop = self._frames[-1] if self._frames else None
         while frame is not None:
             relative = self._relative(frame.f_code.co_filename)
             if relative is not None:
@@ -82,6 +86,8 @@ class Tracer(TorchFunctionMode):
                 else:
                     last = entry  # the outermost frame is kept too: where the code under test was entered
                 outermost = frame
+            if frame is stop:
+                break
             frame = frame.f_back
         if last is not None:
             stack.append(last)
