@@ -88,12 +88,14 @@ def grade_with_suites(pool: TrackPools, out_of: dict[str, Path], cache_dir: Path
         reference, runs = _baselines(fingerprint, cache_dir)
         tracks = TrackBaselines(reference, runs, cache_dir, fingerprint)
 
-        waiting: dict[int, tuple[SandboxRun, Seam, list[TestOutcome]]] = {}  # trace job -> its submission
+        # trace job -> its submission, and the probes that share a traced one's trace (Diagnoser.trace_plan)
+        waiting: dict[int, tuple[SandboxRun, Seam, list[TestOutcome], dict[str, str]]] = {}
 
         def source():
             for run in pool.results():
                 if run.mode == "trace":  # the second pass of a submission whose tests failed
-                    finish(*waiting.pop(run.job), traces=documents_of(run.results, run.digests))
+                    submission_run, seam, outcomes, shared = waiting.pop(run.job)
+                    finish(submission_run, seam, outcomes, documents_of(run.results, run.digests), shared)
                     continue
                 run.results = _screened(run.results)
                 yield run, Seam(run.results)
@@ -102,29 +104,30 @@ def grade_with_suites(pool: TrackPools, out_of: dict[str, Path], cache_dir: Path
             """The probes that failed go back to the sandbox, traced; the rest is `finish`'s."""
             try:
                 uses = {info.id: info.uses for info in plugin.infos}
-                probes = tracks.diagnoser(run.track).probes_to_trace(outcomes, seam, uses) \
-                    if run.submission.sources else []
+                probes, shared = tracks.diagnoser(run.track).trace_plan(outcomes, seam, uses) \
+                    if run.submission.sources else ([], {})
             except Exception:  # noqa: BLE001
                 log.exception("choosing the probes to trace for %s failed", shown(run.submission.name))
-                probes = []
+                probes, shared = [], {}
             # the trace job gets what the grade job left of the submission's time: a submission
             # whose code sleeps until its tests fail never takes twice `Limits.submission_seconds`
             left = pool.limits.submission_seconds - run.seconds
             if probes and left >= 1:
                 waiting[pool.submit(run.submission, probes, mode="trace", track=run.track, seconds=left)] = \
-                    (run, seam, outcomes)
+                    (run, seam, outcomes, shared)
                 on_released()
             else:
-                finish(run, seam, outcomes, traces={})
+                finish(run, seam, outcomes, {}, {})
                 on_released()
 
-        def finish(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome], traces: dict[str, dict]) -> None:
+        def finish(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome], traces: dict[str, dict],
+                   shared: dict[str, str]) -> None:
             """One submission's result and reports; nothing in them stops the class."""
             submission = run.submission
             track = run.track
             try:
                 result = _grade_result(run, seam, outcomes, plugin.infos, tracks.reference(track),
-                                       tracks.diagnoser(track), catalog, titles, protections, traces)
+                                       tracks.diagnoser(track), catalog, titles, protections, traces, shared)
             except Exception as exc:  # noqa: BLE001
                 log.exception("grading %s failed", shown(submission.name))
                 result = _failed_result(submission, plugin.infos, catalog, titles, protections,
@@ -262,7 +265,8 @@ def _in_notebook_terms(error: ProbeError | None, submission: Submission) -> Prob
 
 def _grade_result(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome], infos: list[SuiteItem],
                   reference: Seam, diagnoser: Diagnoser, catalog: Catalog, titles: dict[str, str],
-                  protections: list[IntegrityNote], traces: dict[str, dict] | None = None) -> GradeResult:
+                  protections: list[IntegrityNote], traces: dict[str, dict] | None = None,
+                  shared: dict[str, str] | None = None) -> GradeResult:
     submission = run.submission
     integrity = list(protections) + list(submission.problems)
     for name, result in run.results.items():
@@ -276,7 +280,7 @@ def _grade_result(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome], info
             outcome.blocked_by = None
     try:  # blame and diagnosis read the sandbox's own file names; the notebook's cells come after
         diagnoser.diagnose_submission(outcomes, seam, {info.id: info.uses for info in infos}, submission.sources,
-                                      traces)
+                                      traces, shared)
     except Exception:  # noqa: BLE001
         log.exception("diagnosis of %s failed", shown(submission.name))
         for outcome in outcomes:

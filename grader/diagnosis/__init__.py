@@ -15,6 +15,7 @@ shapes the wording of the student's own feedback, never a score.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
@@ -116,16 +117,31 @@ class Diagnoser:
 
     def probes_to_trace(self, outcomes: list[TestOutcome], student: Seam,
                         uses: Mapping[str, tuple[str, ...]] | None = None) -> list[str]:
-        """The probes worth tracing: those of failing tests whose results differ from the reference's,
-        where the student's code ran: values, or an exception of its own (not a missing module, an
-        unfinished stub, a timeout or a crash, which a second run would only repeat). A test blocked
-        by another broken module is not diagnosed (`diagnose_submission`), unless blame moves it back
-        to its own module: its probes are traced only for the tests that are."""
+        """The probes to trace (`trace_plan`)."""
+        return self.trace_plan(outcomes, student, uses)[0]
+
+    def trace_plan(self, outcomes: list[TestOutcome], student: Seam,
+                   uses: Mapping[str, tuple[str, ...]] | None = None) -> tuple[list[str], dict[str, str]]:
+        """The probes worth tracing, and the probes that share one of theirs (probe -> the traced one).
+
+        Worth tracing: the probes of failing tests whose results differ from the reference's, where
+        the student's code ran: values, or an exception of its own (not a missing module, an
+        unfinished stub, a timeout or a crash, which a second run would only repeat). A test
+        blocked by another broken module is not diagnosed (`diagnose_submission`), unless blame
+        moves it back to its own module: its probes are traced only for the tests that are.
+
+        Shared: a failing test whose outputs equal a known-buggy variant's (`variant`) has that
+        variant's one cause. Its probe runs the same code as an earlier traced probe when both
+        run the reference through the same functions and both use (or both replace) the
+        parameters as the constructors made them (`code_path`); then the student's code departs
+        at the same place in both, and one trace locates it for both tests."""
         names: list[str] = []
+        groups: dict[tuple, list[str]] = {}  # (variant, code path) -> its probes
         for outcome in outcomes if self.traced else []:
             if outcome.status == "passed" \
                     or (outcome.blocked_by and not caller_is_blamed(outcome, outcomes, uses or {})):
                 continue
+            variant = None
             for name in outcome.probes:
                 result = student.results.get(name)
                 if name in names or same(result, self.reference.results.get(name)):
@@ -134,20 +150,32 @@ class Diagnoser:
                                                        or result.exc_type == "NotImplementedError"):
                     continue
                 names.append(name)
-        return names
+                variant = variant or (self.variant(outcome, student) if outcome.error is None else None) or ""
+                if variant:
+                    groups.setdefault((variant, code_path(name)), []).append(name)
+        shared: dict[str, str] = {}
+        for group in groups.values():  # the one traced: the probe that runs the fewest ops
+            traced = min(group, key=reference_ops)
+            shared.update((name, traced) for name in group if name != traced)
+        names = [name for name in names if name not in shared]
+        return names, shared
 
     def diagnose_submission(self, outcomes: list[TestOutcome], student: Seam,
                             uses: Mapping[str, tuple[str, ...]] | None = None,
                             sources: Mapping[str, str] | None = None,
-                            traces: Mapping[str, Any] | None = None) -> None:
+                            traces: Mapping[str, Any] | None = None, shared: Mapping[str, str] | None = None) -> None:
         """Blame, then a misconception and a `Diagnosis` for every failing test of one submission.
-        `traces`: probe -> the tracer's document (untrusted; see grader.diagnosis.traces)."""
+        `traces`: probe -> the tracer's document (untrusted; see grader.diagnosis.traces); `shared`:
+        probe -> the traced probe whose trace stands for it (`trace_plan`'s, worked out again when
+        not given)."""
         from grader.diagnosis.evidence import Evidence
 
         uses = uses or {}
         moved = decide_blame(outcomes, uses)
         healthy = dependencies_pass(outcomes, uses)
-        evidence = Evidence(traces or {}, sources or {}, healthy, self.findings) if self.traced \
+        if traces and shared is None:
+            shared = self.trace_plan(outcomes, student, uses)[1]
+        evidence = Evidence(traces or {}, sources or {}, healthy, self.findings, shared) if self.traced \
             else Evidence({}, {}, healthy, self.findings)
         for outcome in outcomes:
             if outcome.status == "passed" or outcome.blocked_by:
@@ -182,6 +210,24 @@ class Diagnoser:
 
 
         consolidate(outcomes)
+
+
+@functools.lru_cache(maxsize=None)
+def code_path(probe: str) -> tuple[frozenset[tuple[str | None, str, int]], bool]:
+    """The functions of the code under test that `probe` runs (file, name, first line) on the
+    reference, and whether it uses parameters as the constructors made them (a seeded run)."""
+    from grader.diagnosis.checkpoints import reference
+
+    known = reference(probe)
+    return (frozenset((call.file, call.function, call.line) for call in known.trace.calls),
+            any(instance.seeded for instance in known.instances))
+
+
+def reference_ops(probe: str) -> int:
+    """How many ops the reference's trace of `probe` has (what tracing it costs, roughly)."""
+    from grader.diagnosis.checkpoints import reference
+
+    return len(reference(probe).trace.ops)
 
 
 # a cause that is a special case of another in the same module: a divisor that is sometimes 1

@@ -94,14 +94,18 @@ class Findings:
 
 class Evidence:
     def __init__(self, documents: Mapping[str, Any], sources: Mapping[str, str],
-                 healthy: Callable[[TestOutcome], bool] = lambda outcome: True, findings: Findings | None = None):
+                 healthy: Callable[[TestOutcome], bool] = lambda outcome: True, findings: Findings | None = None,
+                 shared: Mapping[str, str] | None = None):
+        """`shared`: probe -> the probe whose trace stands for it (`Diagnoser.trace_plan`)."""
         self.documents = documents
+        self.stand_ins = dict(shared or {})
         self.sources = sources
         self.healthy = healthy  # whether the modules a test also relies on pass their own tests
         self.shared = findings if findings is not None else Findings()  # findings are read, never changed
         self._findings: dict[str, recognise.Finding | None] = {}
 
     def finding(self, probe: str) -> recognise.Finding | None:
+        probe = self.stand_ins.get(probe, probe) if probe not in self.documents else probe
         if probe not in self._findings:
             document = self.documents.get(probe)
             self._findings[probe] = None if document is None else self.shared.get(probe, document)
