@@ -6,8 +6,9 @@ tests is its own module's. Then, for each failing test, the evidence in order:
 2. known-buggy variants of the reference (`variants`, generated from the pipeline description):
    the student's outputs on every probe the test used equal a variant's, where it differs from
    the reference (computed once per run);
-3. the recogniser (`recognise`) on the student's traces of the test's probes, when the trusted
-   side has them: the checkpoint where the computation departs, the named mistakes (two when
+3. the recogniser (`recognise`) on the student's traces of the test's probes (or, for tests one
+   variant explains, of a probe that runs the same functions: `Diagnoser.trace_plan`), when the
+   trusted side has them: the checkpoint where the computation departs, the named mistakes (two when
    they sit at different checkpoints), the constructor statements that differ, and the line;
 4. behaviour signatures (`signatures`): NaN at the first token, eval outputs that differ...
 Correct code passes its tests and so is never diagnosed. A trace is untrusted data: it only
