@@ -96,3 +96,31 @@ def test_tests_of_different_functions_or_causes_never_share_a_trace():
     assert code_path("sec3_6_multi_head_attention:wrapper_forward") != code_path("sec3_6_multi_head_attention:mha_forward")
     # a seeded run (parameters as the constructor made them) never stands for a transplanted one
     assert code_path("sec3_5_causal_attention:book_seed")[1] and not code_path("sec3_5_causal_attention:causality")[1]
+
+
+def test_a_variant_is_matched_once_per_test_and_forgotten_with_the_submission(monkeypatch):
+    """The plan and the diagnosis both ask which variant a failing test's outputs equal: the answer
+    is worked out once, and kept only as long as the submission's outputs are."""
+    import gc
+
+    reference = Seam(reference_results())
+    diagnoser = Diagnoser(reference, variant_runs())
+    folder = ROOT / "examples" / "class" / "carol"
+    asked: list[str] = []
+    real = Diagnoser._variant
+    monkeypatch.setattr(Diagnoser, "_variant", lambda self, outcome, student: asked.append(outcome.id)
+                        or real(self, outcome, student))
+    kept = []
+
+    def check(folder: Path, seam: Seam, outcomes: list[Outcome]) -> None:
+        uses = {info.id: info.uses for info in plugin.infos}
+        traced, shared = diagnoser.trace_plan(outcomes, seam, uses)
+        diagnoser.diagnose_submission(outcomes, seam, uses, read_sources(folder), {}, shared)
+        kept.append(outcomes)
+
+    plugin = GradingPlugin(reference, iter([(folder, Seam(run_probes(folder)))]), check)
+    run_suites(plugin)
+    failing = [o.id for o in kept[0] if o.status != "passed"]
+    assert failing and sorted(asked) == sorted(failing)
+    gc.collect()
+    assert len(diagnoser._variants) == 0

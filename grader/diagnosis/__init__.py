@@ -17,6 +17,7 @@ shapes the wording of the student's own feedback, never a score.
 from __future__ import annotations
 
 import functools
+import weakref
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
@@ -81,6 +82,7 @@ class Diagnoser:
         self.traced = traced
         self.patterns = all_patterns()
         self._differs: dict[tuple[int, tuple[str, ...]], bool] = {}  # (run, probes) -> unlike the reference
+        self._variants: weakref.WeakKeyDictionary[Seam, dict[tuple, str | None]] = weakref.WeakKeyDictionary()
         from grader.diagnosis.evidence import Findings
 
         self.findings = Findings()  # the recogniser's, per distinct trace of this run
@@ -102,6 +104,16 @@ class Diagnoser:
         return None
 
     def variant(self, outcome: TestOutcome, student: Seam) -> str | None:
+        """The known-buggy variant whose outputs the student's equal on the test's probes, where it
+        differs from the reference; worked out once per test of a submission (`trace_plan` asks
+        first, the diagnosis again), and forgotten with the submission's outputs."""
+        known = self._variants.setdefault(student, {})
+        key = (outcome.id, outcome.probes)
+        if key not in known:
+            known[key] = self._variant(outcome, student)
+        return known[key]
+
+    def _variant(self, outcome: TestOutcome, student: Seam) -> str | None:
         for index, run in enumerate(self.runs):
             relevant = tuple(name for name in outcome.probes if name in run.results)
             if not relevant or not self._differs_from_reference(index, relevant):
