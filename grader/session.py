@@ -110,7 +110,8 @@ def grade_with_suites(pool: TrackPools, out_of: dict[str, Path], cache_dir: Path
             """The probes that failed go back to the sandbox, traced; the rest is `finish`'s."""
             try:
                 uses = {info.id: info.uses for info in plugin.infos}
-                probes, shared = tracks.diagnoser(run.track).trace_plan(outcomes, seam, uses) \
+                probes, shared = tracks.diagnoser(run.track).trace_plan(outcomes, seam, uses,
+                                                                        run.submission.sources) \
                     if run.submission.sources else ([], {})
             except Exception:  # noqa: BLE001
                 log.exception("choosing the probes to trace for %s failed", shown(run.submission.name))

@@ -67,13 +67,13 @@ def test_a_test_that_borrows_a_trace_gets_the_diagnosis_its_own_trace_gives(tmp_
     def check(folder: Path, seam: Seam, outcomes: list[Outcome]) -> None:
         nonlocal borrowed, submissions
         uses = {info.id: info.uses for info in plugin.infos}
-        traced, shared = diagnoser.trace_plan(outcomes, seam, uses)
+        sources = read_sources(folder)
+        traced, shared = diagnoser.trace_plan(outcomes, seam, uses, sources)
         if not shared:
             return
         if set(traced) & set(shared) or not set(shared.values()) <= set(traced):
             differ.append(f"{folder.name}: a probe both traced and shared, or sharing an untraced one")
         documents = trace_probes(folder, traced + sorted(shared))
-        sources = read_sources(folder)
         planned = _diagnosed(diagnoser, outcomes, seam, uses, sources,
                              {name: documents[name] for name in traced}, shared)
         alone = _diagnosed(diagnoser, outcomes, seam, uses, sources, documents, {})

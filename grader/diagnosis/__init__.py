@@ -25,6 +25,7 @@ import torch
 
 from grader.diagnosis.blame import BUILDERS, caller_is_blamed, decide_blame
 from grader.diagnosis.catalogue import CATALOGUE, Misconception
+from grader.diagnosis.paths import same_lines_for_every_input
 from grader.diagnosis.patterns import all_patterns
 from grader.diagnosis.signatures import configuration_differs, signatures
 from grader.diagnosis.variants import Variant, all_variants
@@ -129,12 +130,14 @@ class Diagnoser:
         return self.pattern(outcome) or (self.variant(outcome, student) if outcome.probes else None)
 
     def probes_to_trace(self, outcomes: list[TestOutcome], student: Seam,
-                        uses: Mapping[str, tuple[str, ...]] | None = None) -> list[str]:
+                        uses: Mapping[str, tuple[str, ...]] | None = None,
+                        sources: Mapping[str, str] | None = None) -> list[str]:
         """The probes to trace (`trace_plan`)."""
-        return self.trace_plan(outcomes, student, uses)[0]
+        return self.trace_plan(outcomes, student, uses, sources)[0]
 
     def trace_plan(self, outcomes: list[TestOutcome], student: Seam,
-                   uses: Mapping[str, tuple[str, ...]] | None = None) -> tuple[list[str], dict[str, str]]:
+                   uses: Mapping[str, tuple[str, ...]] | None = None,
+                   sources: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
         """The probes worth tracing, and the probes that share one of theirs (probe -> the traced one).
 
         Worth tracing: the probes of failing tests whose results differ from the reference's, where
@@ -146,8 +149,11 @@ class Diagnoser:
         Shared: a failing test whose outputs equal a known-buggy variant's (`variant`) has that
         variant's one cause. Its probe runs the same code as an earlier traced probe when both
         run the reference through the same functions and both use (or both replace) the
-        parameters as the constructors made them (`code_path`); then the student's code departs
-        at the same place in both, and one trace locates it for both tests."""
+        parameters as the constructors made them (`code_path`), and the student's code there
+        cannot take other lines for other inputs (`paths.same_lines_for_every_input` on the
+        submission's `sources`: no `if x.dtype == ...`, no `if self.training`...); then the
+        student's code departs at the same place in both, and one trace locates it for both
+        tests. Without `sources`, nothing is shared."""
         names: list[str] = []
         groups: dict[tuple, list[str]] = {}  # (variant, code path) -> its probes
         for outcome in outcomes if self.traced else []:
@@ -164,7 +170,8 @@ class Diagnoser:
                     continue
                 names.append(name)
                 variant = variant or (self.variant(outcome, student) if outcome.error is None else None) or ""
-                if variant:
+                if variant and sources is not None \
+                        and same_lines_for_every_input((call[0] for call in code_path(name)[0]), sources):
                     groups.setdefault((variant, code_path(name)), []).append(name)
         shared: dict[str, str] = {}
         for group in groups.values():  # the one traced: the probe that runs the fewest ops
@@ -187,7 +194,7 @@ class Diagnoser:
         moved = decide_blame(outcomes, uses)
         healthy = dependencies_pass(outcomes, uses)
         if traces and shared is None:
-            shared = self.trace_plan(outcomes, student, uses)[1]
+            shared = self.trace_plan(outcomes, student, uses, sources)[1]
         evidence = Evidence(traces or {}, sources or {}, healthy, self.findings, shared) if self.traced \
             else Evidence({}, {}, healthy, self.findings)
         for outcome in outcomes:

@@ -86,7 +86,7 @@ def grade_in_process(directories: list[Path], sink: Callable[[Path, Seam, list[T
                                            params={"module": outcome.module})
                 outcome.blocked_by = None
         uses = {info.id: info.uses for info in plugin.infos}
-        probes, shared = diagnoser.trace_plan(outcomes, seam, uses) if trace else ([], {})
+        probes, shared = diagnoser.trace_plan(outcomes, seam, uses, sources) if trace else ([], {})
         documents = trace_probes(directory, probes) if probes else {}
         diagnoser.diagnose_submission(outcomes, seam, uses, sources, documents, shared)
         sink(directory, seam, outcomes)

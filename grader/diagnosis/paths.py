@@ -1,0 +1,132 @@
+"""Whether one probe's trace may stand for another's: the student's code cannot choose its lines.
+
+Two probes share a trace (`Diagnoser.trace_plan`) when they run the same functions of the
+reference. That says nothing of the student's code, which may take other lines for other inputs:
+`if x.dtype == torch.float64:`, `if self.training:`, `if b > 3:`, a helper picked by a flag, a mask
+built once and cached. The borrowing test would then be told the line (or checkpoint) of another
+input's path. So a trace is shared only when the student's modules that the probes run (and the
+submission's modules they import) contain, inside their functions, no construct that picks
+between lines at run time:
+- `if` (unless it only raises: a probe that takes it fails with an error, and errors never share),
+  a conditional expression, `while`, `break`/`continue`, `try`, `match`, `and`/`or`, a
+  comprehension's filter;
+- a callable chosen at run time: `getattr`/`eval`/`exec`/`globals`/`vars`, a call of a subscript
+  (`table[key](x)`), an index into a literal list, tuple or dict (`(f, g)[flag]`), a list, tuple,
+  set or dict (anywhere in the module) that holds a lambda or one of the module's functions;
+- a loop whose number of turns can be zero for some inputs and not others: any `for` or
+  comprehension over something other than a name, an attribute or `range` of those (and `len`);
+- a decorator other than `staticmethod`, `classmethod`, `property` (a cache skips the body).
+A source that does not parse is never shared. Conservative by design: a branch-free submission
+loses nothing (its probes run the same lines), any other has each probe traced on its own. Not
+seen: a choice hidden in data (a list of functions built at run time and stored in a variable, a
+loop over such a list), in operators a class of the student's overloads, or in state that one call
+leaves for the next.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+from typing import Iterable, Mapping
+
+from grader.records import MODULES
+
+CHOICES = (ast.IfExp, ast.While, ast.Break, ast.Continue, ast.Try, ast.Match, ast.BoolOp) \
+    + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+DYNAMIC = {"getattr", "eval", "exec", "__import__", "globals", "vars", "locals"}
+PLAIN_DECORATORS = {"staticmethod", "classmethod", "property"}
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def same_lines_for_every_input(files: Iterable[str | None], sources: Mapping[str, str]) -> bool:
+    """The student's code in `files` (the reference's file names, `x.py`) and the submission's
+    modules they import cannot take other lines for other inputs (see the module's text)."""
+    seen: set[str] = set()
+    todo = [f.removesuffix(".py") for f in files if f]
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        text = sources.get(module)
+        if text is None:
+            continue  # not the submission's: never the student's lines
+        verdict = _verdict(text)
+        if verdict is None:
+            return False
+        todo.extend(verdict)
+    return True
+
+
+@functools.lru_cache(maxsize=256)
+def _verdict(text: str) -> tuple[str, ...] | None:
+    """None when the module's functions can choose their lines; else the submission's modules it imports."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    try:
+        return None if _can_choose(tree) else _imports(tree)
+    except RecursionError:
+        return None
+
+
+def _can_choose(tree: ast.AST) -> bool:
+    """A function (or lambda) whose body, or whose decorator, can pick its lines at run time; or a
+    table of the module's functions to pick from."""
+    functions = {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict)) \
+                and any(isinstance(item, ast.Lambda) or isinstance(item, ast.Name) and item.id in functions
+                        for item in (node.values if isinstance(node, ast.Dict) else node.elts)):
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and not all(_plain(decorator) for decorator in node.decorator_list):
+            return True
+        if isinstance(node, FUNCTIONS):
+            body = node.body if isinstance(node.body, list) else [node.body]
+            if any(_chooses(inner) for statement in body for inner in ast.walk(statement)):
+                return True
+    return False
+
+
+def _plain(decorator: ast.expr) -> bool:
+    return isinstance(decorator, ast.Name) and decorator.id in PLAIN_DECORATORS \
+        or isinstance(decorator, ast.Attribute) and decorator.attr in ("setter", "getter", "deleter")
+
+
+def _chooses(node: ast.AST) -> bool:
+    if isinstance(node, CHOICES):
+        return True
+    if isinstance(node, ast.If):
+        return bool(node.orelse) or not all(isinstance(statement, ast.Raise) for statement in node.body)
+    if isinstance(node, ast.comprehension):
+        return bool(node.ifs) or not _fixed_turns(node.iter)
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        return bool(node.orelse) or not _fixed_turns(node.iter)
+    if isinstance(node, ast.Call):
+        return isinstance(node.func, ast.Subscript) \
+            or isinstance(node.func, ast.Name) and node.func.id in DYNAMIC
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.value, (ast.List, ast.Tuple, ast.Dict)) and not isinstance(node.slice, ast.Constant)
+    return False
+
+
+def _fixed_turns(iterable: ast.expr) -> bool:
+    """A loop over a name or an attribute (`self.heads`), or `range` of those: as many turns for
+    every probe as the module was built with, never a choice made by a comparison."""
+    if isinstance(iterable, (ast.Name, ast.Attribute)):
+        return True
+    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id in ("range", "len") \
+            and not iterable.keywords:
+        return all(isinstance(arg, (ast.Name, ast.Attribute, ast.Constant)) or _fixed_turns(arg) for arg in iterable.args)
+    return False
+
+
+def _imports(tree: ast.Module) -> tuple[str, ...]:
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.append(node.module.split(".")[-1] if node.level else node.module)
+        elif isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+    return tuple(name for name in names if name in MODULES)
