@@ -129,14 +129,19 @@ def test_a_test_whose_student_code_takes_other_lines_gets_its_own_trace(tmp_path
     assert located >= 4  # the check above compared submissions whose paths really differ
 
 
-def test_branch_free_code_still_shares_one_trace(tmp_path):
-    """The same mistake written once, with no choice of lines: one trace for the tests it explains."""
-    sources = solution_sources()
+def _branch_free_mistake(tmp_path: Path) -> Path:
+    """The reference with MultiHeadAttention's softmax over the wrong axis, written once, no branches."""
     folder = tmp_path / "plain"
     folder.mkdir()
-    for module, text in sources.items():
+    for module, text in solution_sources().items():
         (folder / f"{module}.py").write_text(
             text.replace(MHA_SOFTMAX, "        attn_weights = torch.softmax(attn_scores, dim=-1)\n"))
+    return folder
+
+
+def test_branch_free_code_still_shares_one_trace(tmp_path):
+    """The same mistake written once, with no choice of lines: one trace for the tests it explains."""
+    folder = _branch_free_mistake(tmp_path)
     plans = []
 
     def check(diagnoser, folder, seam, outcomes, uses):
@@ -155,12 +160,7 @@ def test_branch_free_code_still_shares_one_trace(tmp_path):
 def test_a_missing_trace_of_the_traced_probe_costs_only_the_location(tmp_path):
     """The trace job timed out (or its document was truncated to nothing) for the probe a group
     shares: no crash, every test of the group keeps the variant's cause."""
-    sources = solution_sources()
-    folder = tmp_path / "plain"
-    folder.mkdir()
-    for module, text in sources.items():
-        (folder / f"{module}.py").write_text(
-            text.replace(MHA_SOFTMAX, "        attn_weights = torch.softmax(attn_scores, dim=-1)\n"))
+    folder = _branch_free_mistake(tmp_path)
     results = []
 
     def check(diagnoser, folder, seam, outcomes, uses):
