@@ -160,7 +160,6 @@ class Diagnoser:
             if outcome.status == "passed" \
                     or (outcome.blocked_by and not caller_is_blamed(outcome, outcomes, uses or {})):
                 continue
-            variant = None
             for name in outcome.probes:
                 result = student.results.get(name)
                 if name in names or same(result, self.reference.results.get(name)):
@@ -169,7 +168,7 @@ class Diagnoser:
                                                        or result.exc_type == "NotImplementedError"):
                     continue
                 names.append(name)
-                variant = variant or (self.variant(outcome, student) if outcome.error is None else None) or ""
+                variant = self.variant(outcome, student) if outcome.error is None else None  # kept per test
                 if variant and sources is not None \
                         and same_lines_for_every_input((call[0] for call in code_path(name)[0]), sources):
                     groups.setdefault((variant, code_path(name)), []).append(name)
