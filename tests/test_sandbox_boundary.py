@@ -8,6 +8,7 @@ import os
 import re
 import struct
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -528,3 +529,81 @@ def test_an_int_too_long_to_write_is_a_codec_error_in_both_encodings():
     for encode in (codec.encode, codec.encode_plain):
         with pytest.raises(codec.CodecError):
             encode({"ok": [10 ** 5000]})
+
+
+def _decoded_by_walking(payload: bytes) -> Any:
+    """`codec.decode` as it was first written (every value visited, a new container each): the
+    meaning the faster decoding keeps."""
+    (size,) = struct.unpack(">I", payload[:4])
+    document = json.loads(payload[4:4 + size].decode("utf-8"))
+    blob = memoryview(payload)[4 + size:]
+
+    def walk(item: Any, depth: int) -> Any:
+        if depth > codec.MAX_DEPTH:
+            raise codec.CodecError("nested too deeply")
+        if item is None or type(item) in (bool, int, float, str):
+            return item
+        if type(item) is list:
+            return [walk(x, depth + 1) for x in item]
+        if codec.MARK in item:
+            return codec._tensor(item[codec.MARK], blob)
+        if "$f" in item:
+            if len(item) != 1 or type(item["$f"]) is not str or item["$f"] not in ("nan", "inf", "-inf"):
+                raise codec.CodecError("bad float")
+            return float(item["$f"])
+        return {k: walk(v, depth + 1) for k, v in item.items()}
+
+    return walk(document, 0)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape \
+            and torch.equal(a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8))
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if type(a) is list:
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b or (a != a and b != b)
+
+
+def _nested(depth: int, leaf: Any) -> Any:
+    for level in range(depth):
+        leaf = [leaf] if level % 2 else {"k": leaf}
+    return leaf
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.recursive(
+    json_values | st.builds(lambda d, shape, o, n: {"$t": [d, shape, o, n]}, tensor_specs,
+                            st.lists(st.integers(-2, 5), max_size=3), st.integers(-4, 64), st.integers(-4, 64))
+    | st.builds(lambda f: {"$f": f}, st.sampled_from(["nan", "inf", "-inf", "1.0", ""]))
+    | st.builds(lambda d: {"$t": [d, [], 0, 0], "other": 1}, st.sampled_from(["float32", "int8"])),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    max_leaves=12).flatmap(lambda doc: st.tuples(st.just(doc), st.integers(0, 12))), st.binary(max_size=64))
+def test_decoding_means_what_walking_every_value_meant(document_depth, tail):
+    """`codec.decode` skips scalars and rebuilds in place (it is the trusted side's cost of every
+    result); for any document, nested up to past MAX_DEPTH, it gives what visiting every value
+    gave, or a CodecError where that refused it."""
+    document, depth = document_depth
+    text = json.dumps(_nested(depth, document)).encode()
+    payload = struct.pack(">I", len(text)) + text + tail
+    try:
+        expected = _decoded_by_walking(payload)
+    except (codec.CodecError, TypeError):
+        with pytest.raises(codec.CodecError):
+            codec.decode(payload)
+        return
+    assert _same(codec.decode(payload), expected)
+
+
+def test_decoding_refuses_a_leaf_deeper_than_max_depth_and_keeps_one_at_it():
+    for leaf in (1, "x", None, [], {}, {"$f": "nan"}, {"$t": ["float32", [1], 0, 4]}):
+        text = json.dumps(_nested(codec.MAX_DEPTH, leaf)).encode()
+        codec.decode(struct.pack(">I", len(text)) + text + bytes(4))
+    for leaf in (1, "x", None, [1], {"a": 1}):
+        text = json.dumps(_nested(codec.MAX_DEPTH + 1, leaf)).encode()
+        with pytest.raises(codec.CodecError):
+            codec.decode(struct.pack(">I", len(text)) + text + bytes(4))

@@ -146,32 +146,51 @@ def decode(payload: bytes | bytearray, max_json: int = MAX_JSON) -> Any:
     except (UnicodeDecodeError, ValueError) as exc:
         raise CodecError("bad document") from exc
     blob = memoryview(payload)[4 + size:]
+    if type(document) is list or type(document) is dict:
+        return _rebuilt(document, 0, blob)
+    return document
 
-    def walk(item: Any, depth: int) -> Any:
-        if depth > MAX_DEPTH:
-            raise CodecError("nested too deeply")
-        if item is None or type(item) in (bool, int, float, str):
-            return item
-        if type(item) is list:
-            return [walk(x, depth + 1) for x in item]
-        if type(item) is not dict:
-            raise CodecError("unexpected JSON value")
+
+_CONTAINERS = frozenset({list, dict})
+
+
+def _rebuilt(item: list | dict, depth: int, blob: memoryview) -> Any:
+    """A decoded JSON container with its tensor and float records rebuilt (in place: json.loads made
+    it, nothing else holds it); CodecError for a value nested deeper than MAX_DEPTH, a leaf as well
+    (a container at depth MAX_DEPTH may only be empty, a tensor or a float record). json.loads makes
+    only dicts with string keys, lists, strings, numbers, booleans and None; scalars are skipped
+    without a Python call each (most of a tracer's document is numbers and short lists of them)."""
+    if depth > MAX_DEPTH:
+        raise CodecError("nested too deeply")
+    if type(item) is dict:
         if MARK in item:
             return _tensor(item[MARK], blob)
         if "$f" in item:
-            if len(item) != 1 or item["$f"] not in ("nan", "inf", "-inf"):
+            value = item["$f"]
+            if len(item) != 1 or type(value) is not str or value not in ("nan", "inf", "-inf"):
                 raise CodecError("bad float")
-            return float(item["$f"])
-        return {k: walk(v, depth + 1) for k, v in item.items()}
-
-    return walk(document, 0)
+            return float(value)
+        if item and depth == MAX_DEPTH:
+            raise CodecError("nested too deeply")
+        if not _CONTAINERS.isdisjoint(map(type, item.values())):
+            for key, value in item.items():
+                if type(value) is list or type(value) is dict:
+                    item[key] = _rebuilt(value, depth + 1, blob)
+        return item
+    if item and depth == MAX_DEPTH:
+        raise CodecError("nested too deeply")
+    if not _CONTAINERS.isdisjoint(map(type, item)):
+        for index, value in enumerate(item):
+            if type(value) is list or type(value) is dict:
+                item[index] = _rebuilt(value, depth + 1, blob)
+    return item
 
 
 def _tensor(spec: Any, blob: memoryview) -> torch.Tensor:
     if type(spec) is not list or len(spec) != 4:
         raise CodecError("bad tensor record")
     name, shape, offset, nbytes = spec
-    if name not in DTYPES or type(shape) is not list or len(shape) > MAX_DIMS \
+    if type(name) is not str or name not in DTYPES or type(shape) is not list or len(shape) > MAX_DIMS \
             or any(type(n) is not int or n < 0 for n in shape) or type(offset) is not int \
             or type(nbytes) is not int or offset < 0 or nbytes < 0 or offset + nbytes > len(blob):
         raise CodecError("bad tensor record")
