@@ -65,28 +65,47 @@ def _verdict(text: str) -> tuple[str, ...] | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     try:
-        return None if _can_choose(tree) else _imports(tree)
-    except RecursionError:
+        return _read(tree)
+    except RecursionError:  # `range(range(...))` nested past the interpreter's limit
         return None
 
 
-def _can_choose(tree: ast.AST) -> bool:
-    """A function (or lambda) whose body, or whose decorator, can pick its lines at run time; or a
-    table of the module's functions to pick from."""
-    functions = {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict)) \
-                and any(isinstance(item, ast.Lambda) or isinstance(item, ast.Name) and item.id in functions
-                        for item in (node.values if isinstance(node, ast.Dict) else node.elts)):
-            return True
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
-                and not all(_plain(decorator) for decorator in node.decorator_list):
-            return True
+def _read(tree: ast.Module) -> tuple[str, ...] | None:
+    """`_verdict` of a parsed module, in one pass over its nodes: None when a function (or lambda)
+    body, or a function's decorator, can pick its lines at run time, or a literal container holds
+    a lambda or one of the module's functions (a table to pick from); else the submission's
+    modules it imports."""
+    functions: set[str] = set()
+    table_names: set[str] = set()  # names held in literal containers: a table if one is a function
+    imports: list[str] = []
+    todo: list[tuple[ast.AST, bool]] = [(tree, False)]  # (node, inside a function's body)
+    while todo:
+        node, inside = todo.pop()
+        if inside and _chooses(node):
+            return None
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
+            for item in node.values if isinstance(node, ast.Dict) else node.elts:
+                if isinstance(item, ast.Lambda):
+                    return None
+                if isinstance(item, ast.Name):
+                    table_names.add(item.id)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imports.append(node.module.split(".")[-1] if node.level else node.module)
+        elif isinstance(node, ast.Import):
+            imports += [alias.name for alias in node.names]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions.add(node.name)
+            if not all(_plain(decorator) for decorator in node.decorator_list):
+                return None
         if isinstance(node, FUNCTIONS):
             body = node.body if isinstance(node.body, list) else [node.body]
-            if any(_chooses(inner) for statement in body for inner in ast.walk(statement)):
-                return True
-    return False
+            in_body = {id(statement) for statement in body}
+            todo += [(child, inside or id(child) in in_body) for child in ast.iter_child_nodes(node)]
+        else:
+            todo += [(child, inside) for child in ast.iter_child_nodes(node)]
+    if table_names & functions:
+        return None
+    return tuple(name for name in imports if name in MODULES)
 
 
 def _plain(decorator: ast.expr) -> bool:
@@ -120,13 +139,3 @@ def _fixed_turns(iterable: ast.expr) -> bool:
             and not iterable.keywords:
         return all(isinstance(arg, (ast.Name, ast.Attribute, ast.Constant)) or _fixed_turns(arg) for arg in iterable.args)
     return False
-
-
-def _imports(tree: ast.Module) -> tuple[str, ...]:
-    names: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            names.append(node.module.split(".")[-1] if node.level else node.module)
-        elif isinstance(node, ast.Import):
-            names += [alias.name for alias in node.names]
-    return tuple(name for name in names if name in MODULES)
