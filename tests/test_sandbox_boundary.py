@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import os
 import re
 import struct
@@ -607,3 +608,18 @@ def test_decoding_refuses_a_leaf_deeper_than_max_depth_and_keeps_one_at_it():
         text = json.dumps(_nested(codec.MAX_DEPTH + 1, leaf)).encode()
         with pytest.raises(codec.CodecError):
             codec.decode(struct.pack(">I", len(text)) + text + bytes(4))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(sorted(codec.DTYPES)), st.lists(st.integers(0, 3), max_size=3), st.data())
+def test_a_tensor_is_rebuilt_from_exactly_its_bytes(name, shape, data):
+    """Every dtype: the decoded tensor holds the payload's bytes as they are, in the record's shape
+    (whatever they are: a bool's byte 7, a NaN's payload)."""
+    dtype = codec.DTYPES[name]
+    nbytes = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+    raw = data.draw(st.binary(min_size=nbytes, max_size=nbytes))
+    tensor = codec._tensor([name, shape, 0, nbytes], memoryview(raw))
+    assert type(tensor) is torch.Tensor and tensor.dtype == dtype and list(tensor.shape) == shape
+    assert bytes(tensor.reshape(-1).view(torch.uint8).numpy()) == raw
+    with pytest.raises(codec.CodecError):
+        codec._tensor([name, shape, 0, nbytes + 1], memoryview(raw + b"\0"))

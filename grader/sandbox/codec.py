@@ -26,6 +26,7 @@ DTYPES: dict[str, torch.dtype] = {
     "bool": torch.bool,
 }
 NAMES = {dtype: name for name, dtype in DTYPES.items()}
+ITEM_BYTES = {name: torch.empty((), dtype=dtype).element_size() for name, dtype in DTYPES.items()}
 MARK = "$t"
 MAX_DEPTH = 10
 MAX_DIMS = 8
@@ -196,9 +197,8 @@ def _tensor(spec: Any, blob: memoryview) -> torch.Tensor:
         raise CodecError("bad tensor record")
     dtype = DTYPES[name]
     numel = math.prod(shape)
-    if numel * torch.empty((), dtype=dtype).element_size() != nbytes:
+    if numel * ITEM_BYTES[name] != nbytes:
         raise CodecError("tensor size does not match its shape")
     if numel == 0:
         return torch.empty(shape, dtype=dtype)
-    raw = torch.frombuffer(bytearray(blob[offset:offset + nbytes]), dtype=torch.uint8)
-    return raw.view(dtype).reshape(shape)
+    return torch.frombuffer(bytearray(blob[offset:offset + nbytes]), dtype=dtype).reshape(shape)
