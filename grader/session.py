@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from grader.diagnosis import Diagnoser, VariantRun, variant_runs
+from grader.diagnosis.blame import attribute_to_earlier_sections
 from grader.diagnosis.traces import documents_of
 from grader.diagnosis.variants import all_variants
 from grader.i18n import Catalog, section_key
@@ -225,26 +226,6 @@ def _rounded(t: torch.Tensor) -> list[list[float]]:
     return [[round(v, 4) for v in row] for row in t.double().tolist()]
 
 
-def _attribute_to_earlier_sections(outcomes: list[TestOutcome], infos: list[SuiteItem]) -> None:
-    """A failure in a test that also runs code of an earlier section that fails its own tests is
-    blamed on that section ("blocked by") when it has no diagnosis of its own, or when its
-    diagnosis locates the cause in that section's file (the cause is there, not here)."""
-    status = {o.id: o.status for o in outcomes}
-    uses = {info.id: info.uses for info in infos}
-    for outcome in outcomes:
-        if outcome.status == "passed" or outcome.blocked_by:
-            continue
-        broken = [test_id.split("::")[0] for test_id in uses.get(outcome.id, ())
-                  if status.get(test_id, "passed") != "passed"]
-        location = outcome.diagnosis.location if outcome.diagnosis is not None else None
-        elsewhere = location.file.removesuffix(".py") if location is not None else ""
-        if outcome.misconception and not (elsewhere != outcome.module and elsewhere in broken):
-            continue
-        if broken:
-            outcome.blocked_by = elsewhere if elsewhere in broken else broken[0]
-            outcome.misconception = None  # that section's own tests name it; the diagnosis shows its line
-
-
 def _screened(results: dict[str, Any]) -> dict[str, Any]:
     """A child's errors never speak as the grader: an error that claims to be the grader's own
     (kind or key "internal") is a rejected result."""
@@ -294,7 +275,7 @@ def _grade_result(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome], info
         for outcome in outcomes:
             outcome.misconception, outcome.diagnosis = None, None
         partial.append("diagnosis")
-    _attribute_to_earlier_sections(outcomes, infos)  # on the modules' own file names
+    attribute_to_earlier_sections(outcomes, {info.id: info.uses for info in infos})  # on the modules' own file names
     for outcome in outcomes:
         outcome.error = _in_notebook_terms(outcome.error, submission)
         outcome.diagnosis = diagnosis_in_notebook_terms(outcome.diagnosis, submission)

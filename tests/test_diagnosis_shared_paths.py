@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from grader.diagnosis import Diagnoser, variant_runs
+from grader.diagnosis.blame import attribute_to_earlier_sections
 from grader.diagnosis.inprocess import read_sources, run_probes, trace_probes
 from grader.diagnosis.paths import same_lines_for_every_input
 from grader.suites.plugin import GradingPlugin, run_suites
@@ -89,7 +90,8 @@ def _diagnosed(diagnoser, outcomes, seam, uses, sources, documents, shared) -> d
     for outcome in fresh:
         outcome.misconception, outcome.diagnosis = None, None
     diagnoser.diagnose_submission(fresh, seam, uses, sources, documents, shared)
-    return {o.id: (o.misconception, o.diagnosis) for o in fresh if o.status != "passed"}
+    attribute_to_earlier_sections(fresh, uses)  # as the report shows it
+    return {o.id: (o.misconception, o.diagnosis, o.blocked_by) for o in fresh if o.status != "passed"}
 
 
 def _grade(folders: list[Path], check) -> None:
@@ -119,7 +121,7 @@ def test_a_test_whose_student_code_takes_other_lines_gets_its_own_trace(tmp_path
         alone = _diagnosed(diagnoser, outcomes, seam, uses, sources, documents, {})
         differ.extend(f"{folder.name} {test}: {planned.get(test)} != {alone[test]}"
                       for test in alone if planned.get(test) != alone[test])
-        lines = {d.location.line for _, d in alone.values() if d is not None and d.location is not None}
+        lines = {d.location.line for _, d, _ in alone.values() if d is not None and d.location is not None}
         located += len(lines) > 1  # the tests' own traces name several lines: sharing one would lose some
         checked.append(folder.name)
 
@@ -172,7 +174,7 @@ def test_a_missing_trace_of_the_traced_probe_costs_only_the_location(tmp_path):
     _grade([folder], check)
     for shared, diagnosed in results:
         assert shared
-        borrowing = [test for test, (cause, _) in diagnosed.items() if test.startswith(MHA) and cause]
+        borrowing = [test for test, (cause, _, _) in diagnosed.items() if test.startswith(MHA) and cause]
         assert len(borrowing) >= len(shared)
         assert all(diagnosed[test][0] == "missing-scaling" for test in borrowing)
 

@@ -23,7 +23,7 @@ from typing import Any, Mapping
 
 import torch
 
-from grader.diagnosis.blame import BUILDERS, caller_is_blamed, decide_blame
+from grader.diagnosis.blame import BUILDERS, caller_is_blamed, decide_blame, relies_on_failing
 from grader.diagnosis.catalogue import CATALOGUE, Misconception
 from grader.diagnosis.paths import same_lines_for_every_input
 from grader.diagnosis.patterns import all_patterns
@@ -144,7 +144,11 @@ class Diagnoser:
         the student's code ran: values, or an exception of its own (not a missing module, an
         unfinished stub, a timeout or a crash, which a second run would only repeat). A test
         blocked by another broken module is not diagnosed (`diagnose_submission`), unless blame
-        moves it back to its own module: its probes are traced only for the tests that are.
+        moves it back to its own module: its probes are traced only for the tests that are. Nor
+        is a test whose trace would depart where the tests it relies on do
+        (`departs_where_it_relies`): the report blames their section and shows their line
+        (`blame.attribute_to_earlier_sections`); a mistake of its own is named once what it
+        relies on works.
 
         Shared: a failing test whose outputs equal a known-buggy variant's (`variant`) has that
         variant's one cause. Its probe runs the same code as an earlier traced probe when both
@@ -158,7 +162,8 @@ class Diagnoser:
         groups: dict[tuple, list[str]] = {}  # (variant, code path) -> its probes
         for outcome in outcomes if self.traced else []:
             if outcome.status == "passed" \
-                    or (outcome.blocked_by and not caller_is_blamed(outcome, outcomes, uses or {})):
+                    or (outcome.blocked_by and not caller_is_blamed(outcome, outcomes, uses or {})) \
+                    or self.departs_where_it_relies(outcome, outcomes, uses or {}, sources):
                 continue
             for name in outcome.probes:
                 result = student.results.get(name)
@@ -178,6 +183,18 @@ class Diagnoser:
             shared.update((name, traced) for name in group if name != traced)
         names = [name for name in names if name not in shared]
         return names, shared
+
+    def departs_where_it_relies(self, outcome: TestOutcome, outcomes: list[TestOutcome],
+                                uses: Mapping[str, tuple[str, ...]], sources: Mapping[str, str] | None) -> bool:
+        """`outcome`'s test relies on a failing test of an earlier section (`relies_on_failing`), and
+        the student's code that its probes run takes the same lines for every input
+        (`paths.same_lines_for_every_input`, as for a shared trace): its run reaches that section's
+        mistake on the same line as that section's own tests, before anything of its own module
+        is compared. Not when blame moves an exception back to its own module."""
+        return sources is not None and relies_on_failing(outcome, outcomes, uses) \
+            and not caller_is_blamed(outcome, outcomes, uses) \
+            and all(same_lines_for_every_input((call[0] for call in code_path(name)[0]), sources)
+                    for name in outcome.probes)
 
     def diagnose_submission(self, outcomes: list[TestOutcome], student: Seam,
                             uses: Mapping[str, tuple[str, ...]] | None = None,
@@ -207,10 +224,13 @@ class Diagnoser:
                 named.append(pattern)
             found = evidence.for_outcome(outcome, outcomes)
             named += found.misconceptions  # the student's own values say it
-            variant = self.variant(outcome, student) if outcome.probes else None
+            # not traced, as it relies on a broken section: that section's own tests name the cause
+            relies = self.traced and outcome.id not in moved \
+                and self.departs_where_it_relies(outcome, outcomes, uses, sources)
+            variant = self.variant(outcome, student) if outcome.probes and not relies else None
             if variant and not found.misconceptions:
                 named.append(variant)  # else a variant equal on few, small outputs is the weaker evidence
-            if outcome.error is None and not named:
+            if outcome.error is None and not named and not relies:
                 named += signatures(outcome, student, self.reference)
                 if outcome.module in BUILDERS and healthy(outcome) and configuration_differs(outcome, student,
                                                                                             self.reference):
