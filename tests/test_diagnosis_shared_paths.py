@@ -14,11 +14,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grader.diagnosis import Diagnoser, variant_runs
 from grader.diagnosis.blame import attribute_to_earlier_sections
 from grader.diagnosis.inprocess import read_sources, run_probes, trace_probes
-from grader.diagnosis.paths import same_lines_for_every_input
+from grader.diagnosis.paths import same_lines_for_every_input, uses_modules
 from grader.suites.plugin import GradingPlugin, run_suites
 from grader.suites.seam import Seam, reference_results
 from tests.conftest import ROOT
@@ -212,3 +214,44 @@ def test_other_lines_in_an_imported_module_or_a_cached_helper_are_seen():
     assert not same_lines_for_every_input(["m.py"], {"m": table})
     assert not same_lines_for_every_input(["m.py"], {"m": "def broken(:\n"})
     assert same_lines_for_every_input(["m.py", None], {})  # not the submission's code: nothing to choose
+
+
+IMPORT_STYLES = {  # how a module's name gets into the student's module: (import line, the name used)
+    "from": ("from {m} import CausalAttention", "CausalAttention"),
+    "from-relative": ("from .{m} import CausalAttention", "CausalAttention"),
+    "from-as": ("from {m} import CausalAttention as Head", "Head"),
+    "import": ("import {m}", "{m}.CausalAttention"),
+    "import-as": ("import {m} as earlier", "earlier.CausalAttention"),
+}
+
+
+@settings(max_examples=200, deadline=None)
+@given(style=st.sampled_from(sorted(IMPORT_STYLES)), used=st.booleans(),
+       where=st.sampled_from(["init", "forward", "module", "default"]), through=st.booleans())
+def test_a_module_counts_as_used_only_where_a_name_of_it_is_used(style, used, where, through):
+    """`uses_modules`: an import alone is no use; a name of the module used anywhere in the code
+    (a constructor, a forward, module level, a default argument) is, directly or through another
+    of the submission's modules that is used in turn."""
+    line, name = IMPORT_STYLES[style]
+    name = name.format(m=CAUSAL)
+    uses = {"init": f"    def __init__(self):\n        self.head = {name}(2, 2, 4, 0.0)\n",
+            "forward": f"    def forward(self, x):\n        return {name}(2, 2, 4, 0.0)(x)\n",
+            "default": f"    def build(self, kind={name}):\n        return kind\n",
+            "module": f"    pass\n\n\nHEAD = {name}\n"}
+    body = "class Wrapper:\n" + (uses[where] if used else "    def __init__(self):\n        self.other = 1\n")
+    user = line.format(m=CAUSAL) + "\n\n" + body
+    sources, start = {CAUSAL: "class CausalAttention:\n    pass\n", MHA: user}, MHA
+    if through:  # Exercise 3.2 reaches 3.5 through 3.6's wrapper
+        sources["exercise3_2_two_dim_output"] = (f"from {MHA} import Wrapper\n\n\n"
+                                                 "def build():\n    return Wrapper()\n")
+        start = "exercise3_2_two_dim_output"
+    assert uses_modules(start, [CAUSAL], sources) is used
+    assert uses_modules(start, [], sources)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=300))
+def test_any_text_is_read_without_an_error(text):
+    """A module that does not parse uses nothing (so no trace is skipped for it)."""
+    assert uses_modules(MHA, [CAUSAL], {MHA: text, CAUSAL: "x = 1\n"}) in (True, False)
+    assert not uses_modules(MHA, [CAUSAL], {MHA: f"from {CAUSAL} import x\n" + "(" * 300 + "\n"})

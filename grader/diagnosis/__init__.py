@@ -23,9 +23,10 @@ from typing import Any, Mapping
 
 import torch
 
-from grader.diagnosis.blame import BUILDERS, caller_is_blamed, decide_blame, relies_on_failing
+from grader.diagnosis.blame import (BUILDERS, caller_is_blamed, decide_blame, failing_modules_relied_on,
+                                    located_in_own_module)
 from grader.diagnosis.catalogue import CATALOGUE, Misconception
-from grader.diagnosis.paths import same_lines_for_every_input
+from grader.diagnosis.paths import same_lines_for_every_input, uses_modules
 from grader.diagnosis.patterns import all_patterns
 from grader.diagnosis.signatures import configuration_differs, signatures
 from grader.diagnosis.variants import Variant, all_variants
@@ -146,9 +147,9 @@ class Diagnoser:
         blocked by another broken module is not diagnosed (`diagnose_submission`), unless blame
         moves it back to its own module: its probes are traced only for the tests that are. Nor
         is a test whose trace would depart where the tests it relies on do
-        (`departs_where_it_relies`): the report blames their section and shows their line
-        (`blame.attribute_to_earlier_sections`); a mistake of its own is named once what it
-        relies on works.
+        (`departs_where_it_relies`): it gets the diagnosis of those tests (`diagnose_submission`),
+        and the report blames their section (`blame.attribute_to_earlier_sections`); a mistake
+        of its own is named once what it relies on works.
 
         Shared: a failing test whose outputs equal a known-buggy variant's (`variant`) has that
         variant's one cause. Its probe runs the same code as an earlier traced probe when both
@@ -163,7 +164,7 @@ class Diagnoser:
         for outcome in outcomes if self.traced else []:
             if outcome.status == "passed" \
                     or (outcome.blocked_by and not caller_is_blamed(outcome, outcomes, uses or {})) \
-                    or self.departs_where_it_relies(outcome, outcomes, uses or {}, sources):
+                    or self.departs_where_it_relies(outcome, outcomes, student, uses or {}, sources):
                 continue
             for name in outcome.probes:
                 result = student.results.get(name)
@@ -184,17 +185,22 @@ class Diagnoser:
         names = [name for name in names if name not in shared]
         return names, shared
 
-    def departs_where_it_relies(self, outcome: TestOutcome, outcomes: list[TestOutcome],
+    def departs_where_it_relies(self, outcome: TestOutcome, outcomes: list[TestOutcome], student: Seam,
                                 uses: Mapping[str, tuple[str, ...]], sources: Mapping[str, str] | None) -> bool:
-        """`outcome`'s test relies on a failing test of an earlier section (`relies_on_failing`), and
-        the student's code that its probes run takes the same lines for every input
-        (`paths.same_lines_for_every_input`, as for a shared trace): its run reaches that section's
-        mistake on the same line as that section's own tests, before anything of its own module
-        is compared. Not when blame moves an exception back to its own module."""
-        return sources is not None and relies_on_failing(outcome, outcomes, uses) \
-            and not caller_is_blamed(outcome, outcomes, uses) \
+        """`outcome`'s test fails with wrong values only, and relies on failing tests of earlier
+        sections (`failing_modules_relied_on`) whose modules the student's code really uses
+        (`paths.uses_modules`: a name of theirs used, not only imported); the student's code that
+        its probes run takes the same lines for every input (`paths.same_lines_for_every_input`,
+        as for a shared trace), and no known-buggy variant explains its outputs (which would be a
+        cause of its own). Then its run reaches that section's mistake on the same line as that
+        section's own tests, before anything of its own module is compared."""
+        if sources is None or outcome.error is not None:
+            return False
+        broken = failing_modules_relied_on(outcome, outcomes, uses)
+        return bool(broken) and uses_modules(outcome.module, broken, sources) \
             and all(same_lines_for_every_input((call[0] for call in code_path(name)[0]), sources)
-                    for name in outcome.probes)
+                    for name in outcome.probes) \
+            and self.variant(outcome, student) is None
 
     def diagnose_submission(self, outcomes: list[TestOutcome], student: Seam,
                             uses: Mapping[str, tuple[str, ...]] | None = None,
@@ -213,6 +219,7 @@ class Diagnoser:
             shared = self.trace_plan(outcomes, student, uses, sources)[1]
         evidence = Evidence(traces or {}, sources or {}, healthy, self.findings, shared) if self.traced \
             else Evidence({}, {}, healthy, self.findings)
+        untraced: list[TestOutcome] = []  # left untraced as they rely on a broken section (`trace_plan`)
         for outcome in outcomes:
             if outcome.status == "passed" or outcome.blocked_by:
                 continue
@@ -224,13 +231,12 @@ class Diagnoser:
                 named.append(pattern)
             found = evidence.for_outcome(outcome, outcomes)
             named += found.misconceptions  # the student's own values say it
-            # not traced, as it relies on a broken section: that section's own tests name the cause
-            relies = self.traced and outcome.id not in moved \
-                and self.departs_where_it_relies(outcome, outcomes, uses, sources)
-            variant = self.variant(outcome, student) if outcome.probes and not relies else None
+            variant = self.variant(outcome, student) if outcome.probes else None
             if variant and not found.misconceptions:
                 named.append(variant)  # else a variant equal on few, small outputs is the weaker evidence
-            if outcome.error is None and not named and not relies:
+            if self.traced and self.departs_where_it_relies(outcome, outcomes, student, uses, sources):
+                untraced.append(outcome)  # that section's own tests name the cause
+            elif outcome.error is None and not named:
                 named += signatures(outcome, student, self.reference)
                 if outcome.module in BUILDERS and healthy(outcome) and configuration_differs(outcome, student,
                                                                                             self.reference):
@@ -246,9 +252,11 @@ class Diagnoser:
             if named or found.checkpoint or location:
                 outcome.diagnosis = Diagnosis(tuple(named), found.checkpoint_of(named[0]) if named else found.checkpoint,
                                               location, evidence_kind if named else found.kind)
-
-
         consolidate(outcomes)
+        for outcome in untraced:  # the line the tests it relies on found, in their own module
+            relied = located_in_own_module(uses.get(outcome.id, ()), outcomes)
+            if outcome.diagnosis is None and relied is not None:
+                outcome.diagnosis = relied.diagnosis
 
 
 @functools.lru_cache(maxsize=None)

@@ -37,12 +37,12 @@ def caller_is_blamed(outcome: TestOutcome, outcomes: list[TestOutcome],
     return bool(tests) and all(o.status == "passed" for o in tests)
 
 
-def relies_on_failing(outcome: TestOutcome, outcomes: list[TestOutcome],
-                      uses: Mapping[str, tuple[str, ...]]) -> bool:
-    """The tests that `outcome`'s test is marked as using (its `uses`: tests of earlier sections whose
-    code it also runs) include one that does not pass: its failure may be theirs."""
+def failing_modules_relied_on(outcome: TestOutcome, outcomes: list[TestOutcome],
+                              uses: Mapping[str, tuple[str, ...]]) -> set[str]:
+    """The modules of the tests that `outcome`'s test is marked as using (its `uses`: tests of earlier
+    sections whose code it also runs) that do not pass: its failure may be theirs."""
     status = {o.id: o.status for o in outcomes}
-    return any(status.get(test, "passed") != "passed" for test in uses.get(outcome.id, ()))
+    return {test.split("::")[0] for test in uses.get(outcome.id, ()) if status.get(test, "passed") != "passed"}
 
 
 def in_caller(error: ProbeError, module: str) -> ProbeError:
@@ -69,9 +69,7 @@ def decide_blame(outcomes: list[TestOutcome], uses: Mapping[str, tuple[str, ...]
 def attribute_to_earlier_sections(outcomes: list[TestOutcome], uses: Mapping[str, tuple[str, ...]]) -> None:
     """A failure in a test that also runs code of an earlier section that fails its own tests is
     blamed on that section ("blocked by") when it has no diagnosis of its own, or when its
-    diagnosis locates the cause in that section's file (the cause is there, not here). Such a test
-    is not traced (`Diagnoser.trace_plan`): it shows the diagnosis of a test it relies on that
-    locates the cause in that test's own module, and is blocked by that module."""
+    diagnosis locates the cause in that section's file (the cause is there, not here)."""
     status = {o.id: o.status for o in outcomes}
     for outcome in outcomes:
         if outcome.status == "passed" or outcome.blocked_by:
@@ -82,14 +80,9 @@ def attribute_to_earlier_sections(outcomes: list[TestOutcome], uses: Mapping[str
         elsewhere = location.file.removesuffix(".py") if location is not None else ""
         if outcome.misconception and not (elsewhere != outcome.module and elsewhere in broken):
             continue
-        if not broken:
-            continue
-        if outcome.diagnosis is None:  # not traced (Diagnoser.trace_plan): the line its section's own tests found
-            found = located_in_own_module(uses.get(outcome.id, ()), outcomes)
-            if found is not None:
-                outcome.diagnosis, elsewhere = found.diagnosis, found.module
-        outcome.blocked_by = elsewhere if elsewhere in broken else broken[0]
-        outcome.misconception = None  # that section's own tests name it; the diagnosis shows its line
+        if broken:
+            outcome.blocked_by = elsewhere if elsewhere in broken else broken[0]
+            outcome.misconception = None  # that section's own tests name it; the diagnosis shows its line
 
 
 def located_in_own_module(tests: tuple[str, ...], outcomes: list[TestOutcome]) -> TestOutcome | None:

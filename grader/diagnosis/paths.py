@@ -21,6 +21,10 @@ loses nothing (its probes run the same lines), any other has each probe traced o
 seen: a choice hidden in data (a list of functions built at run time and stored in a variable, a
 loop over such a list), in operators a class of the student's overloads, or in state that one call
 leaves for the next.
+
+`uses_modules` tells whether the student's code uses another of the submission's modules at all (a
+name of it in code, not only in an import): a test that relies on a broken earlier section is left
+untraced only then (`Diagnoser.departs_where_it_relies`).
 """
 from __future__ import annotations
 
@@ -55,6 +59,39 @@ def same_lines_for_every_input(files: Iterable[str | None], sources: Mapping[str
             return False
         todo.extend(verdict)
     return True
+
+
+def uses_modules(module: str, others: Iterable[str], sources: Mapping[str, str]) -> bool:
+    """The student's `module` uses each of the submission's modules `others` (a name imported from
+    it appears in code, not only in the import), directly or through submission modules it uses."""
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        todo.extend(_used(sources.get(current, "")))
+    return set(others) <= seen
+
+
+@functools.lru_cache(maxsize=256)
+def _used(text: str) -> tuple[str, ...]:
+    """The submission's modules whose imported names (or the module itself, imported as a name)
+    a module's code uses; none when it does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
+    origin: dict[str, str] = {}  # local name -> the submission's module it comes from
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            module = node.module.split(".")[-1] if node.level else node.module
+            if module in MODULES:
+                origin.update((alias.asname or alias.name, module) for alias in node.names)
+        elif isinstance(node, ast.Import):
+            origin.update((alias.asname or alias.name, alias.name) for alias in node.names if alias.name in MODULES)
+    return tuple(sorted({origin[node.id] for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id in origin}))
 
 
 @functools.lru_cache(maxsize=256)
