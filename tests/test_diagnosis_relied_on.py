@@ -17,11 +17,8 @@ import sys
 
 import pytest
 
-from grader.diagnosis import Diagnoser, variant_runs
 from grader.diagnosis.blame import attribute_to_earlier_sections
-from grader.diagnosis.inprocess import read_sources, run_probes, trace_probes
-from grader.suites.plugin import GradingPlugin, run_suites
-from grader.suites.seam import Seam, reference_results
+from grader.diagnosis.inprocess import grade_each, read_sources, trace_probes
 from tests.conftest import ROOT
 
 sys.path.append(str(ROOT / "benchmarks"))  # last: its files never shadow a package
@@ -31,20 +28,6 @@ from mutation_source import solution_sources  # noqa: E402
 EARLIER = ("sec3_5_causal_attention", "sec3_6_multi_head_attention")
 CAUSAL, MHA = EARLIER
 WRAPPER = "sec3_6_multi_head_attention::test_wrapper_matches_reference"
-
-
-def _graded(folders: list, check) -> None:
-    """`check(diagnoser, folder, seam, outcomes, uses)` on each submission's graded outcomes."""
-    reference = Seam(reference_results())
-    diagnoser = Diagnoser(reference, variant_runs())
-
-    def source():
-        for folder in folders:
-            yield folder, Seam(run_probes(folder))
-
-    plugin = GradingPlugin(reference, source(), lambda folder, seam, outcomes: check(
-        diagnoser, folder, seam, outcomes, {info.id: info.uses for info in plugin.infos}))
-    run_suites(plugin)
 
 
 def _shown(diagnoser, outcomes, seam, uses, sources, documents, shared) -> list:
@@ -76,7 +59,7 @@ def relying(tmp_path_factory):
         failing = _shown(diagnoser, outcomes, seam, uses, sources, trace_probes(folder, traced), shared)
         found.append((mutants[folder], failing, {test: uses.get(test, ()) for test in skipped}, traced))
 
-    _graded(list(mutants), check)
+    grade_each(list(mutants), check)
     return found
 
 
@@ -113,28 +96,9 @@ NO_SCALING = (CAUSAL, "torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1) 
               "torch.softmax(attn_scores, dim=-1)  # (b, T, T)")
 BOOK_MASK = (CAUSAL, "torch.triu(torch.ones(context_length, context_length), diagonal=1)",
              "torch.triu(torch.ones(6, 6), diagonal=1)")  # wrong only past 6 tokens: no wrapper probe sees it
-OWN_HEAD = (MHA, "class MultiHeadAttentionWrapper(nn.Module):", """class Head(nn.Module):
-    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
-        super().__init__()
-        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.dropout = nn.Dropout(dropout)
-        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
-
-    def forward(self, x):
-        b, num_tokens, d_in = x.shape
-        keys = self.W_key(x)
-        queries = self.W_query(x)
-        values = self.W_value(x)
-        attn_scores = queries @ keys.transpose(1, 2)
-        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
-        attn_weights = torch.softmax(attn_scores / keys.shape[-1], dim=-1)
-        attn_weights = self.dropout(attn_weights)
-        return attn_weights @ values
-
-
-class MultiHeadAttentionWrapper(nn.Module):""")
+OWN_HEAD = (MHA, "class MultiHeadAttentionWrapper(nn.Module):",  # 3.5's class copied in, scaled by d_k
+            solution_sources()[CAUSAL].split("\n\n\nclass CausalAttention")[1].join(["class Head", ""])
+            .replace("keys.shape[-1]**0.5", "keys.shape[-1]") + "\n\nclass MultiHeadAttentionWrapper(nn.Module):")
 OWN_HEAD_USED = (MHA, "[CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)",
                  "[Head(d_in, d_out, context_length, dropout, qkv_bias)")  # CausalAttention imported, unused
 CONCAT_DIM_1 = (MHA, "for head in self.heads], dim=-1)", "for head in self.heads], dim=1)")
@@ -174,7 +138,7 @@ def test_a_wrapper_failing_for_a_reason_of_its_own_is_traced_as_before(tmp_path)
         view = lambda shown: [(o.misconception, o.diagnosis, o.blocked_by) for o in shown if o.id == WRAPPER]
         compared.append((folders[folder], view(planned), view(alone)))
 
-    _graded(list(folders), check)
+    grade_each(list(folders), check)
     assert sorted(name for name, _, _ in compared) == sorted(OWN_MISTAKES)
     for name, planned, alone in compared:
         assert planned == alone, name

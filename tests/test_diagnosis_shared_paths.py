@@ -17,12 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.diagnosis import Diagnoser, variant_runs
+from grader.diagnosis import Diagnoser
 from grader.diagnosis.blame import attribute_to_earlier_sections
-from grader.diagnosis.inprocess import read_sources, run_probes, trace_probes
+from grader.diagnosis.inprocess import grade_each, read_sources, trace_probes
 from grader.diagnosis.paths import same_lines_for_every_input, uses_modules
-from grader.suites.plugin import GradingPlugin, run_suites
-from grader.suites.seam import Seam, reference_results
 from tests.conftest import ROOT
 
 sys.path.append(str(ROOT / "benchmarks"))  # last: its files never shadow a package
@@ -96,19 +94,6 @@ def _diagnosed(diagnoser, outcomes, seam, uses, sources, documents, shared) -> d
     return {o.id: (o.misconception, o.diagnosis, o.blocked_by) for o in fresh if o.status != "passed"}
 
 
-def _grade(folders: list[Path], check) -> None:
-    reference = Seam(reference_results())
-    diagnoser = Diagnoser(reference, variant_runs())
-
-    def source():
-        for folder in folders:
-            yield folder, Seam(run_probes(folder))
-
-    plugin = GradingPlugin(reference, source(), lambda folder, seam, outcomes: check(
-        diagnoser, folder, seam, outcomes, {info.id: info.uses for info in plugin.infos}))
-    run_suites(plugin)
-
-
 def test_a_test_whose_student_code_takes_other_lines_gets_its_own_trace(tmp_path):
     folders = [_submission(name, tmp_path) for name in BRANCHES]
     differ, located, checked = [], 0, []
@@ -127,7 +112,7 @@ def test_a_test_whose_student_code_takes_other_lines_gets_its_own_trace(tmp_path
         located += len(lines) > 1  # the tests' own traces name several lines: sharing one would lose some
         checked.append(folder.name)
 
-    _grade(folders, check)
+    grade_each(folders, check)
     assert not differ
     assert sorted(checked) == sorted(BRANCHES)
     assert located >= 4  # the check above compared submissions whose paths really differ
@@ -154,7 +139,7 @@ def test_branch_free_code_still_shares_one_trace(tmp_path):
         plans.append((diagnoser.trace_plan(outcomes, seam, uses, code), diagnoser.trace_plan(outcomes, seam, uses),
                       untraced.trace_plan(outcomes, seam, uses, code)))
 
-    _grade([folder], check)
+    grade_each([folder], check)
     (_, shared), (_, without_sources), untraced = plans[0]
     assert len(shared) >= 2
     assert without_sources == {}  # no sources, no proof the lines are the same: nothing shared
@@ -173,7 +158,7 @@ def test_a_missing_trace_of_the_traced_probe_costs_only_the_location(tmp_path):
         for documents in ({}, {name: {"ops": "cut short"} for name in set(shared.values())}):
             results.append((shared, _diagnosed(diagnoser, outcomes, seam, uses, code, documents, shared)))
 
-    _grade([folder], check)
+    grade_each([folder], check)
     for shared, diagnosed in results:
         assert shared
         borrowing = [test for test, (cause, _, _) in diagnosed.items() if test.startswith(MHA) and cause]

@@ -60,10 +60,10 @@ def read_sources(directory: Path) -> dict[str, str]:
             for name in MODULES if (directory / f"{name}.py").is_file()}
 
 
-def grade_in_process(directories: list[Path], sink: Callable[[Path, Seam, list[TestOutcome]], None],
-                     trace: bool = True) -> None:
-    """The hidden suites and the diagnosis (with traces of what failed) on each submission, all in
-    this process; `sink(directory, seam, outcomes)` receives each one's diagnosed outcomes."""
+def grade_each(directories: list[Path], check: Callable[..., None]) -> None:
+    """The hidden suites on each submission in `directories`, all in this process:
+    `check(diagnoser, directory, seam, outcomes, uses)` receives each one's outcomes, undiagnosed,
+    with a `Diagnoser` of the reference and the tests' `uses` markers."""
     from grader.diagnosis import Diagnoser, variant_runs
     from grader.suites.plugin import GradingPlugin, run_suites
     from grader.suites.seam import Seam, reference_results
@@ -78,18 +78,26 @@ def grade_in_process(directories: list[Path], sink: Callable[[Path, Seam, list[T
         for directory in directories:
             yield directory, Seam(run_probes(directory))
 
-    def diagnose(directory: Path, seam: Seam, outcomes: list[TestOutcome]) -> None:
+    plugin = GradingPlugin(reference, source(), lambda directory, seam, outcomes: check(
+        diagnoser, directory, seam, outcomes, {info.id: info.uses for info in plugin.infos}))
+    run_suites(plugin)
+
+
+def grade_in_process(directories: list[Path], sink: Callable[[Path, Seam, list[TestOutcome]], None],
+                     trace: bool = True) -> None:
+    """The hidden suites and the diagnosis (with traces of what failed) on each submission, all in
+    this process; `sink(directory, seam, outcomes)` receives each one's diagnosed outcomes."""
+
+    def diagnose(diagnoser, directory: Path, seam: Seam, outcomes: list[TestOutcome], uses) -> None:
         sources = read_sources(directory)
         for outcome in outcomes:
             if outcome.status != "passed" and outcome.module not in sources and outcome.error is not None:
                 outcome.error = ProbeError(kind="import", key="import.missing", module=outcome.module,
                                            params={"module": outcome.module})
                 outcome.blocked_by = None
-        uses = {info.id: info.uses for info in plugin.infos}
         probes, shared = diagnoser.trace_plan(outcomes, seam, uses, sources) if trace else ([], {})
         documents = trace_probes(directory, probes) if probes else {}
         diagnoser.diagnose_submission(outcomes, seam, uses, sources, documents, shared)
         sink(directory, seam, outcomes)
 
-    plugin = GradingPlugin(reference, source(), diagnose)
-    run_suites(plugin)
+    grade_each(directories, diagnose)
