@@ -23,8 +23,8 @@ from typing import Any, Mapping
 
 import torch
 
-from grader.diagnosis.blame import (BUILDERS, caller_is_blamed, decide_blame, failing_modules_relied_on,
-                                    located_in_own_module)
+from grader.diagnosis.blame import (BUILDERS, caller_is_blamed, decide_blame, dependencies_pass,
+                                    failing_modules_relied_on, located_in_own_module)
 from grader.diagnosis.catalogue import CATALOGUE, Misconception
 from grader.diagnosis.paths import same_lines_for_every_input, uses_modules
 from grader.diagnosis.patterns import all_patterns
@@ -295,20 +295,6 @@ def consolidate(outcomes: list[TestOutcome]) -> None:
         if causes != list(diagnosis.misconceptions):
             outcome.diagnosis = replace(diagnosis, misconceptions=tuple(causes))
             outcome.misconception = causes[0]
-
-
-def dependencies_pass(outcomes: list[TestOutcome], uses: Mapping[str, tuple[str, ...]]):
-    """A test's modules of earlier sections work: the tests it (or its module's tests) `uses` pass."""
-    status = {o.id: o.status for o in outcomes}
-    by_module: dict[str, set[str]] = {}
-    for test, used in uses.items():
-        by_module.setdefault(test.split("::")[0], set()).update(used)
-
-    def healthy(outcome: TestOutcome) -> bool:
-        used = set(uses.get(outcome.id, ())) or by_module.get(outcome.module, set())
-        return all(status.get(test, "passed") == "passed" for test in used)
-
-    return healthy
 
 
 __all__ = ["CATALOGUE", "Diagnoser", "Misconception", "VariantRun", "variant_runs"]

@@ -90,3 +90,17 @@ def located_in_own_module(tests: tuple[str, ...], outcomes: list[TestOutcome]) -
     return next((o for o in outcomes if o.id in tests and o.status != "passed" and o.diagnosis is not None
                  and o.diagnosis.location is not None and o.diagnosis.location.file.removesuffix(".py") == o.module),
                 None)
+
+
+def dependencies_pass(outcomes: list[TestOutcome], uses: Mapping[str, tuple[str, ...]]):
+    """A test's modules of earlier sections work: the tests it (or its module's tests) `uses` pass."""
+    status = {o.id: o.status for o in outcomes}
+    by_module: dict[str, set[str]] = {}
+    for test, used in uses.items():
+        by_module.setdefault(test.split("::")[0], set()).update(used)
+
+    def healthy(outcome: TestOutcome) -> bool:
+        used = set(uses.get(outcome.id, ())) or by_module.get(outcome.module, set())
+        return all(status.get(test, "passed") == "passed" for test in used)
+
+    return healthy
