@@ -38,11 +38,12 @@ def caller_is_blamed(outcome: TestOutcome, outcomes: list[TestOutcome],
 
 
 def failing_modules_relied_on(outcome: TestOutcome, outcomes: list[TestOutcome],
-                              uses: Mapping[str, tuple[str, ...]]) -> set[str]:
+                              uses: Mapping[str, tuple[str, ...]]) -> list[str]:
     """The modules of the tests that `outcome`'s test is marked as using (its `uses`: tests of earlier
-    sections whose code it also runs) that do not pass: its failure may be theirs."""
+    sections whose code it also runs) that do not pass, in the marker's order: its failure may be theirs."""
     status = {o.id: o.status for o in outcomes}
-    return {test.split("::")[0] for test in uses.get(outcome.id, ()) if status.get(test, "passed") != "passed"}
+    return list(dict.fromkeys(test.split("::")[0] for test in uses.get(outcome.id, ())
+                              if status.get(test, "passed") != "passed"))
 
 
 def in_caller(error: ProbeError, module: str) -> ProbeError:
@@ -70,12 +71,10 @@ def attribute_to_earlier_sections(outcomes: list[TestOutcome], uses: Mapping[str
     """A failure in a test that also runs code of an earlier section that fails its own tests is
     blamed on that section ("blocked by") when it has no diagnosis of its own, or when its
     diagnosis locates the cause in that section's file (the cause is there, not here)."""
-    status = {o.id: o.status for o in outcomes}
     for outcome in outcomes:
         if outcome.status == "passed" or outcome.blocked_by:
             continue
-        broken = [test_id.split("::")[0] for test_id in uses.get(outcome.id, ())
-                  if status.get(test_id, "passed") != "passed"]
+        broken = failing_modules_relied_on(outcome, outcomes, uses)
         location = outcome.diagnosis.location if outcome.diagnosis is not None else None
         elsewhere = location.file.removesuffix(".py") if location is not None else ""
         if outcome.misconception and not (elsewhere != outcome.module and elsewhere in broken):
