@@ -25,7 +25,7 @@ from grader.intake.discovery import read_submission  # noqa: E402
 from grader.probes import PROBES, load_all  # noqa: E402
 from grader.records import MODULES  # noqa: E402
 from grader.runner import CACHE_DIR, grade  # noqa: E402
-from grader.sandbox import codec, mounts, pool as pool_module  # noqa: E402
+from grader.sandbox import codec, mounts, slots  # noqa: E402
 from grader.sandbox.pool import Limits, SandboxPool, decode  # noqa: E402
 
 ATTACKS = ROOT / "tests" / "attacks"
@@ -65,7 +65,7 @@ def write_solutions(target: Path, note: str = "") -> Path:
 def slot_processes() -> list[int]:
     """Processes running under one of this process's slot uids (other grading runs on the machine
     have their own)."""
-    low = pool_module._uid_base()
+    low = slots.uid_base()
     high = low + 16
     found = []
     for entry in os.listdir("/proc"):

@@ -22,7 +22,7 @@ from grader.intake.discovery import read_submission
 from grader.probes import book_inputs, load_all
 from grader.records import ProbeError
 from grader.runner import grade
-from grader.sandbox import connection, exposure, mounts, pool as pool_module
+from grader.sandbox import connection, exposure, mounts, pool as pool_module, slots
 from grader.sandbox.pool import Limits, SandboxPool
 from tests.conftest import MODULES, solutions_as_submission
 from tests.platforms import WITHOUT_NAMESPACES
@@ -149,7 +149,7 @@ def test_the_answer_key_the_class_and_the_reports_are_out_of_reach(tmp_path, mon
     solutions_as_submission(klass / "classmate")
     (out / ".grader-cache").mkdir(parents=True)
     (out / ".grader-cache" / "baselines-test.bin").write_bytes(b"the reference's outputs")
-    git = pool_module._git_folders(ROOT)[-1]
+    git = mounts.git_folders(ROOT)[-1]
     paths = {"REPO": str(ROOT), "CLASS": str(klass), "OUT": str(out), "GIT": str(git), "GRADER": str(os.getpid())}
     thief = attacked(klass, "thief", "reach_answer_key.py", **paths)
     assert os.access(ROOT / "solutions", os.R_OK)  # reachable here, in the grader
@@ -519,7 +519,7 @@ def test_an_answer_key_readable_by_the_childs_uid_is_named(monkeypatch, usable, 
     """Without bubblewrap or a mount namespace (a container without CAP_SYS_ADMIN) a root grader's
     children run under their own uid: the kit's file permissions are then all that hides the answer
     key, and the notice says when they do not."""
-    monkeypatch.setattr(pool_module, "has_sys_admin", lambda: sys_admin)
+    monkeypatch.setattr(mounts, "has_sys_admin", lambda: sys_admin)
     monkeypatch.setattr(mounts, "bubblewrap", lambda: mounts.Bubblewrap(installed=True, usable=usable,
                                                                          reason="" if usable else "bwrap: denied"))
     monkeypatch.setattr(exposure, "readable_by_others", lambda root: readable)
@@ -576,10 +576,10 @@ def test_a_child_without_root_still_gets_an_ipc_namespace_of_its_own():
 def test_two_grading_runs_at_once_never_share_a_uid_range(tmp_path):
     """Slot uids used to be chosen by pid modulo 2000: two runs could share them, and one run's
     clean-up would kill the other's children. A range is now held with a lock while a run lives."""
-    first = pool_module.reserve_uid_range(7, tmp_path)
-    second = pool_module.reserve_uid_range(7, tmp_path)
+    first = slots.reserve_uid_range(7, tmp_path)
+    second = slots.reserve_uid_range(7, tmp_path)
     assert first == 7 and second == 8
-    script = ("import sys; from pathlib import Path; from grader.sandbox.pool import reserve_uid_range; "
+    script = ("import sys; from pathlib import Path; from grader.sandbox.slots import reserve_uid_range; "
               "print(reserve_uid_range(7, Path(sys.argv[1])))")
     other = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
                            cwd=ROOT, check=True)

@@ -5,12 +5,20 @@ frame per probe to the worker (see `worker`).
 Frames to the worker, in this order per probe: {"kind": "start", "name": probe}, any number of
 {"kind": "import", "name": module} / {"kind": "imported", ...} pairs, then {"kind": "result",
 "name": probe} with the probe's record (`driver.serialise`) as payload.
+
+A child given a command pipe (a job the trusted side may follow up, `worker`) does not end after
+its last probe: it sends {"kind": "parked"} and waits, every signal blocked, for one command line
+{"mode", "probes", "park"} (the same submission's next probes, e.g. the failed ones traced), or
+for the end of the pipe. The worker stops it (SIGSTOP) while it waits.
 """
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import resource
+import signal
+import sys
 import threading
 
 from grader.frameworks import namespace_for
@@ -30,21 +38,59 @@ FAILED, NOT_DROPPED, NO_NAMESPACE = 70, 71, 72
 
 
 def run(job: dict, remaining: list[str], poisoned: dict[str, str], scratch: str, write_fd: int, uid: int,
-        probes: dict) -> None:
-    """The child's whole life: restrict, then one frame per probe; never returns."""
+        probes: dict, command_fd: int = -1) -> None:
+    """The child's whole life: restrict, then one frame per probe (and, with a `command_fd`, the
+    probes of each command that follows); never returns."""
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
-    # nothing but the result pipe: not the pool's channel, not the job channel, nothing inherited
-    os.closerange(3, write_fd)
-    os.closerange(write_fd + 1, 1 << 16)
+    # nothing but the result pipe (and the command pipe): not the pool's channel, not the job
+    # channel, nothing inherited
+    low = 3
+    for kept in sorted(fd for fd in (write_fd, command_fd) if fd >= 0):
+        os.closerange(low, kept)
+        low = kept + 1
+    os.closerange(low, 1 << 16)
     restrict(uid, job["limits"])
     os.chdir(scratch)
+    run_probe, park = driver.MODES[job["mode"]], command_fd >= 0
+    warm = set(sys.modules)  # the worker's modules: none of them is the student's
+    while True:
+        ns = _namespace(job.get("track", "pytorch"), scratch, poisoned, write_fd)
+        pending, all_run = _run_probes(remaining, run_probe, probes, ns, scratch, write_fd)
+        if not (park and all_run):
+            break
+        command = _wait_for_command(write_fd, pending, command_fd)
+        if command is None:
+            os._exit(0)
+        remaining, run_probe, park = command["probes"], driver.MODES[command["mode"]], command["park"]
+        _forget_modules(os.path.realpath(scratch), warm)
+    write_all(write_fd, pending)
+    os._exit(0)
+
+
+def _namespace(track: str, scratch: str, poisoned: dict[str, str], write_fd: int):
     ns = driver.StudentNamespace(scratch, poisoned,
                                  on_import=lambda module: write_all(write_fd, frame({"kind": "import", "name": module})),
                                  on_imported=lambda module: write_all(write_fd, frame({"kind": "imported", "name": module})))
-    ns = namespace_for(job.get("track", "pytorch"), ns)  # MindSpore code behind the adapter's facades
-    run_probe = driver.MODES[job["mode"]]
+    return namespace_for(track, ns)  # MindSpore code behind the adapter's facades
+
+
+def _forget_modules(directory: str, warm: set[str]) -> None:
+    """The next command's probes import the student's modules afresh, as a new child would: their
+    module-level code runs (and is traced) again, and nothing an earlier probe left in them counts."""
+    for name, module in [(name, module) for name, module in sys.modules.items() if name not in warm]:
+        try:
+            file = getattr(module, "__file__", None)
+            if type(file) is str and os.path.dirname(file) == directory:  # imported from there (sys.path)
+                del sys.modules[name]
+        except Exception:  # noqa: BLE001 - a module whose attributes cannot be read is none of the student's files
+            pass
+
+
+def _run_probes(remaining: list[str], run_probe, probes: dict, ns, scratch: str, write_fd: int) -> tuple[bytes, bool]:
+    """One frame per probe; returns the last result's frame (still to write) and whether every
+    probe ran (False: this child left something behind and must end, see `left_behind`)."""
     pending = b""
     for name in remaining:
         # a probe's (small) result and the next one's start go in one write: one wake-up of the worker
@@ -58,9 +104,24 @@ def run(job: dict, remaining: list[str], poisoned: dict[str, str], scratch: str,
         else:
             pending += payload
         if left_behind():
-            break  # the worker starts a fresh child for the probes after this one
-    write_all(write_fd, pending)
-    os._exit(0)
+            return pending, False  # the worker starts a fresh child for the probes after this one
+    return pending, True
+
+
+def _wait_for_command(write_fd: int, pending: bytes, command_fd: int) -> dict | None:
+    """Say "parked" (after the last result) and read the next command; None at the end of the pipe.
+    No handler of the code under test runs meanwhile: every signal stays blocked until the command
+    is in (the worker stops this child while it waits, and continues it with the command)."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    write_all(write_fd, pending + frame({"kind": "parked"}))
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = os.read(command_fd, 1 << 16)
+        if not chunk:
+            return None
+        line += chunk
+    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    return json.loads(line)
 
 
 def left_behind() -> bool:

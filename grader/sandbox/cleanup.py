@@ -41,6 +41,15 @@ def strays(child: int) -> bool:
         return False  # a kernel without the children list: found when the child ends
 
 
+def children(pid: int) -> bool:
+    """Whether the process has (live or unreaped) children of its own."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as listed:
+            return bool(listed.read().split())
+    except OSError:
+        return True  # cannot tell: as if it had
+
+
 def _kill_descendants(uid: int, pid_namespace: bool) -> None:
     if pid_namespace:
         spared = {1, os.getpid(), os.getppid()}

@@ -99,6 +99,17 @@ class WorkerConnection:
         except (OSError, ValueError, TimeoutError, ChannelError):
             return False
 
+    def end(self, job_id: int, deadline: float) -> bool:
+        """Say that nothing follows a job to follow (see `worker`); False if its answer never came."""
+        try:
+            self.process.stdin.write(json.dumps({"id": job_id, "end": True}).encode() + b"\n")
+            self.process.stdin.flush()
+            header = self.reader.header(until(deadline))
+        except (OSError, ValueError, TimeoutError, ChannelError):
+            return False
+        return header is not None and header.get("id") == job_id and header.get("status") == "done" \
+            and header["size"] == 0
+
     def kill(self) -> None:
         try:
             self.process.kill()

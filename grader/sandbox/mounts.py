@@ -161,3 +161,32 @@ def worker_command(kit: Path, uid: int, result_fd: int, flavour: str, bwrap: lis
     if bwrap is None:
         return python + [str(kit), *arguments, *(["--private-view", view] if view else [])]
     return bwrap + python + ["/tmp/kit", *arguments, "--pid-namespace"]
+
+
+def has_sys_admin() -> bool:
+    """Whether this process may make a mount namespace (CAP_SYS_ADMIN among its effective capabilities)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("CapEff:"):
+                return bool(int(line.split()[1], 16) >> 21 & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
+
+
+def git_folders(checkout: Path) -> list[Path]:
+    """The checkout's git folder, where every version of the answer key is: for a worktree (whose
+    .git is a file naming its folder inside the main repository's), the main repository's too."""
+    dot_git = checkout / ".git"
+    if not dot_git.is_file():
+        return [dot_git]
+    try:
+        text = dot_git.read_text(errors="replace").strip()
+    except OSError:
+        return []
+    if not text.startswith("gitdir:"):
+        return []
+    own = (checkout / text.removeprefix("gitdir:").strip()).resolve()
+    common = own / "commondir"
+    shared = (own / common.read_text().strip()).resolve() if common.is_file() else own
+    return [own, shared]

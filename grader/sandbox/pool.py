@@ -7,8 +7,6 @@ most `jobs` entries, so the trusted process holds at most about 2 x jobs + 1 sub
 """
 from __future__ import annotations
 
-import fcntl
-import functools
 import itertools
 import os
 import queue
@@ -16,9 +14,9 @@ import shutil
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import grader
 from grader.frameworks import track_of
@@ -26,6 +24,8 @@ from grader.records import IntegrityNote, ProbeError, Submission
 from grader.sandbox import exposure, mounts
 from grader.sandbox.boundary import Budget, decode, error_from_dict, result_from_record
 from grader.sandbox.connection import WorkerConnection, environment, job_record
+from grader.sandbox.runs import Limits, SandboxRun
+from grader.sandbox.slots import uid_base
 
 __all__ = ["Limits", "SandboxPool", "SandboxRun", "decode", "error_from_dict", "result_from_record"]
 
@@ -36,106 +36,9 @@ KIT_ROOT = Path(grader.__file__).resolve().parent
 # What the workers run, copied out of the kit (never the suites, the solutions or the trusted side).
 SANDBOX_FILES = ["__init__.py", "probes", "frameworks", "sandbox/__init__.py", "sandbox/channel.py", "sandbox/child.py",
                  "sandbox/cleanup.py", "sandbox/clocks.py", "sandbox/codec.py", "sandbox/driver.py", "sandbox/private_view.py",
-                 "sandbox/seccomp.py", "sandbox/warmup.py", "sandbox/worker.py"]
-SLOT_UID_BASE = 61000
-SLOTS_PER_RUN = 16  # uids per grading run, for all its pools' workers
+                 "sandbox/seccomp.py", "sandbox/warmup.py", "sandbox/worker.py", "sandbox/job.py"]
 GRACE_SECONDS = 30  # after a job's own deadline, for its worker to stop the child and answer
 ATTEMPTS = 3
-
-
-@dataclass(frozen=True)
-class Limits:
-    probe_seconds: float = 10.0  # CPU time of a probe (a busy machine never times out correct code)
-    probe_wall_seconds: float = 30.0  # a probe's wall-clock backstop, for code that sleeps or blocks
-    # Wall clock for all probes of one module: a module that sleeps or blocks uses up its own time,
-    # never its neighbours' (probe_wall_seconds < module_seconds: one sleeping function leaves its
-    # module's other functions time to run). The submission's cap is at least the seven modules'.
-    module_seconds: float = 40.0
-    submission_seconds: float = 300.0  # wall clock for all probes of a submission (its grade and trace jobs together)
-    cpu_seconds: int = 60  # RLIMIT_CPU of each child
-    memory_bytes: int = 1024**3  # address space on top of torch's own, per process
-    file_bytes: int = 16 * 1024**2
-    processes: int = 8  # tasks of the child's uid: processes x memory stays well inside the machine
-    # The reference's largest result is 25 kB (GPT-2 size) and all 47 together 60 kB (the buggy
-    # variants' at most 61 kB): one result may be 160 times the largest, all of a submission's
-    # together 130 times the total (what the trusted process holds per submission in flight).
-    payload_bytes: int = 4 * 1024**2
-    result_bytes: int = 8 * 1024**2
-
-
-@dataclass
-class SandboxRun:
-    """What came back from the sandbox for one job: per probe, outputs or an error."""
-
-    submission: Submission
-    results: dict[str, dict[str, Any] | ProbeError] = field(default_factory=dict)
-    mode: str = "grade"
-    job: int = 0
-    track: str = "pytorch"  # the framework its code was run as (grader.frameworks.track_of)
-    # a digest of each result's payload as it came from the sandbox: the same bytes, the same result
-    digests: dict[str, bytes] = field(default_factory=dict)
-    seconds: float = 0.0  # wall-clock seconds of the submission's time the job used
-
-
-UID_RANGES = 2000  # ranges of SLOTS_PER_RUN uids from SLOT_UID_BASE, one per grading run at a time
-_RESERVED: list[int] = []  # the lock files' descriptors: held until this process exits
-
-
-@functools.cache
-def _uid_base() -> int:
-    """Per-run uids for the slots (all pools of this process share them)."""
-    return SLOT_UID_BASE + reserve_uid_range(os.getpid() % UID_RANGES) * SLOTS_PER_RUN
-
-
-def reserve_uid_range(start: int, folder: Path | None = None) -> int:
-    """The first range from `start` on that no other grading run holds, held with a lock file until
-    this process exits: two runs at once never share a uid (one run's clean-up kills every process
-    of its slots' uids and removes their files). Without a lock folder, `start` itself."""
-    folder = folder or Path(tempfile.gettempdir()) / "attention-kit-uids"
-    try:
-        folder.mkdir(mode=0o700, exist_ok=True)
-        for step in range(UID_RANGES):
-            index = (start + step) % UID_RANGES
-            descriptor = os.open(folder / f"{index}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            try:
-                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(descriptor)
-                continue
-            _RESERVED.append(descriptor)
-            return index
-    except OSError:
-        pass
-    return start
-
-
-def has_sys_admin() -> bool:
-    """Whether this process may make a mount namespace (CAP_SYS_ADMIN among its effective capabilities)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("CapEff:"):
-                return bool(int(line.split()[1], 16) >> 21 & 1)
-    except (OSError, ValueError, IndexError):
-        pass
-    return False
-
-
-def _git_folders(checkout: Path) -> list[Path]:
-    """The checkout's git folder, where every version of the answer key is: for a worktree (whose
-    .git is a file naming its folder inside the main repository's), the main repository's too."""
-    dot_git = checkout / ".git"
-    if not dot_git.is_file():
-        return [dot_git]
-    try:
-        text = dot_git.read_text(errors="replace").strip()
-    except OSError:
-        return []
-    if not text.startswith("gitdir:"):
-        return []
-    own = (checkout / text.removeprefix("gitdir:").strip()).resolve()
-    common = own / "commondir"
-    shared = (own / common.read_text().strip()).resolve() if common.is_file() else own
-    return [own, shared]
 
 
 class SandboxPool:
@@ -159,11 +62,11 @@ class SandboxPool:
         self.bubblewrap = mounts.bubblewrap()
         self.use_bwrap = self.bubblewrap.usable
         self.is_root = os.getuid() == 0
-        self.uid_base = _uid_base() + first_slot
+        self.uid_base = uid_base() + first_slot
         self.roots = mounts.python_roots()
         import solutions  # only to find (and hide) where the answer key lives
 
-        hidden = [KIT_ROOT, *_git_folders(KIT_ROOT.parent), Path(solutions.__file__).resolve().parent, *hide]
+        hidden = [KIT_ROOT, *mounts.git_folders(KIT_ROOT.parent), Path(solutions.__file__).resolve().parent, *hide]
         if (KIT_ROOT.parent / "pyproject.toml").exists():
             hidden.append(KIT_ROOT.parent)
         self.hidden = mounts.mounted_hidden(hidden, self.roots)
@@ -175,6 +78,8 @@ class SandboxPool:
         self._ids = ids if ids is not None else itertools.count(1)  # shared by pools of one stream
         self._workers: dict[int, WorkerConnection] = {}
         self._jobs: queue.Queue = queue.Queue()
+        # job to follow -> what follows it: (job id, probes, mode, seconds), or None for nothing
+        self._decisions: dict[int, queue.Queue] = {}
         self._results: queue.Queue = queue.Queue(maxsize=self.jobs) if results is None else results
         self._threads = [threading.Thread(target=self._slot, args=(slot,), daemon=True) for slot in range(self.jobs)]
         self._pending = 0
@@ -197,30 +102,60 @@ class SandboxPool:
         # workers hide the kit in a mount namespace of their own (private_view), and where they
         # cannot make one (no CAP_SYS_ADMIN: a container) file permissions alone keep the answer
         # key from the children, which run under their own uid
-        unhidden = not self.use_bwrap and self.is_root and not has_sys_admin()
+        unhidden = not self.use_bwrap and self.is_root and not mounts.has_sys_admin()
         notes += [note for note in exposure.answer_key_exposure()
                   if note.kind == "deploy.kit-in-site-packages" or unhidden]
         return notes
 
     def submit(self, submission: Submission, probes: list[str] | None = None, mode: str = "grade",
-               track: str | None = None, seconds: float | None = None) -> int:
+               track: str | None = None, seconds: float | None = None, follow: bool = False) -> int:
         """Queue a job: run `probes` (default: the pool's) of `submission` in `mode` (a mode of
         `driver.MODES`) as code of `track` (default: the one its sources show), within `seconds`
         of wall clock (default: `Limits.submission_seconds`; a later job of the same submission
         gets what its earlier ones left, `SandboxRun.seconds`). A submission may be submitted
-        several times; returns the job's id."""
+        several times; returns the job's id.
+
+        A job to `follow` keeps its slot once its run is delivered, its last child parked (see
+        `worker`), until the caller says what follows: `follow_up` (more probes of the same
+        submission, run in that child: no fork, no imports again) or `release`. Exactly one of the
+        two must be called for each such run, after `results()` has yielded it."""
         job_id = next(self._ids)
         self._pending += 1
         seconds = self.limits.submission_seconds if seconds is None else min(seconds, self.limits.submission_seconds)
+        if follow:
+            self._decisions[job_id] = queue.Queue(maxsize=1)
         self._jobs.put((job_id, submission, list(self.probes if probes is None else probes), mode,
                         track or track_of(submission.sources), max(0.0, seconds)))
         return job_id
+
+    def follow_up(self, run: SandboxRun, probes: list[str], mode: str = "trace", seconds: float | None = None) -> int:
+        """Run `probes` of `run`'s submission in `mode` next, as a job of its own (its id is
+        returned; its run comes from `results()`): in the child that ran `run`'s job when that job
+        was one to follow (`submit(follow=True)`), otherwise submitted as a new job."""
+        decisions = self._decisions.get(run.job)
+        if decisions is None:
+            return self.submit(run.submission, probes, mode, run.track, seconds)
+        job_id = next(self._ids)
+        self._pending += 1
+        seconds = self.limits.submission_seconds if seconds is None else min(seconds, self.limits.submission_seconds)
+        decisions.put((job_id, list(probes), mode, max(0.0, seconds)))
+        return job_id
+
+    def release(self, run: SandboxRun) -> None:
+        """Nothing follows `run`'s job: its slot takes the next job (no-op for a job not to follow)."""
+        decisions = self._decisions.get(run.job)
+        if decisions is not None:
+            decisions.put(None)
 
     def results(self) -> Iterator[SandboxRun]:
         while self._pending:
             run = self._results.get()
             self._pending -= 1
             yield run
+
+    def ready(self) -> bool:
+        """Whether a finished run is waiting to be taken from `results()`."""
+        return not self._results.empty()
 
     def close(self, kill: bool = False) -> None:
         """Stop the workers; `kill` does not wait for the jobs in flight (an interrupted run)."""
@@ -231,6 +166,11 @@ class SandboxPool:
             self._kill_now = True
             for worker in list(self._workers.values()):
                 worker.kill()
+        for decisions in list(self._decisions.values()):
+            try:
+                decisions.put_nowait(None)  # a slot still waiting for what follows its job: nothing
+            except queue.Full:
+                pass
         for _ in self._threads:
             self._jobs.put(None)
         for thread in self._threads:
@@ -283,6 +223,10 @@ class SandboxPool:
             if job is None:
                 break
             worker = self._run_job(slot, worker, *job)
+            decisions = self._decisions.get(job[0])
+            if decisions is not None:
+                worker = self._follow(slot, worker, decisions.get(), *job)
+                del self._decisions[job[0]]
         if worker is not None:
             worker.stop()
         self._workers.pop(slot, None)
@@ -298,6 +242,8 @@ class SandboxPool:
         started = time.monotonic()
         deadline = started + seconds + GRACE_SECONDS
         remaining = list(probes)
+        follow = job_id in self._decisions
+        sent = done = False  # the job went to the worker; its answer ended with "done"
         try:
             for _ in range(ATTEMPTS):
                 if self._kill_now or time.monotonic() >= deadline - GRACE_SECONDS:
@@ -308,11 +254,17 @@ class SandboxPool:
                     worker = self._spawn(slot)
                     deadline += time.monotonic() - spawned
                 job = job_record(job_id, submission, remaining, mode, self._job_limits(deadline, budget), track)
+                if follow:
+                    job["follow"] = True
+                sent = True
                 done = worker.run(job, run.results, budget, deadline, self.limits.payload_bytes, run.digests)
                 remaining = [name for name in remaining if name not in run.results]
                 if done or not remaining:
                     break
                 worker.kill()  # died, hung or spoke garbage: a fresh worker retries the rest
+                worker = None
+            if follow and worker is not None and sent and not done:
+                worker.kill()  # its job process is in no known state: what follows goes to a fresh worker
                 worker = None
             out_of_time = time.monotonic() >= deadline - GRACE_SECONDS
             for name in remaining:
@@ -328,6 +280,20 @@ class SandboxPool:
         # the time used: from the start to now, less what starting replacement workers took
         run.seconds = min(seconds, max(0.0, time.monotonic() - (deadline - GRACE_SECONDS - seconds)))
         self._deliver(run)
+        return worker
+
+    def _follow(self, slot: int, worker: WorkerConnection | None, decision: tuple | None, job_id: int,
+                submission: Submission, probes: list[str], mode: str, track: str, seconds: float
+                ) -> WorkerConnection | None:
+        """What follows a job to follow (see `submit`): the next job of the same submission, which
+        the worker's job process (if still there) runs in the job's parked child, or its end."""
+        if decision is not None:
+            next_id, next_probes, next_mode, next_seconds = decision
+            return self._run_job(slot, worker, next_id, submission, next_probes, next_mode, track, next_seconds)
+        if worker is not None and not self._kill_now \
+                and not worker.end(job_id, time.monotonic() + GRACE_SECONDS):
+            worker.kill()
+            worker = None
         return worker
 
     def _deliver(self, run: SandboxRun) -> None:

@@ -4,7 +4,7 @@ come back as one stream, in the order they finish.
 
 A track's workers start only when the class has submissions of that track (`workers`): a
 PyTorch-only class starts no MindSpore worker, which would cost ~5 s and ~600 MB to warm up.
-Same API as `SandboxPool` (submit, results, protections, context manager).
+Same API as `SandboxPool` (submit, follow_up, release, results, protections, context manager).
 """
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from typing import Iterator
 
 from grader.frameworks import PYTORCH, TRACKS, track_of
 from grader.records import IntegrityNote, Submission
-from grader.sandbox.pool import SLOTS_PER_RUN, Limits, SandboxPool, SandboxRun
+from grader.sandbox.pool import Limits, SandboxPool, SandboxRun
+from grader.sandbox.slots import SLOTS_PER_RUN
 
 # The flavour of worker that grades each track (also known to `warmup`, which runs in the sandbox).
 FLAVOUR_OF_TRACK = {"pytorch": "torch", "mindspore": "mindspore"}
@@ -55,6 +56,11 @@ class TrackPools:
         self.pools[track] = pool
         return pool
 
+    @property
+    def jobs(self) -> int:
+        """Workers of all tracks."""
+        return sum(pool.jobs for pool in self.pools.values())
+
     def protections(self) -> list[IntegrityNote]:
         notes: list[IntegrityNote] = []
         for pool in self.pools.values():
@@ -62,21 +68,37 @@ class TrackPools:
         return notes
 
     def submit(self, submission: Submission, probes: list[str] | None = None, mode: str = "grade",
-               track: str | None = None, seconds: float | None = None) -> int:
+               track: str | None = None, seconds: float | None = None, follow: bool = False) -> int:
         """Queue a job on the pool of `track` (default: the one the submission's sources show),
         started now if the class was thought to have none of that track (a submission changed
         between two reads)."""
         track = track or track_of(submission.sources)
         pool = self.pools.get(track) or self._start(track, 1)
-        job = pool.submit(submission, probes, mode, track, seconds)
+        job = pool.submit(submission, probes, mode, track, seconds, follow)
         self._pending += 1
         return job
+
+    def follow_up(self, run: SandboxRun, probes: list[str], mode: str = "trace", seconds: float | None = None) -> int:
+        """`SandboxPool.follow_up` on the pool that ran `run`."""
+        pool = self.pools.get(run.track) or self._start(run.track, 1)
+        job = pool.follow_up(run, probes, mode, seconds)
+        self._pending += 1
+        return job
+
+    def release(self, run: SandboxRun) -> None:
+        """`SandboxPool.release` on the pool that ran `run`."""
+        if run.track in self.pools:
+            self.pools[run.track].release(run)
 
     def results(self) -> Iterator[SandboxRun]:
         while self._pending:
             run = self._results.get()
             self._pending -= 1
             yield run
+
+    def ready(self) -> bool:
+        """Whether a finished run is waiting to be taken from `results()`."""
+        return not self._results.empty()
 
     def close(self, kill: bool = False) -> None:
         for pool in self.pools.values():
