@@ -183,7 +183,8 @@ def _grade(loaders: list[Loader], out_dir: Path, is_class: bool, jobs: int | Non
                 submission = loaders[index]()  # read again: graded as it is now
                 if submission.content_hash != heads[index][1]:
                     key = _key(submission.content_hash, fingerprint)
-                pool.submit(replace(submission, name=names[index], content_hash=key), probes)
+                # its failed probes are traced next in the child that ran them (Diagnoser.trace_plan)
+                pool.submit(replace(submission, name=names[index], content_hash=key), probes, follow=True)
 
             for _ in range(min(len(queue), 2 * sum(workers.values()))):
                 submit_next()

@@ -99,13 +99,24 @@ def grade_with_suites(pool: TrackPools, out_of: dict[str, Path], cache_dir: Path
         waiting: dict[int, tuple[SandboxRun, Seam, list[TestOutcome], dict[str, str]]] = {}
 
         def source():
+            # Traced runs are finished (diagnosis, reports) when no run waits: a grade run's slot
+            # waits, its child parked, until `sink` says what follows (SandboxPool.submit(follow=True)),
+            # so its suites go first. At most one traced run per worker waits to be finished.
+            traced: list[SandboxRun] = []
             for run in pool.results():
                 if run.mode == "trace":  # the second pass of a submission whose tests failed
-                    submission_run, seam, outcomes, shared = waiting.pop(run.job)
-                    finish(submission_run, seam, outcomes, documents_of(run.results, run.digests), shared)
-                    continue
-                run.results = _screened(run.results)
-                yield run, Seam(run.results)
+                    traced.append(run)
+                else:
+                    run.results = _screened(run.results)
+                    yield run, Seam(run.results)
+                while traced and (not pool.ready() or len(traced) > pool.jobs):
+                    finish_traced(traced.pop(0))
+            for run in traced:
+                finish_traced(run)
+
+        def finish_traced(run: SandboxRun) -> None:
+            submission_run, seam, outcomes, shared = waiting.pop(run.job)
+            finish(submission_run, seam, outcomes, documents_of(run.results, run.digests), shared)
 
         def sink(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome]) -> None:
             """The probes that failed go back to the sandbox, traced; the rest is `finish`'s."""
@@ -121,10 +132,10 @@ def grade_with_suites(pool: TrackPools, out_of: dict[str, Path], cache_dir: Path
             # whose code sleeps until its tests fail never takes twice `Limits.submission_seconds`
             left = pool.limits.submission_seconds - run.seconds
             if probes and left >= 1:
-                waiting[pool.submit(run.submission, probes, mode="trace", track=run.track, seconds=left)] = \
-                    (run, seam, outcomes, shared)
+                waiting[pool.follow_up(run, probes, mode="trace", seconds=left)] = (run, seam, outcomes, shared)
                 on_released()
             else:
+                pool.release(run)
                 finish(run, seam, outcomes, {}, {})
                 on_released()
 
