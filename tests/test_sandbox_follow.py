@@ -4,10 +4,13 @@ says what follows. The follow-up must trace exactly what a trace job of its own 
 to a fresh child whenever the parked one cannot take it, and never let the parked child run."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -39,9 +42,9 @@ def submission_with(tmp_path: Path, name: str, extra: str) -> object:
     return read_submission(folder)
 
 
-def graded_then_followed(submission, probes: list[str], traced: list[str], decide=None):
+def graded_then_followed(submission, probes: list[str], traced: list[str], decide=None, limits: Limits = LIMITS):
     """The grade run of `probes` (a job to follow) and the run of its follow-up tracing `traced`."""
-    with SandboxPool(1, LIMITS, probes=probes) as pool:
+    with SandboxPool(1, limits, probes=probes) as pool:
         pool.submit(submission, follow=True)
         runs = {}
         for run in pool.results():
@@ -92,12 +95,14 @@ def {last}(*args, **kwargs):
     assert pid_in_trace(trace_run.results[SCORES]["trace"]) != graded_pid
 
 
-def test_a_follow_up_traces_what_a_trace_job_traces(tmp_path):
+@pytest.mark.parametrize("file", ["", '__file__ = "/nonexistent/elsewhere.py"'], ids=["own-file", "foreign-file"])
+def test_a_follow_up_traces_what_a_trace_job_traces(tmp_path, file):
     """Module-level code and state the earlier probes left: the follow-up imports the student's
     modules afresh, so its trace is byte for byte a trace job's (a mask made once, on the first
-    call, and kept in a module-level dict, is made and traced again)."""
+    call, and kept in a module-level dict, is made and traced again), whatever file the module
+    says it comes from."""
     load_all()
-    cached_mask = """
+    cached_mask = file + """
 _MASKS = {}
 _plain_weights = attention_weights
 
@@ -154,6 +159,93 @@ def {last}(*args, **kwargs):
     assert spent[0] < 0.5, spent  # the handler would have spent a second
     graded_pid = float(grade_run.results[SCORES]["book"].flatten()[0])
     assert pid_in_trace(trace_run.results[SCORES]["trace"]) == graded_pid  # it was parked, not replaced
+
+
+def test_a_child_with_a_hidden_thread_and_process_is_not_kept(tmp_path):
+    """The last probe tells the child it left nothing behind (its own `left_behind` replaced) while
+    a thread spins and a process it forked keeps sending SIGCONT: such a child is not kept (it has
+    two threads and a child process), so nothing of it runs while the trusted side decides, and a
+    fresh child traces."""
+    probes, last = in_order(), LAST
+    hidden = PID_IN_SCORES + f"""
+import os as _os, sys as _sys, threading as _th, time as _t, signal as _sig
+_{last} = {last}
+
+def _background():
+    if _os.fork() == 0:
+        end = _t.monotonic() + 15
+        while _t.monotonic() < end:
+            _os.kill(_os.getppid(), _sig.SIGCONT)
+            _t.sleep(0.001)
+        _os._exit(0)
+    end = _t.monotonic() + 15
+    while _t.monotonic() < end:
+        pass
+
+def {last}(*args, **kwargs):
+    _sys.modules["grader.sandbox.child"].left_behind = lambda: False
+    _th.Thread(target=_background, daemon=True).start()
+    return _{last}(*args, **kwargs)
+"""
+    spent = []
+
+    def wait_and_measure(pool):
+        time.sleep(0.5)  # the job process has ended the child by now (it found it not alone)
+        before = descendants_cpu(os.getpid())
+        time.sleep(2.0)
+        spent.append(descendants_cpu(os.getpid()) - before)
+
+    grade_run, trace_run = graded_then_followed(submission_with(tmp_path, "hidden", hidden), probes, [SCORES],
+                                                wait_and_measure)
+    assert spent[0] < 0.5, spent  # a spinning thread would have spent two seconds
+    # the SIGCONTs never keep the job process waiting for a stop (it once waited out the job's time)
+    assert grade_run.seconds < LIMITS.submission_seconds / 2, grade_run.seconds
+    graded_pid = float(grade_run.results[SCORES]["book"].flatten()[0])
+    assert pid_in_trace(trace_run.results[SCORES]["trace"]) != graded_pid
+
+
+@pytest.mark.parametrize("follow", [False, True], ids=["alone", "to-follow"])
+def test_the_last_result_does_not_depend_on_following(tmp_path, follow):
+    """Code that breaks what the child calls to park (signal.pthread_sigmask raises) costs the
+    student nothing: the last result is sent before the child parks."""
+    broken = "\nimport signal as _s\n\ndef _refuse(*args, **kwargs):\n    raise RuntimeError\n\n_s.pthread_sigmask = _refuse\n"
+    submission = submission_with(tmp_path, "mask", broken)
+    with SandboxPool(1, LIMITS, probes=in_order()) as pool:
+        pool.submit(submission, follow=follow)
+        for run in pool.results():
+            pool.release(run)
+    assert all(isinstance(result, dict) for result in run.results.values()), run.results
+
+
+def test_a_follow_up_never_ends_by_the_parked_childs_cpu_limit(tmp_path):
+    """The grade probes use all but a second of the child's CPU limit (RLIMIT_CPU, 4 s here) and
+    the traced probe then needs 1.5 s: what is left of the limit cannot cover a probe's CPU time,
+    so a new child traces, with a new child's limit, and the trace comes back."""
+    slow = f"""
+import os as _os
+import time as _time
+_{LAST} = {LAST}
+
+def _spin_until(seconds):
+    while _time.process_time() < seconds:
+        pass
+
+def attention_scores(inputs):
+    if _time.process_time() > 2.5:  # after the last grade probe: the follow-up
+        _spin_until(_time.process_time() + 1.5)
+    return torch.full((inputs.shape[0], inputs.shape[0]), float(_os.getpid()))
+
+def {LAST}(*args, **kwargs):
+    _spin_until(3.0)
+    return _{LAST}(*args, **kwargs)
+"""
+    limits = dataclasses.replace(LIMITS, cpu_seconds=4, probe_seconds=4)
+    grade_run, trace_run = graded_then_followed(submission_with(tmp_path, "slow", slow), in_order(), [SCORES],
+                                                limits=limits)
+    assert all(isinstance(result, dict) for result in grade_run.results.values()), grade_run.results
+    assert isinstance(trace_run.results[SCORES], dict), trace_run.results[SCORES]
+    graded_pid = float(grade_run.results[SCORES]["book"].flatten()[0])
+    assert pid_in_trace(trace_run.results[SCORES]["trace"]) != graded_pid  # a new child
 
 
 def test_release_frees_the_slot_and_close_frees_a_waiting_one(tmp_path):

@@ -54,18 +54,19 @@ def run(job: dict, remaining: list[str], poisoned: dict[str, str], scratch: str,
     restrict(uid, job["limits"])
     os.chdir(scratch)
     run_probe, park = driver.MODES[job["mode"]], command_fd >= 0
-    warm = set(sys.modules)  # the worker's modules: none of them is the student's
+    students = {os.path.splitext(os.path.basename(name))[0] for name in job["files"]}
     while True:
         ns = _namespace(job.get("track", "pytorch"), scratch, poisoned, write_fd)
         pending, all_run = _run_probes(remaining, run_probe, probes, ns, scratch, write_fd)
+        write_all(write_fd, pending)  # the last result, exactly as a child that does not park sends it
         if not (park and all_run):
             break
-        command = _wait_for_command(write_fd, pending, command_fd)
-        if command is None:
-            os._exit(0)
-        remaining, run_probe, park = command["probes"], driver.MODES[command["mode"]], command["park"]
-        _forget_modules(os.path.realpath(scratch), warm)
-    write_all(write_fd, pending)
+        try:
+            command = _wait_for_command(write_fd, command_fd)
+            remaining, run_probe, park = command["probes"], driver.MODES[command["mode"]], command["park"]
+            _forget_modules(os.path.realpath(scratch), students)
+        except BaseException:  # noqa: BLE001 - whatever the code under test broke: the worker uses a fresh child
+            break
     os._exit(0)
 
 
@@ -76,10 +77,14 @@ def _namespace(track: str, scratch: str, poisoned: dict[str, str], write_fd: int
     return namespace_for(track, ns)  # MindSpore code behind the adapter's facades
 
 
-def _forget_modules(directory: str, warm: set[str]) -> None:
+def _forget_modules(directory: str, students: set[str]) -> None:
     """The next command's probes import the student's modules afresh, as a new child would: their
-    module-level code runs (and is traced) again, and nothing an earlier probe left in them counts."""
-    for name, module in [(name, module) for name, module in sys.modules.items() if name not in warm]:
+    module-level code runs (and is traced) again, and nothing an earlier probe left in them counts.
+    Forgotten: the submission's modules by name (whatever `__file__` they claim), and any other
+    module imported from the scratch folder."""
+    for name in students:
+        sys.modules.pop(name, None)
+    for name, module in list(sys.modules.items()):
         try:
             file = getattr(module, "__file__", None)
             if type(file) is str and os.path.dirname(file) == directory:  # imported from there (sys.path)
@@ -108,17 +113,17 @@ def _run_probes(remaining: list[str], run_probe, probes: dict, ns, scratch: str,
     return pending, True
 
 
-def _wait_for_command(write_fd: int, pending: bytes, command_fd: int) -> dict | None:
-    """Say "parked" (after the last result) and read the next command; None at the end of the pipe.
-    No handler of the code under test runs meanwhile: every signal stays blocked until the command
-    is in (the worker stops this child while it waits, and continues it with the command)."""
+def _wait_for_command(write_fd: int, command_fd: int) -> dict:
+    """Say "parked" (after the last result) and read the next command (EOFError at the end of the
+    pipe). No handler of the code under test runs meanwhile: every signal stays blocked until the
+    command is in (the worker stops this child while it waits, and continues it with the command)."""
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
-    write_all(write_fd, pending + frame({"kind": "parked"}))
+    write_all(write_fd, frame({"kind": "parked"}))
     line = b""
     while not line.endswith(b"\n"):
         chunk = os.read(command_fd, 1 << 16)
         if not chunk:
-            return None
+            raise EOFError
         line += chunk
     signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     return json.loads(line)

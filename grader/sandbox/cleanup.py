@@ -41,13 +41,16 @@ def strays(child: int) -> bool:
         return False  # a kernel without the children list: found when the child ends
 
 
-def children(pid: int) -> bool:
-    """Whether the process has (live or unreaped) children of its own."""
+def alone(pid: int) -> bool:
+    """Whether the process has a single thread and no (live or unreaped) child process."""
     try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+        if tasks != [str(pid)]:
+            return False
         with open(f"/proc/{pid}/task/{pid}/children") as listed:
-            return bool(listed.read().split())
+            return not listed.read().split()
     except OSError:
-        return True  # cannot tell: as if it had
+        return False  # cannot tell: as if it were not
 
 
 def _kill_descendants(uid: int, pid_namespace: bool) -> None:

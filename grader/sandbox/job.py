@@ -38,6 +38,7 @@ PID_NAMESPACE = False  # set by the warm worker (--pid-namespace): it runs in it
 # child keeping the worker busy (its parsing is CPU time no clock of the child's counts).
 MAX_NOTICES = 64
 NO_MORE_JOBS = 3  # a job process's exit status: stdin is closed
+STOP_SECONDS = 1.0  # for a parked child to be seen stopped (it takes microseconds); else it is not kept
 
 
 def send(header: dict, payload: bytes = b"") -> None:
@@ -178,24 +179,43 @@ def _fork(job: dict, remaining: list[str], poisoned: dict[str, str], scratch: st
 
 def _parked(its: Child, clock: ProbeClock) -> bool:
     """Whether the child, after its last result, parked (see `child`) with nothing of its own
-    left running; if so it is stopped (SIGSTOP) until `_continue`."""
+    left running (one thread, no process); if so it stays stopped (SIGSTOP) until `_continue`."""
     try:
         header = its.reader.header(clock)
     except (TimeoutError, ChannelError, OSError):
         return False
-    if header is None or header.get("kind") != "parked" or header["size"] or cleanup.strays(its.pid) \
-            or cleanup.children(its.pid):
+    if header is None or header.get("kind") != "parked" or header["size"] or not cleanup.alone(its.pid) \
+            or cleanup.strays(its.pid):
         return False
     os.kill(its.pid, signal.SIGSTOP)
-    _, status = os.waitpid(its.pid, os.WUNTRACED)
-    if os.WIFSTOPPED(status):
-        return True
-    its.pid = -its.pid  # ended meanwhile, and reaped: `_end` must not wait for it again
-    return False
+    stop_by = time.monotonic() + STOP_SECONDS
+    while True:  # never a blocking wait: a SIGCONT from elsewhere could undo the stop before it is seen
+        pid, status = os.waitpid(its.pid, os.WUNTRACED | os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() >= stop_by:
+            return False
+        time.sleep(0.0002)
+    if not os.WIFSTOPPED(status):
+        its.pid = -its.pid  # ended meanwhile, and reaped: `_end` must not wait for it again
+        return False
+    # stopped: nothing of it can start a thread or a process any more; with none, nothing but the
+    # worker can continue it (the slot's other processes are its descendants)
+    return cleanup.alone(its.pid) and not cleanup.strays(its.pid)
 
 
 def _continue(its: Child, job: dict, remaining: list[str], park: bool) -> bool:
-    """Give a parked child the next probes and let it go on; False if it cannot take them."""
+    """Give a parked child the next probes and let it go on; False if it cannot take them. It
+    takes them only if what is left of its CPU limit (RLIMIT_CPU, set once per child, and only
+    root with CAP_SYS_RESOURCE could raise it) covers each probe's whole CPU time and a second:
+    then, as in a new child, every probe ends by its own clock, never by the child's limit."""
+    limits = job["limits"]
+    try:
+        used = time.clock_gettime(((~its.pid) << 3) | 2)  # its CPU clock (see clocks.ProbeClock)
+    except OSError:
+        return False
+    if used + len(remaining) * limits["probe_seconds"] + 1 > limits["cpu_seconds"]:
+        return False
     command = json.dumps({"mode": job["mode"], "probes": remaining, "park": park}).encode() + b"\n"
     try:
         written = os.write(its.command_fd, command)  # a few hundred bytes: within the pipe's buffer
