@@ -3,7 +3,8 @@ checked at the boundary.
 
 Memory stays bounded whatever students send: each job's results are charged to a byte budget as
 they arrive (`Limits.result_bytes`, `boundary.Budget`), and finished runs wait in a queue of at
-most `jobs` entries, so the trusted process holds at most about 2 x jobs + 1 submissions' results.
+most `jobs` entries, so the trusted process holds at most about 2 x jobs + 1 submissions' results
+(3 x jobs + 1 with the traced runs the grading session holds back, at most `jobs` of them).
 """
 from __future__ import annotations
 
