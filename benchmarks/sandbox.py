@@ -20,46 +20,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from cpu import machine_cpu, tree_cpu  # noqa: E402
 from throughput import build_class  # noqa: E402
 
 from grader.intake.discovery import read_submission  # noqa: E402
 from grader.probes import load_all  # noqa: E402
 from grader.records import ProbeError  # noqa: E402
 from grader.sandbox.pool import SandboxPool  # noqa: E402
-
-
-def tree_cpu(pid: int) -> float:
-    """CPU seconds of pid's live descendants, with their reaped children (not pid itself)."""
-    total, stack = 0.0, [pid]
-    while stack:
-        parent = stack.pop()
-        try:
-            tasks = os.listdir(f"/proc/{parent}/task")
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                with open(f"/proc/{parent}/task/{task}/children") as handle:
-                    children = [int(c) for c in handle.read().split()]
-            except OSError:
-                continue
-            for child in children:
-                try:
-                    with open(f"/proc/{child}/stat") as handle:
-                        fields = handle.read().rsplit(")", 1)[1].split()
-                except OSError:
-                    continue
-                total += sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-                stack.append(child)
-    return total
-
-
-def machine_cpu() -> float:
-    """CPU seconds all cores spent busy since boot (to see what else ran during the measurement)."""
-    with open("/proc/stat") as handle:
-        fields = [int(f) for f in handle.readline().split()[1:]]
-    idle = fields[3] + fields[4]
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:

@@ -16,6 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+sys.path.append(str(ROOT / "benchmarks"))  # last: its files never shadow a package
+
+from cpu import tree_cpu  # noqa: E402
 from grader.diagnosis.traces import parse_trace  # noqa: E402
 from grader.intake.discovery import read_submission  # noqa: E402
 from grader.probes import PROBES, load_all  # noqa: E402
@@ -149,9 +152,9 @@ def {last}(*args, **kwargs):
     spent = []
 
     def wait_and_measure(pool):
-        before = descendants_cpu(os.getpid())
+        before = tree_cpu(os.getpid())
         time.sleep(2.0)
-        spent.append(descendants_cpu(os.getpid()) - before)
+        spent.append(tree_cpu(os.getpid()) - before)
 
     grade_run, trace_run = graded_then_followed(submission_with(tmp_path, "spin", spin), probes, [SCORES],
                                                 wait_and_measure)
@@ -191,9 +194,9 @@ def {last}(*args, **kwargs):
 
     def wait_and_measure(pool):
         time.sleep(0.5)  # the job process has ended the child by now (it found it not alone)
-        before = descendants_cpu(os.getpid())
+        before = tree_cpu(os.getpid())
         time.sleep(2.0)
-        spent.append(descendants_cpu(os.getpid()) - before)
+        spent.append(tree_cpu(os.getpid()) - before)
 
     grade_run, trace_run = graded_then_followed(submission_with(tmp_path, "hidden", hidden), probes, [SCORES],
                                                 wait_and_measure)
@@ -286,31 +289,3 @@ def test_a_follow_up_of_a_job_not_to_follow_is_a_job_of_its_own(tmp_path):
     trace = runs["trace"].results[SCORES]
     assert not isinstance(trace, ProbeError), trace
     assert pid_in_trace(trace["trace"]) != graded_pid
-
-
-def descendants_cpu(pid: int) -> float:
-    """CPU seconds of the live descendants of `pid` (its workers, their job processes and children)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total, stack = 0.0, [pid]
-    while stack:
-        parent = stack.pop()
-        try:
-            tasks = os.listdir(f"/proc/{parent}/task")
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                with open(f"/proc/{parent}/task/{task}/children") as listed:
-                    children = [int(child) for child in listed.read().split()]
-            except OSError:
-                continue
-            for child in children:
-                try:
-                    with open(f"/proc/{child}/stat", "rb") as stat:
-                        fields = stat.read().rsplit(b")", 1)[1].split()
-                    total += (int(fields[11]) + int(fields[12])) / ticks
-                except (OSError, ValueError, IndexError):
-                    continue
-                stack.append(child)
-    return total
-
