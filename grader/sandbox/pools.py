@@ -20,6 +20,10 @@ from grader.sandbox.slots import SLOTS_PER_RUN
 
 # The flavour of worker that grades each track (also known to `warmup`, which runs in the sandbox).
 FLAVOUR_OF_TRACK = {"pytorch": "torch", "mindspore": "mindspore"}
+# Tracks whose children can park after a job to follow (SandboxPool.submit): a MindSpore child has
+# the framework's own threads once it ran an op, so it is never kept, and its slot would wait for
+# nothing; its follow-ups run as jobs of their own.
+PARKING_TRACKS = {PYTORCH}
 
 
 class TrackPools:
@@ -74,7 +78,7 @@ class TrackPools:
         between two reads)."""
         track = track or track_of(submission.sources)
         pool = self.pools.get(track) or self._start(track, 1)
-        job = pool.submit(submission, probes, mode, track, seconds, follow)
+        job = pool.submit(submission, probes, mode, track, seconds, follow and track in PARKING_TRACKS)
         self._pending += 1
         return job
 
