@@ -209,7 +209,31 @@ def test_a_trace_of_the_same_code_repeats_uninitialised_memory_is_not_recorded()
     first, second = _reference_document(probe), _reference_document(probe)
     empty = [n for n in first["nodes"] if n["op"] >= 0 and first["ops"][n["op"]]["name"] in tracer.UNINITIALISED]
     assert empty and all("value" not in n for n in empty)
+    # nor what such a tensor held when an in-place op (kaiming_uniform_) was about to overwrite it:
+    # a leaf whose origin is uninitialised memory (nn.Linear's Parameter wraps torch.empty's storage)
+    blank: set[int] = set()
+    for index, node in enumerate(first["nodes"]):
+        made = node["op"] >= 0 and first["ops"][node["op"]]["name"] in tracer.UNINITIALISED
+        if made or (node["op"] < 0 and node.get("origin") in blank):
+            blank.add(index)
+    leaves = [n for n in first["nodes"] if n["op"] < 0 and n.get("origin") in blank]
+    assert leaves and all("value" not in n for n in leaves)
     assert fingerprint(first) == fingerprint(second)
+
+
+def test_ops_run_with_the_trace_hook_off_and_find_it_on_again():
+    """The trace hook slows every Python call made while it is set; an op and its recording need
+    none of it (the mode is off in its own handler), and the call's return needs it back."""
+    import sys
+
+    seen: list = []
+    recorder = tracer.Tracer(str(SOLUTIONS_DIR))
+    with recorder:
+        hook = sys.gettrace()
+        recorder.__torch_function__(lambda: seen.append(sys.gettrace()), (), (), {})
+        after = sys.gettrace()
+    assert hook == recorder._call and seen == [None] and after == hook
+    assert sys.gettrace() is None
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

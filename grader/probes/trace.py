@@ -59,6 +59,7 @@ class Tracer(TorchFunctionMode):
         self._call_frames: dict[int, int] = {}  # id(outermost student frame) -> call index
         self._frames: list[Any] = []
         self._storages: dict[int, int] = {}  # data_ptr -> node (a Parameter wrapping a recorded tensor)
+        self._blank: set[int] = set()  # nodes of uninitialised memory
         self._busy = False  # recording: the tracer's own torch calls are not the code under test's
         self._previous_trace: Any = None
 
@@ -164,12 +165,20 @@ class Tracer(TorchFunctionMode):
 
     # -- nodes: tensors of the dataflow graph ------------------------------------------------------
     def _new_node(self, tensor: torch.Tensor, op: int, blank: bool = False) -> int:
-        """`blank`: made by an op that leaves its memory uninitialised (no value worth recording)."""
+        """`blank`: made by an op that leaves its memory uninitialised (no value worth recording); so
+        is a leaf whose origin is such a node (the tensor was not written since)."""
         if len(self.nodes) >= MAX_NODES:
             self.truncated = True
             return -1
         node: dict = {"op": op, "shape": list(tensor.shape)[:8], "dtype": str(tensor.dtype).removeprefix("torch.")}
         numel = tensor.numel()
+        if op < 0:  # made by an op of an earlier call, or the same storage as a recorded tensor
+            origin = self._objects.get(id(tensor))
+            if origin is None and numel:
+                origin = self._storages.get(_storage(tensor))  # -1 is never a key
+            if origin is not None:
+                node["origin"] = origin
+                blank = blank or origin in self._blank
         if not blank and numel <= MAX_VALUE and self.elements + numel <= MAX_ELEMENTS and tensor.layout == torch.strided \
                 and tensor.dim() <= 8:
             value = tensor.detach().clone()
@@ -178,15 +187,13 @@ class Tracer(TorchFunctionMode):
         self.nodes.append(node)
         self._keep.append(tensor)
         index = len(self.nodes) - 1
-        if op < 0:  # made by an op of an earlier call, or the same storage as a recorded tensor
-            origin = self._objects.get(id(tensor))
-            if origin is None and tensor.numel():
-                origin = self._storages.get(_storage(tensor))
-            if origin is not None:
-                node["origin"] = origin
+        if blank:
+            self._blank.add(index)
         self._objects[id(tensor)] = index
-        if tensor.numel() and _storage(tensor) != -1:
-            self._storages.setdefault(_storage(tensor), index)
+        storage = _storage(tensor) if numel else -1
+        if storage != -1 and storage not in self._storages:
+            self._storages[storage] = index
+            self._keep.append(tensor.untyped_storage())  # so its address is never another storage's
         self._call_nodes[id(tensor)] = index
         return index
 
@@ -216,7 +223,17 @@ class Tracer(TorchFunctionMode):
 
     # -- ops ---------------------------------------------------------------------------------------
     def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        kwargs = kwargs or {}
+        """An op: run and recorded with the trace hook off. Nothing in here is the code under test's
+        (the mode is off inside its own handler, and a call of the code under test from in here
+        would be a nested one), and the hook would slow every Python call of the recording."""
+        hook = sys.gettrace()
+        sys.settrace(None)
+        try:
+            return self._op(func, args, kwargs or {})
+        finally:
+            sys.settrace(hook)
+
+    def _op(self, func: Callable, args: tuple, kwargs: dict) -> Any:
         if args and isinstance(args[0], torch.Tensor) and not self.truncated and not self._busy \
                 and _writes(getattr(func, "__name__", "")):
             self._busy = True  # what an in-place op overwrites is kept as it was before
@@ -257,7 +274,7 @@ class Tracer(TorchFunctionMode):
         outputs = [] if failed else [mutated] if mutated is not None else _tensors(out)
         if not outputs and not failed:
             return
-        stack, outermost = self._student_stack(sys._getframe(2))
+        stack, outermost = self._student_stack(sys._getframe(3))
         if not stack:
             return
         if len(self.ops) >= MAX_OPS:
