@@ -18,6 +18,7 @@ block of its own.
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Any
@@ -33,6 +34,7 @@ OUTPUT_LINES = 30
 _SENTINEL = re.compile("\x00(\\d+)\x00")
 _BACKTICKS = re.compile("`+")
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
+_LINE_BREAKS = re.compile(r"[\r\n\u2028\u2029\x85\x0b\x0c]+")
 
 
 class Said(str):
@@ -82,9 +84,11 @@ def student(value: Any, limit: int = INLINE_LIMIT) -> Said:
     return Said([("student", inline(value, limit))])
 
 
+@functools.lru_cache(maxsize=8192)
 def words(text: str) -> Said:
-    """Text of the grader's own (a catalogue sentence), its backtick spans as code."""
-    return Said(_ticks(text))
+    """Text of the grader's own (a catalogue sentence), its backtick spans as code. Made once per
+    text: a class's reports say the same sentences again and again (a `Said` is never changed)."""
+    return Said(_ticks(str(text)))
 
 
 def _ticks(text: str) -> list[tuple[str, str]]:
@@ -197,8 +201,12 @@ def fenced(text: str, indent: str = "") -> str:
 def markdown_text(text: str) -> str:
     """The grader's own words (trusted catalogue text), safe inside a Markdown paragraph, list item
     or table cell: emphasis, links, raw HTML and table pipes are escaped; line breaks become spaces."""
-    text = re.sub(r"[\r\n\u2028\u2029\x85\x0b\x0c]+", " ", str(text))
-    return _MD_SPECIAL.sub(r"\\\1", text)
+    return _markdown_text(str(text))
+
+
+@functools.lru_cache(maxsize=8192)
+def _markdown_text(text: str) -> str:  # once per text (see `words`)
+    return _MD_SPECIAL.sub(r"\\\1", _LINE_BREAKS.sub(" ", text))
 
 
 def markdown(value: Any) -> str:
