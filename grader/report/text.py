@@ -213,14 +213,24 @@ def markdown(value: Any) -> str:
     """The `md` filter: a Said with its parts, any other text as the grader's words."""
     if isinstance(value, Said):
         return value.markdown()
-    return words(str(value)).markdown()
+    return _words_markdown(str(value))
 
 
 def html(value: Any) -> Markup:
     """Catalogue text (or a Said) as HTML: escaped, backtick spans as <code>."""
     if isinstance(value, Said):
         return Markup(value.__html__())
-    return Markup(words(str(value)).__html__())
+    return Markup(_words_html(str(value)))
+
+
+@functools.lru_cache(maxsize=8192)
+def _words_markdown(text: str) -> str:  # once per text (see `words`): a table's every number comes here
+    return words(text).markdown()
+
+
+@functools.lru_cache(maxsize=8192)
+def _words_html(text: str) -> str:
+    return words(text).__html__()
 
 
 def plain(value: Any) -> str:
