@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grader.diagnosis.catalogue import CATALOGUE
 from grader.i18n import LANGUAGES, TEMPLATES_DIR, Catalog, _load
@@ -12,7 +14,8 @@ from grader.records import (Detail, GradeResult, Heatmap, IntegrityNote, ProbeEr
                             StudentFrame)
 from grader.records import TestOutcome as Outcome  # not a test class
 from grader.report import class_view, feedback_view, render_feedback, render_summary
-from grader.report.text import say
+from grader.report import text as text_module
+from grader.report.text import say, student, trusted, words
 from grader.runner import grade
 from tests.conftest import solutions_as_submission, stubs_as_submission
 
@@ -376,3 +379,35 @@ def test_a_real_run_tells_the_stubs_where_to_start(graded):
     assert "attention_scores_for_query" in zh and "尚未编写" not in zh and "先编写" in zh
     html = (out / "stubs" / "feedback.html").read_text(encoding="utf-8")
     assert 'class="notice start"' in html
+
+
+PARAMETER = st.one_of(
+    st.sampled_from([0, 1, -0.0, 0.0, 1.0, True, False, None, float("nan"), float("inf"), "1", "`x`", "a*b", 10**30]),
+    st.integers(), st.floats(), st.text(max_size=300),
+    st.lists(st.one_of(st.integers(), st.floats(), st.booleans()), max_size=17).map(tuple),
+    st.sampled_from([trusted("3.5"), student("x"), student("`y`"), words("use `torch.tril`")]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(LANGUAGES), st.dictionaries(st.sampled_from(["what", "on", "got", "expected"]), PARAMETER,
+                                                  max_size=4))
+def test_a_sentence_said_again_is_the_sentence_made_anew(lang, params):
+    """`say` keeps what it made for plain parameters: what it gives back is what it would make
+    now, part for part (a number is not its text, -0.0 is not 0.0, a student's text is not code)."""
+    catalog = Catalog(lang)
+    for _ in range(2):
+        said = say(catalog, "mismatch.shape", **params)
+        fresh = text_module._say(catalog, "mismatch.shape", params)
+        assert said == fresh and said.parts == fresh.parts
+
+
+@pytest.mark.parametrize("first, then", [(0.0, -0.0), (1, True), (1, 1.0), (1, "1"), (0, False), (None, "None"),
+                                         (student("x"), words("`x`")), (student("x"), trusted("x")),
+                                         (float("nan"), "nan"), ((1, 2), (1.0, 2))])
+def test_a_sentence_is_never_said_with_a_lookalike_parameter(first, then):
+    catalog = Catalog("en")
+    say(catalog, "mismatch.shape", what="x", got=first)
+    said = say(catalog, "mismatch.shape", what="x", got=then)
+    fresh = text_module._say(catalog, "mismatch.shape", {"what": "x", "got": then})
+    assert said == fresh and said.parts == fresh.parts

@@ -102,7 +102,46 @@ def _ticks(text: str) -> list[tuple[str, str]]:
 
 def say(catalog: Catalog, key: str, **params: Any) -> Said:
     """The catalogue message `key` with `params` in place: numbers and `Said` values as they are,
-    every other value as the student's text (quoted)."""
+    every other value as the student's text (quoted). Made once per language, key and parameters
+    when these are plain values (a class's reports say the same sentences again and again)."""
+    signature = _signature(params)
+    if signature is None:
+        return _say(catalog, key, params)
+    cached = (catalog.lang, key, signature)
+    said = _SAID.get(cached)
+    if said is None:
+        if len(_SAID) >= MAX_SAID:
+            _SAID.clear()
+        said = _SAID[cached] = _say(catalog, key, params)
+    return said
+
+
+MAX_SAID = 16384
+_SAID: dict[tuple, Said] = {}
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _signature(params: dict[str, Any]) -> tuple | None:
+    """What `say`'s result depends on, as a key: exact types (True is not 1, "1" is not 1) and
+    floats by repr (-0.0 is not 0.0); a Said by its parts. None for any other value, and for long
+    text (a student's: the cache never holds more than MAX_SAID short keys)."""
+    signature = []
+    for name, value in params.items():
+        kind = type(value)
+        if (kind is Said or kind is str) and len(value) > INLINE_LIMIT:
+            return None
+        if kind is Said:
+            signature.append((name, kind, value.parts))
+        elif kind in _PLAIN:
+            signature.append((name, kind, repr(value) if kind is float else value))
+        elif kind in (list, tuple) and len(value) <= 16 and all(type(v) in (int, float) for v in value):
+            signature.append((name, kind, tuple((type(v), repr(v)) for v in value)))
+        else:
+            return None
+    return tuple(signature)
+
+
+def _say(catalog: Catalog, key: str, params: dict[str, Any]) -> Said:
     plain: dict[str, str] = {}
     inserted: list[Said] = []
     for name, value in params.items():
