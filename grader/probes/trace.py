@@ -13,7 +13,7 @@ tensor and number arguments and its returned tensors.
 
 The trace only ever shapes a student's feedback text: the trusted side validates it
 (grader.diagnosis.traces) and never scores from it. It runs in the sandbox, so this module imports
-nothing but the standard library and torch.
+nothing but the standard library, torch and grader.probes.unwritten.
 """
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ from typing import Any, Callable
 import torch
 from torch.overrides import TorchFunctionMode
 
+from grader.probes.unwritten import UnwrittenMemory, storage_of
+
 MAX_OPS = 3000
 MAX_NODES = 6000
 MAX_VALUE = 4096  # elements of one recorded tensor value
@@ -34,7 +36,7 @@ MAX_STACK = 4  # student frames kept per op, innermost first
 MAX_ARGS = 12
 MAX_TEXT = 80
 # ops whose output is uninitialised memory: its value says nothing (and differs from run to run)
-UNINITIALISED = frozenset({"empty", "empty_like", "new_empty", "empty_strided"})
+UNINITIALISED = frozenset({"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided", "empty_permuted"})
 # results and properties that say nothing about the computation
 IGNORED = frozenset({"grad_fn", "shape", "dtype", "device", "requires_grad", "is_leaf", "grad", "_version",
                      "_set_grad_enabled", "_has_compatible_shallow_copy_type", "__len__", "__repr__",
@@ -59,9 +61,11 @@ class Tracer(TorchFunctionMode):
         self._call_frames: dict[int, int] = {}  # id(outermost student frame) -> call index
         self._frames: list[Any] = []
         self._storages: dict[int, int] = {}  # data_ptr -> node (a Parameter wrapping a recorded tensor)
-        self._blank: set[int] = set()  # nodes of uninitialised memory
+        self._memory = UnwrittenMemory()  # what torch.empty made and nobody wrote since: no value to record
         self._busy = False  # recording: the tracer's own torch calls are not the code under test's
-        self._previous_trace: Any = None
+        self._previous: tuple[Any, Any] = (None, None)  # the trace and profile hooks before the run
+        self._entered = 0
+        self._hook = self._call  # the trace hook, one object (so that it is found again by identity)
 
     # -- where code runs ---------------------------------------------------------------------------
     def _relative(self, filename: str) -> str | None:
@@ -164,21 +168,21 @@ class Tracer(TorchFunctionMode):
                 call["args"][name[:MAX_TEXT]] = value if type(value) is not str else value[:MAX_TEXT]
 
     # -- nodes: tensors of the dataflow graph ------------------------------------------------------
-    def _new_node(self, tensor: torch.Tensor, op: int, blank: bool = False) -> int:
-        """`blank`: made by an op that leaves its memory uninitialised (no value worth recording); so
-        is a leaf whose origin is such a node (the tensor was not written since)."""
+    def _new_node(self, tensor: torch.Tensor, op: int, blank: bool = False, view: bool = False) -> int:
+        """`blank`: made by an op that leaves its memory uninitialised (torch.empty). Neither it nor a
+        leaf or a `view` (an output of an op that writes in place, or that shares an input's memory)
+        that shows memory of it nobody wrote since gets a value (grader.probes.unwritten); any other
+        op's output is new memory the op wrote."""
         if len(self.nodes) >= MAX_NODES:
             self.truncated = True
             return -1
         node: dict = {"op": op, "shape": list(tensor.shape)[:8], "dtype": str(tensor.dtype).removeprefix("torch.")}
         numel = tensor.numel()
-        if op < 0:  # made by an op of an earlier call, or the same storage as a recorded tensor
-            origin = self._objects.get(id(tensor))
-            if origin is None and numel:
-                origin = self._storages.get(_storage(tensor))  # -1 is never a key
-            if origin is not None:
-                node["origin"] = origin
-                blank = blank or origin in self._blank
+        storage = storage_of(tensor)
+        if blank:
+            self._memory.made(tensor)
+        elif (op < 0 or view) and self._memory:  # a leaf, or memory an op's input showed: perhaps unwritten
+            blank = self._memory.blank(tensor)
         if not blank and numel <= MAX_VALUE and self.elements + numel <= MAX_ELEMENTS and tensor.layout == torch.strided \
                 and tensor.dim() <= 8:
             value = tensor.detach().clone()
@@ -187,13 +191,16 @@ class Tracer(TorchFunctionMode):
         self.nodes.append(node)
         self._keep.append(tensor)
         index = len(self.nodes) - 1
-        if blank:
-            self._blank.add(index)
+        if op < 0:  # made by an op of an earlier call, or the same storage as a recorded tensor
+            origin = self._objects.get(id(tensor))
+            if origin is None and storage != -1:
+                origin = self._storages.get(storage)
+            if origin is not None:
+                node["origin"] = origin
         self._objects[id(tensor)] = index
-        storage = _storage(tensor) if numel else -1
         if storage != -1 and storage not in self._storages:
             self._storages[storage] = index
-            self._keep.append(tensor.untyped_storage())  # so its address is never another storage's
+            self._keep.append(tensor.untyped_storage())  # not freed (and its address not another's) while tracing
         self._call_nodes[id(tensor)] = index
         return index
 
@@ -223,35 +230,76 @@ class Tracer(TorchFunctionMode):
 
     # -- ops ---------------------------------------------------------------------------------------
     def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        """An op: run and recorded with the trace hook off. Nothing in here is the code under test's
-        (the mode is off inside its own handler, and a call of the code under test from in here
-        would be a nested one), and the hook would slow every Python call of the recording."""
-        hook = sys.gettrace()
-        sys.settrace(None)
-        try:
-            return self._op(func, args, kwargs or {})
-        finally:
-            sys.settrace(hook)
-
-    def _op(self, func: Callable, args: tuple, kwargs: dict) -> Any:
-        if args and isinstance(args[0], torch.Tensor) and not self.truncated and not self._busy \
-                and _writes(getattr(func, "__name__", "")):
-            self._busy = True  # what an in-place op overwrites is kept as it was before
-            try:
-                self._node_of(args[0])
-            except Exception:  # noqa: BLE001
-                self.truncated = True
+        kwargs = kwargs or {}
+        writes = _writes(getattr(func, "__name__", "")) or "out" in kwargs
+        written = self._before_writing(func, args, kwargs) if writes else ()
+        if not self._frames:  # outside every call of the code under test (the probe's own setup): not kept.
+            try:  # The hook stays on: the op may run the code under test (a tensor's hook, an autograd
+                return func(*args, **kwargs)  # Function's backward), an outermost call to record
             finally:
-                self._busy = False
-        if not self._frames:  # outside every call of the code under test (the probe's own setup): not kept
-            return func(*args, **kwargs)
+                if written:
+                    self._after_writing(func, args, written)
+        # Inside a call, the op and its recording run with the trace hook off: whatever code under test
+        # the op runs is a nested call (not recorded), and the hook would slow every Python call. Only
+        # this tracer's hook is switched off (code under test may have set its own), and it is set
+        # again unless the op set one; an audit hook of the code's that refuses either is obeyed.
+        hook = _gettrace()
+        if hook is self._hook:
+            try:
+                _settrace(None)
+            except Exception:  # noqa: BLE001
+                hook = None
         try:
-            out = func(*args, **kwargs)
-        except BaseException:
-            self._keep_op(func, args, kwargs, None, failed=True)  # the op where the code under test stopped
-            raise
-        self._keep_op(func, args, kwargs, out)
-        return out
+            try:
+                out = func(*args, **kwargs)
+            except BaseException:
+                if written:
+                    self._after_writing(func, args, written)
+                self._keep_op(func, args, kwargs, None, failed=True)  # the op where the code under test stopped
+                raise
+            if written:
+                self._after_writing(func, args, written)
+            self._keep_op(func, args, kwargs, out)
+            return out
+        finally:
+            if hook is self._hook and _gettrace() is None:
+                try:
+                    _settrace(hook)
+                except Exception:  # noqa: BLE001 - the code's later calls are lost to its own trace
+                    pass
+
+    def _before_writing(self, func: Callable, args: tuple, kwargs: dict) -> list[tuple[torch.Tensor, int]]:
+        """The tensors an op writes to (an in-place op's first tensor, `out=`) with their storages'
+        addresses; what an in-place op overwrites is kept as it was before (a leaf). torch.nn.init's
+        functions pass their tensor by keyword."""
+        targets = []
+        if _writes(getattr(func, "__name__", "")):
+            first = next((value for value in (*args[:1], *kwargs.values()) if isinstance(value, torch.Tensor)), None)
+            if first is not None:
+                targets.append(first)
+        if args and targets and targets[0] is args[0]:
+            if not self.truncated and not self._busy:
+                self._busy = True
+                try:
+                    self._node_of(args[0])
+                except Exception:  # noqa: BLE001
+                    self.truncated = True
+                finally:
+                    self._busy = False
+        targets += _tensors(kwargs.get("out"))
+        return [(target, storage_of(target)) for target in targets]
+
+    def _after_writing(self, func: Callable, args: tuple, written: list[tuple[torch.Tensor, int]]) -> None:
+        """What the op wrote is no longer uninitialised; a storage it moved (resize_, set_) no longer
+        names its old address."""
+        name = getattr(func, "__name__", "")
+        for target, before in written:
+            try:
+                self._memory.written(target, before, name, args[1] if name == "__setitem__" and len(args) > 1 else None)
+                if storage_of(target) != before:
+                    self._storages.pop(before, None)
+            except Exception:  # noqa: BLE001 - a trace that cannot be kept must never change the result
+                self.truncated = True
 
     def _keep_op(self, func: Callable, args: tuple, kwargs: dict, out: Any, failed: bool = False) -> None:
         if self.truncated or self._busy:
@@ -274,7 +322,7 @@ class Tracer(TorchFunctionMode):
         outputs = [] if failed else [mutated] if mutated is not None else _tensors(out)
         if not outputs and not failed:
             return
-        stack, outermost = self._student_stack(sys._getframe(3))
+        stack, outermost = self._student_stack(sys._getframe(2))
         if not stack:
             return
         if len(self.ops) >= MAX_OPS:
@@ -292,22 +340,39 @@ class Tracer(TorchFunctionMode):
         if failed:
             op["failed"] = True
         self.ops.append(op)
-        op["out"] = [self._new_node(t, index, blank=name in UNINITIALISED) for t in outputs[:MAX_ARGS]]
+        shown = self._memory and (mutated is not None or _writes(name) or any(
+            t._is_view() or storage_of(t) in {storage_of(ref) for ref in _tensors(args)} for t in outputs))
+        op["out"] = [self._new_node(t, index, blank=name in UNINITIALISED, view=bool(shown)) for t in outputs[:MAX_ARGS]]
 
     # -- the whole run -----------------------------------------------------------------------------
     def __enter__(self):
-        self._previous_trace = sys.gettrace()
-        sys.settrace(self._call)
+        """The trace hook set for the run; the hooks found (trace and profile) are put back at the
+        end, even when the code under test enters this mode again or sets a profile hook."""
+        if not self._entered:
+            self._previous = (_gettrace(), sys.getprofile())
+            _settrace(self._hook)
+        self._entered += 1
         return super().__enter__()
 
     def __exit__(self, *exc: Any) -> None:
         try:
-            sys.settrace(self._previous_trace)
+            self._entered -= 1
+            if not self._entered:
+                _settrace(self._previous[0])
+                if sys.getprofile() is not self._previous[1]:  # the code under test set one
+                    try:
+                        sys.setprofile(self._previous[1])
+                    except TypeError:  # a profiler of C's (cProfile) cannot be set again from Python
+                        sys.setprofile(None)
         finally:
-            super().__exit__(*exc)  # the mode never outlives the run, whatever the trace hook was
+            super().__exit__(*exc)  # the mode never outlives the run, whatever the hooks were
 
     def document(self) -> dict:
         return {"ops": self.ops, "nodes": self.nodes, "calls": self.calls, "truncated": self.truncated}
+
+
+# as the tracer found them: code under test that replaces sys.settrace does not change the tracer's
+_settrace, _gettrace = sys.settrace, sys.gettrace
 
 
 @functools.lru_cache(maxsize=4096)
@@ -318,13 +383,6 @@ def _realpath(filename: str) -> str:
 
 def _writes(name: str) -> bool:
     return name == "__setitem__" or (name.endswith("_") and not name.startswith("_"))
-
-
-def _storage(tensor: torch.Tensor) -> int:
-    try:
-        return tensor.untyped_storage().data_ptr()
-    except Exception:  # noqa: BLE001 - tensors without storage
-        return -1
 
 
 def _tensors(value: Any) -> list[torch.Tensor]:
