@@ -13,28 +13,27 @@ tensor and number arguments and its returned tensors.
 
 The trace only ever shapes a student's feedback text: the trusted side validates it
 (grader.diagnosis.traces) and never scores from it. It runs in the sandbox, so this module imports
-nothing but the standard library, torch and grader.probes.unwritten.
+nothing but the standard library, torch and its two helpers: grader.probes.trace_calls (the calls
+into the code under test) and grader.probes.unwritten (memory nobody wrote).
 """
 from __future__ import annotations
 
-import functools
 import math
-import os
 import sys
 from typing import Any, Callable
 
 import torch
 from torch.overrides import TorchFunctionMode
 
+from grader.probes.trace_calls import (MAX_ARGS, MAX_OPS, MAX_STACK, MAX_TEXT, CallRecorder, gettrace, settrace,
+                                       tensors)
 from grader.probes.unwritten import UnwrittenMemory, storage_of
 
-MAX_OPS = 3000
+__all__ = ["MAX_ARGS", "MAX_ELEMENTS", "MAX_NODES", "MAX_OPS", "MAX_STACK", "MAX_TEXT", "MAX_VALUE", "Tracer", "traced"]
+
 MAX_NODES = 6000
 MAX_VALUE = 4096  # elements of one recorded tensor value
 MAX_ELEMENTS = 300_000  # elements of all recorded values together
-MAX_STACK = 4  # student frames kept per op, innermost first
-MAX_ARGS = 12
-MAX_TEXT = 80
 # ops whose output is uninitialised memory: its value says nothing (and differs from run to run)
 UNINITIALISED = frozenset({"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided", "empty_permuted"})
 # results and properties that say nothing about the computation
@@ -43,129 +42,19 @@ IGNORED = frozenset({"grad_fn", "shape", "dtype", "device", "requires_grad", "is
                      "__format__", "__bool__", "__index__", "__hash__", "data_ptr", "tolist", "numpy"})
 
 
-class Tracer(TorchFunctionMode):
+class Tracer(CallRecorder, TorchFunctionMode):
     """Records the ops called from files under `directory` (see the module docstring)."""
 
     def __init__(self, directory: str):
-        super().__init__()
-        self.prefix = os.path.realpath(directory) + os.sep
+        TorchFunctionMode.__init__(self)
+        CallRecorder.__init__(self, directory)
         self.ops: list[dict] = []
         self.nodes: list[dict] = []
-        self.calls: list[dict] = []
-        self.truncated = False
         self.elements = 0
-        self._files: dict[str, str | None] = {}
         self._objects: dict[int, int] = {}  # id(tensor) -> its latest node, in any call
-        self._call_nodes: dict[int, int] = {}  # id(tensor) -> node, in the current call
         self._keep: list[Any] = []  # every tensor seen stays alive, so that ids are never reused
-        self._call_frames: dict[int, int] = {}  # id(outermost student frame) -> call index
-        self._frames: list[Any] = []
         self._storages: dict[int, int] = {}  # data_ptr -> node (a Parameter wrapping a recorded tensor)
         self._memory = UnwrittenMemory()  # what torch.empty made and nobody wrote since: no value to record
-        self._busy = False  # recording: the tracer's own torch calls are not the code under test's
-        self._previous: tuple[Any, Any] = (None, None)  # the trace and profile hooks before the run
-        self._entered = 0
-        self._hook = self._call  # the trace hook, one object (so that it is found again by identity)
-
-    # -- where code runs ---------------------------------------------------------------------------
-    def _relative(self, filename: str) -> str | None:
-        if filename not in self._files:
-            real = _realpath(filename) if filename and not filename.startswith("<") else ""
-            self._files[filename] = real[len(self.prefix):] if real.startswith(self.prefix) else None
-        return self._files[filename]
-
-    def _student_stack(self, frame: Any) -> tuple[list[list], Any]:
-        """The student frames from `frame` out (innermost first, at most MAX_STACK of them, the
-        outermost always among them) and the outermost one. The walk ends at the current call's
-        outermost frame: nothing outside it is the code under test's."""
-        stack: list[list] = []
-        outermost = None
-        last: list | None = None
-        stop = self._frames[-1] if self._frames else None
-        while frame is not None:
-            relative = self._relative(frame.f_code.co_filename)
-            if relative is not None:
-                entry = [relative, frame.f_lineno or 0, frame.f_code.co_name[:MAX_TEXT]]
-                if len(stack) < MAX_STACK - 1:
-                    stack.append(entry)
-                else:
-                    last = entry  # the outermost frame is kept too: where the code under test was entered
-                outermost = frame
-            if frame is stop:
-                break
-            frame = frame.f_back
-        if last is not None:
-            stack.append(last)
-        return stack, outermost
-
-    # -- calls into the code under test ------------------------------------------------------------
-    def _call(self, frame: Any, event: str, arg: Any) -> Any:
-        """The global trace function (sys.settrace): Python calls only (C calls never come here). Each
-        call of the run comes here once; all but the code under test's outermost calls leave at once
-        with no local trace, so that neither their lines nor their returns are seen (this hook is much
-        of a trace's cost). An outermost call gets `_returned` for its return alone."""
-        if self._files.get(frame.f_code.co_filename, "") is None or self._busy or self.truncated:
-            return None
-        self._busy = True
-        try:
-            started = self._on_call(frame)
-        except Exception:  # noqa: BLE001 - a trace that cannot be kept must never change the result
-            self.truncated = True
-            started = False
-        finally:
-            self._busy = False
-        if not started:
-            return None
-        frame.f_trace_lines = False
-        return self._returned
-
-    def _returned(self, frame: Any, event: str, arg: Any) -> Any:
-        """The local trace function of an outermost call: its return (its lines are switched off)."""
-        if event != "return" or id(frame) not in self._call_frames or self._busy or self.truncated:
-            return self._returned
-        self._busy = True
-        try:
-            if frame is self._frames[-1]:
-                call = self.calls[self._call_frames.pop(id(frame))]
-                self._frames.pop()
-                call["result"] = [self._node_of(t) for t in _tensors(arg)][:MAX_ARGS]
-                call["returned"] = frame.f_lineno or 0  # the line it returned from
-        except Exception:  # noqa: BLE001
-            self.truncated = True
-        finally:
-            self._busy = False
-        return self._returned
-
-    def _on_call(self, frame: Any) -> bool:
-        """Start a call record when `frame` is an outermost call of the code under test."""
-        if self._relative(frame.f_code.co_filename) is None:
-            return False
-        back = frame.f_back
-        while back is not None:
-            if self._relative(back.f_code.co_filename) is not None:
-                return False  # a nested call of the code under test (perhaps through torch's own code)
-            back = back.f_back
-        self._start_call(frame)
-        return not self.truncated
-
-    def _start_call(self, frame: Any) -> None:
-        if len(self.calls) >= MAX_OPS:
-            self.truncated = True
-            return
-        self._call_nodes = {}
-        code = frame.f_code
-        call: dict = {"function": code.co_name[:MAX_TEXT], "file": self._relative(code.co_filename),
-                      "line": code.co_firstlineno, "args": {}, "result": []}
-        self._call_frames[id(frame)] = len(self.calls)
-        self._frames.append(frame)
-        self.calls.append(call)
-        names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
-        for name in names[:MAX_ARGS]:
-            value = frame.f_locals.get(name)
-            if isinstance(value, torch.Tensor):
-                call["args"][name[:MAX_TEXT]] = {"node": self._node_of(value)}
-            elif type(value) in (bool, int, str) or (type(value) is float and math.isfinite(value)):
-                call["args"][name[:MAX_TEXT]] = value if type(value) is not str else value[:MAX_TEXT]
 
     # -- nodes: tensors of the dataflow graph ------------------------------------------------------
     def _new_node(self, tensor: torch.Tensor, op: int, blank: bool = False, view: bool = False) -> int:
@@ -243,10 +132,10 @@ class Tracer(TorchFunctionMode):
         # the op runs is a nested call (not recorded), and the hook would slow every Python call. Only
         # this tracer's hook is switched off (code under test may have set its own), and it is set
         # again unless the op set one; an audit hook of the code's that refuses either is obeyed.
-        hook = _gettrace()
+        hook = gettrace()
         if hook is self._hook:
             try:
-                _settrace(None)
+                settrace(None)
             except Exception:  # noqa: BLE001
                 hook = None
         try:
@@ -262,9 +151,9 @@ class Tracer(TorchFunctionMode):
             self._keep_op(func, args, kwargs, out)
             return out
         finally:
-            if hook is self._hook and _gettrace() is None:
+            if hook is self._hook and gettrace() is None:
                 try:
-                    _settrace(hook)
+                    settrace(hook)
                 except Exception:  # noqa: BLE001 - the code's later calls are lost to its own trace
                     pass
 
@@ -286,7 +175,7 @@ class Tracer(TorchFunctionMode):
                     self.truncated = True
                 finally:
                     self._busy = False
-        targets += _tensors(kwargs.get("out"))
+        targets += tensors(kwargs.get("out"))
         return [(target, storage_of(target)) for target in targets]
 
     def _after_writing(self, func: Callable, args: tuple, written: list[tuple[torch.Tensor, int]]) -> None:
@@ -319,7 +208,7 @@ class Tracer(TorchFunctionMode):
         if name in IGNORED:
             return
         mutated = args[0] if name == "__setitem__" and args and isinstance(args[0], torch.Tensor) else None
-        outputs = [] if failed else [mutated] if mutated is not None else _tensors(out)
+        outputs = [] if failed else [mutated] if mutated is not None else tensors(out)
         if not outputs and not failed:
             return
         stack, outermost = self._student_stack(sys._getframe(2))
@@ -341,29 +230,17 @@ class Tracer(TorchFunctionMode):
             op["failed"] = True
         self.ops.append(op)
         shown = self._memory and (mutated is not None or _writes(name) or any(
-            t._is_view() or storage_of(t) in {storage_of(ref) for ref in _tensors(args)} for t in outputs))
+            t._is_view() or storage_of(t) in {storage_of(ref) for ref in tensors(args)} for t in outputs))
         op["out"] = [self._new_node(t, index, blank=name in UNINITIALISED, view=bool(shown)) for t in outputs[:MAX_ARGS]]
 
     # -- the whole run -----------------------------------------------------------------------------
     def __enter__(self):
-        """The trace hook set for the run; the hooks found (trace and profile) are put back at the
-        end, even when the code under test enters this mode again or sets a profile hook."""
-        if not self._entered:
-            self._previous = (_gettrace(), sys.getprofile())
-            _settrace(self._hook)
-        self._entered += 1
+        self._set_hooks()
         return super().__enter__()
 
     def __exit__(self, *exc: Any) -> None:
         try:
-            self._entered -= 1
-            if not self._entered:
-                _settrace(self._previous[0])
-                if sys.getprofile() is not self._previous[1]:  # the code under test set one
-                    try:
-                        sys.setprofile(self._previous[1])
-                    except TypeError:  # a profiler of C's (cProfile) cannot be set again from Python
-                        sys.setprofile(None)
+            self._restore_hooks()
         finally:
             super().__exit__(*exc)  # the mode never outlives the run, whatever the hooks were
 
@@ -371,26 +248,8 @@ class Tracer(TorchFunctionMode):
         return {"ops": self.ops, "nodes": self.nodes, "calls": self.calls, "truncated": self.truncated}
 
 
-# as the tracer found them: code under test that replaces sys.settrace does not change the tracer's
-_settrace, _gettrace = sys.settrace, sys.gettrace
-
-
-@functools.lru_cache(maxsize=4096)
-def _realpath(filename: str) -> str:
-    """A code file's real path, resolved once per process (every probe's tracer asks for the same files)."""
-    return os.path.realpath(filename)
-
-
 def _writes(name: str) -> bool:
     return name == "__setitem__" or (name.endswith("_") and not name.startswith("_"))
-
-
-def _tensors(value: Any) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [item for item in value if isinstance(item, torch.Tensor)]
-    return []
 
 
 def _refs(values: list) -> list[dict]:
