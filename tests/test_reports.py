@@ -411,3 +411,20 @@ def test_a_sentence_is_never_said_with_a_lookalike_parameter(first, then):
     said = say(catalog, "mismatch.shape", what="x", got=then)
     fresh = text_module._say(catalog, "mismatch.shape", {"what": "x", "got": then})
     assert said == fresh and said.parts == fresh.parts
+
+
+def test_a_said_shared_by_reports_cannot_be_changed():
+    said = say(Catalog("en"), "mismatch.shape", what="x", got=1)
+    with pytest.raises(AttributeError):
+        said.parts = (("text", "<b>changed</b>"),)
+    with pytest.raises(AttributeError):
+        del said.parts
+    assert say(Catalog("en"), "mismatch.shape", what="x", got=1).parts == said.parts
+
+
+def test_kept_renderings_never_mix_up_lookalike_values():
+    assert [str(words(v)) for v in (0.0, -0.0, 1.0, True, 1)] == ["0.0", "-0.0", "1.0", "True", "1"]
+    huge = [10 ** 4000] * 16  # a forged output's numbers: rendered, never kept as a key
+    assert "~1e4000" in say(Catalog("en"), "mismatch.shape", what="x", got=huge)
+    assert text_module._signature({"got": huge}) is None and text_module._signature({"got": 10 ** 20}) is None
+    assert text_module._signature({"got": "x" * 201}) is None

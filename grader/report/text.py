@@ -38,7 +38,8 @@ _LINE_BREAKS = re.compile(r"[\r\n\u2028\u2029\x85\x0b\x0c]+")
 
 
 class Said(str):
-    """A message whose parts know whether they are the grader's words, quoted code or the student's text."""
+    """A message whose parts know whether they are the grader's words, quoted code or the student's
+    text. Never changed once made (the same Said may stand in many reports: `say`, `words`)."""
 
     parts: tuple[tuple[str, str], ...]
 
@@ -52,8 +53,14 @@ class Said(str):
             else:
                 merged.append((kind, value))
         self = super().__new__(cls, "".join(value if kind == "text" else code_span(value) for kind, value in merged))
-        self.parts = tuple(merged)
+        object.__setattr__(self, "parts", tuple((str(kind), str(value)) for kind, value in merged))
         return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("a Said is never changed")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("a Said is never changed")
 
     def __html__(self) -> str:
         out = []
@@ -84,11 +91,24 @@ def student(value: Any, limit: int = INLINE_LIMIT) -> Said:
     return Said([("student", inline(value, limit))])
 
 
-@functools.lru_cache(maxsize=8192)
 def words(text: str) -> Said:
     """Text of the grader's own (a catalogue sentence), its backtick spans as code. Made once per
-    text: a class's reports say the same sentences again and again (a `Said` is never changed)."""
-    return Said(_ticks(str(text)))
+    text (up to MAX_CACHED characters): a class's reports say the same sentences again and again."""
+    text = _text(text)
+    return _words(text) if len(text) <= MAX_CACHED else Said(_ticks(text))
+
+
+MAX_CACHED = 1000  # characters of a text whose rendering is kept
+
+
+def _text(value: Any) -> str:
+    """`value` as an exact str (what caches may use as a key: never a float or a str subclass)."""
+    return str.__str__(str(value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _words(text: str) -> Said:
+    return Said(_ticks(text))
 
 
 def _ticks(text: str) -> list[tuple[str, str]]:
@@ -116,15 +136,15 @@ def say(catalog: Catalog, key: str, **params: Any) -> Said:
     return said
 
 
-MAX_SAID = 16384
+MAX_SAID = 4096
 _SAID: dict[tuple, Said] = {}
 _PLAIN = (str, int, float, bool, type(None))
 
 
 def _signature(params: dict[str, Any]) -> tuple | None:
     """What `say`'s result depends on, as a key: exact types (True is not 1, "1" is not 1) and
-    floats by repr (-0.0 is not 0.0); a Said by its parts. None for any other value, and for long
-    text (a student's: the cache never holds more than MAX_SAID short keys)."""
+    floats by repr (-0.0 is not 0.0); a Said by its parts. None for any other value, for long text
+    and for huge integers (the cache holds at most MAX_SAID keys, each of a few short values)."""
     signature = []
     for name, value in params.items():
         kind = type(value)
@@ -132,10 +152,11 @@ def _signature(params: dict[str, Any]) -> tuple | None:
             return None
         if kind is Said:
             signature.append((name, kind, value.parts))
-        elif kind in _PLAIN:
+        elif kind in _PLAIN and (kind is not int or abs(value) < 10**18):
             signature.append((name, kind, repr(value) if kind is float else value))
-        elif kind in (list, tuple) and len(value) <= 16 and all(type(v) in (int, float) for v in value):
-            signature.append((name, kind, tuple((type(v), repr(v)) for v in value)))
+        elif kind in (list, tuple) and len(value) <= 16 and all(type(v) is float or (type(v) is int and abs(v) < 10**18)
+                                                                for v in value):
+            signature.append((name, kind, tuple((type(v), repr(v) if type(v) is float else v) for v in value)))
         else:
             return None
     return tuple(signature)
@@ -240,7 +261,8 @@ def fenced(text: str, indent: str = "") -> str:
 def markdown_text(text: str) -> str:
     """The grader's own words (trusted catalogue text), safe inside a Markdown paragraph, list item
     or table cell: emphasis, links, raw HTML and table pipes are escaped; line breaks become spaces."""
-    return _markdown_text(str(text))
+    text = _text(text)
+    return _markdown_text(text) if len(text) <= MAX_CACHED else _markdown_text.__wrapped__(text)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -252,14 +274,16 @@ def markdown(value: Any) -> str:
     """The `md` filter: a Said with its parts, any other text as the grader's words."""
     if isinstance(value, Said):
         return value.markdown()
-    return _words_markdown(str(value))
+    text = _text(value)
+    return _words_markdown(text) if len(text) <= MAX_CACHED else words(text).markdown()
 
 
 def html(value: Any) -> Markup:
     """Catalogue text (or a Said) as HTML: escaped, backtick spans as <code>."""
     if isinstance(value, Said):
         return Markup(value.__html__())
-    return Markup(_words_html(str(value)))
+    text = _text(value)
+    return Markup(_words_html(text) if len(text) <= MAX_CACHED else words(text).__html__())
 
 
 @functools.lru_cache(maxsize=8192)
