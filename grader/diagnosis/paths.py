@@ -84,14 +84,18 @@ def _used(text: str) -> tuple[str, ...]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ()
     origin: dict[str, str] = {}  # local name -> the submission's module it comes from
+    names: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
+        kind = type(node)
+        if kind is ast.Name:
+            names.add(node.id)
+        elif kind is ast.ImportFrom and node.module:
             module = node.module.split(".")[-1] if node.level else node.module
             if module in MODULES:
                 origin.update((alias.asname or alias.name, module) for alias in node.names)
-        elif isinstance(node, ast.Import):
+        elif kind is ast.Import:
             origin.update((alias.asname or alias.name, alias.name) for alias in node.names if alias.name in MODULES)
-    return tuple(sorted({origin[node.id] for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id in origin}))
+    return tuple(sorted({origin[name] for name in names if name in origin}))
 
 
 @functools.lru_cache(maxsize=256)
@@ -118,31 +122,50 @@ def _read(tree: ast.Module) -> tuple[str, ...] | None:
     todo: list[tuple[ast.AST, bool]] = [(tree, False)]  # (node, inside a function's body)
     while todo:
         node, inside = todo.pop()
-        if inside and _chooses(node):
+        kind = type(node)  # (one type test per node: this walk is most of a submission's trace plan)
+        if inside and kind in _MAY_CHOOSE and _chooses(node):
             return None
-        if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
-            for item in node.values if isinstance(node, ast.Dict) else node.elts:
+        if kind in _CONTAINERS:
+            for item in node.values if kind is ast.Dict else node.elts:
                 if isinstance(item, ast.Lambda):
                     return None
                 if isinstance(item, ast.Name):
                     table_names.add(item.id)
-        elif isinstance(node, ast.ImportFrom) and node.module:
+        elif kind is ast.ImportFrom and node.module:
             imports.append(node.module.split(".")[-1] if node.level else node.module)
-        elif isinstance(node, ast.Import):
+        elif kind is ast.Import:
             imports += [alias.name for alias in node.names]
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if kind in _DEFINITIONS:
             functions.add(node.name)
             if not all(_plain(decorator) for decorator in node.decorator_list):
                 return None
-        if isinstance(node, FUNCTIONS):
+        if kind in _FUNCTION_KINDS:
             body = node.body if isinstance(node.body, list) else [node.body]
             in_body = {id(statement) for statement in body}
-            todo += [(child, inside or id(child) in in_body) for child in ast.iter_child_nodes(node)]
+            todo += [(child, inside or id(child) in in_body) for child in _children(node)]
         else:
-            todo += [(child, inside) for child in ast.iter_child_nodes(node)]
+            todo += [(child, inside) for child in _children(node)]
     if table_names & functions:
         return None
     return tuple(name for name in imports if name in MODULES)
+
+
+_CONTAINERS = frozenset({ast.List, ast.Tuple, ast.Set, ast.Dict})
+_DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef})
+_FUNCTION_KINDS = frozenset(FUNCTIONS)
+_MAY_CHOOSE = frozenset({*CHOICES, ast.If, ast.comprehension, ast.For, ast.AsyncFor, ast.Call, ast.Subscript})
+
+
+def _children(node: ast.AST) -> list[ast.AST]:
+    """ast.iter_child_nodes(node), as a list (without its two generators per node)."""
+    children: list[ast.AST] = []
+    for field in node._fields:
+        value = getattr(node, field, None)
+        if isinstance(value, ast.AST):
+            children.append(value)
+        elif isinstance(value, list):
+            children += [item for item in value if isinstance(item, ast.AST)]
+    return children
 
 
 def _plain(decorator: ast.expr) -> bool:
