@@ -84,6 +84,7 @@ class Diagnoser:
         self.traced = traced
         self.patterns = all_patterns()
         self._differs: dict[tuple[int, tuple[str, ...]], bool] = {}  # (run, probes) -> unlike the reference
+        self._candidates: dict[tuple[str, ...], list[tuple[VariantRun, tuple[str, ...]]]] = {}  # `_unlike_reference`
         self._variants: weakref.WeakKeyDictionary[Seam, dict[tuple, str | None]] = weakref.WeakKeyDictionary()
         from grader.diagnosis.evidence import Findings
 
@@ -116,13 +117,22 @@ class Diagnoser:
         return known[key]
 
     def _variant(self, outcome: TestOutcome, student: Seam) -> str | None:
-        for index, run in enumerate(self.runs):
-            relevant = tuple(name for name in outcome.probes if name in run.results)
-            if not relevant or not self._differs_from_reference(index, relevant):
-                continue  # this variant behaves like the reference where the test looked
+        for run, relevant in self._unlike_reference(outcome.probes):
             if all(same(student.results.get(name), run.results[name]) for name in relevant):
                 return run.variant.id
         return None
+
+    def _unlike_reference(self, probes: tuple[str, ...]) -> list[tuple[VariantRun, tuple[str, ...]]]:
+        """The variants that behave unlike the reference on these probes (where the test looked),
+        with those of the probes they ran, in order; the same for every student."""
+        if probes not in self._candidates:
+            candidates = []
+            for index, run in enumerate(self.runs):
+                relevant = tuple(name for name in probes if name in run.results)
+                if relevant and self._differs_from_reference(index, relevant):
+                    candidates.append((run, relevant))
+            self._candidates[probes] = candidates
+        return self._candidates[probes]
 
     def diagnose(self, outcome: TestOutcome, student: Seam) -> str | None:
         """The misconception from the test's own evidence (error pattern or variant), if any."""
