@@ -33,12 +33,24 @@ def kill_all(uid: int, pid: int, pid_namespace: bool) -> None:
 def strays(child: int) -> bool:
     """Whether a process the child started has left its family (a double fork: its orphans come
     to this job process, their subreaper) while the child lives on; see `child.left_behind`."""
-    me = os.getpid()
-    try:
-        with open(f"/proc/{me}/task/{me}/children") as children:  # the job process has one thread
-            return any(int(pid) != child for pid in children.read().split())
+    try:  # the job process has one thread; asked after every result, so its list stays open
+        listed = os.pread(_own_children(), 1 << 16, 0)
+        return any(int(pid) != child for pid in listed.split())
     except (OSError, ValueError):
         return False  # a kernel without the children list: found when the child ends
+
+
+_children = (-1, -1)  # (pid, descriptor) of this process's list of children
+
+
+def _own_children() -> int:
+    """A descriptor of this process's /proc children list (read again from its start each time),
+    opened once per process (a fork opens its own; the children close every inherited one)."""
+    global _children
+    me = os.getpid()
+    if _children[0] != me:
+        _children = (me, os.open(f"/proc/{me}/task/{me}/children", os.O_RDONLY | os.O_CLOEXEC))
+    return _children[1]
 
 
 def alone(pid: int) -> bool:
