@@ -120,14 +120,15 @@ class Tracer(CallRecorder, TorchFunctionMode):
     # -- ops ---------------------------------------------------------------------------------------
     def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
-        writes = _writes(getattr(func, "__name__", "")) or "out" in kwargs
-        written = self._before_writing(func, args, kwargs) if writes else ()
+        name = getattr(func, "__name__", "")
+        in_place = _writes(name)
+        written = self._before_writing(in_place, args, kwargs) if in_place or "out" in kwargs else ()
         if not self._frames:  # outside every call of the code under test (the probe's own setup): not kept.
             try:  # The hook stays on: the op may run the code under test (a tensor's hook, an autograd
                 return func(*args, **kwargs)  # Function's backward), an outermost call to record
             finally:
                 if written:
-                    self._after_writing(func, args, written)
+                    self._after_writing(name, args, written)
         # Inside a call, the op and its recording run with the trace hook off: whatever code under test
         # the op runs is a nested call (not recorded), and the hook would slow every Python call. Only
         # this tracer's hook is switched off (code under test may have set its own), and it is set
@@ -143,11 +144,11 @@ class Tracer(CallRecorder, TorchFunctionMode):
                 out = func(*args, **kwargs)
             except BaseException:
                 if written:
-                    self._after_writing(func, args, written)
+                    self._after_writing(name, args, written)
                 self._keep_op(func, args, kwargs, None, failed=True)  # the op where the code under test stopped
                 raise
             if written:
-                self._after_writing(func, args, written)
+                self._after_writing(name, args, written)
             self._keep_op(func, args, kwargs, out)
             return out
         finally:
@@ -157,12 +158,12 @@ class Tracer(CallRecorder, TorchFunctionMode):
                 except Exception:  # noqa: BLE001 - the code's later calls are lost to its own trace
                     pass
 
-    def _before_writing(self, func: Callable, args: tuple, kwargs: dict) -> list[tuple[torch.Tensor, int]]:
+    def _before_writing(self, in_place: bool, args: tuple, kwargs: dict) -> list[tuple[torch.Tensor, int]]:
         """The tensors an op writes to (an in-place op's first tensor, `out=`) with their storages'
         addresses; what an in-place op overwrites is kept as it was before (a leaf). torch.nn.init's
         functions pass their tensor by keyword."""
         targets = []
-        if _writes(getattr(func, "__name__", "")):
+        if in_place:
             first = next((value for value in (*args[:1], *kwargs.values()) if isinstance(value, torch.Tensor)), None)
             if first is not None:
                 targets.append(first)
@@ -178,10 +179,9 @@ class Tracer(CallRecorder, TorchFunctionMode):
         targets += tensors(kwargs.get("out"))
         return [(target, storage_of(target)) for target in targets]
 
-    def _after_writing(self, func: Callable, args: tuple, written: list[tuple[torch.Tensor, int]]) -> None:
-        """What the op wrote is no longer uninitialised; a storage it moved (resize_, set_) no longer
-        names its old address."""
-        name = getattr(func, "__name__", "")
+    def _after_writing(self, name: str, args: tuple, written: list[tuple[torch.Tensor, int]]) -> None:
+        """What the op `name` wrote is no longer uninitialised; a storage it moved (resize_, set_) no
+        longer names its old address."""
         for target, before in written:
             try:
                 self._memory.written(target, before, name, args[1] if name == "__setitem__" and len(args) > 1 else None)
@@ -229,9 +229,8 @@ class Tracer(CallRecorder, TorchFunctionMode):
         if failed:
             op["failed"] = True
         self.ops.append(op)
-        shown = self._memory and (mutated is not None or _writes(name) or any(
-            t._is_view() or storage_of(t) in {storage_of(ref) for ref in tensors(args)} for t in outputs))
-        op["out"] = [self._new_node(t, index, blank=name in UNINITIALISED, view=bool(shown)) for t in outputs[:MAX_ARGS]]
+        shown = bool(self._memory) and (mutated is not None or _writes(name) or _shares_memory(outputs, args))
+        op["out"] = [self._new_node(t, index, blank=name in UNINITIALISED, view=shown) for t in outputs[:MAX_ARGS]]
 
     # -- the whole run -----------------------------------------------------------------------------
     def __enter__(self):
@@ -250,6 +249,12 @@ class Tracer(CallRecorder, TorchFunctionMode):
 
 def _writes(name: str) -> bool:
     return name == "__setitem__" or (name.endswith("_") and not name.startswith("_"))
+
+
+def _shares_memory(outputs: list[torch.Tensor], args: tuple) -> bool:
+    """Whether an op's output is a view, or shows the memory of one of its tensor arguments."""
+    inputs = {storage_of(tensor) for tensor in tensors(args)}
+    return any(output._is_view() or storage_of(output) in inputs for output in outputs)
 
 
 def _refs(values: list) -> list[dict]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from typing import Any
+from typing import Any, Callable
 
 from markupsafe import Markup, escape
 
@@ -91,23 +91,26 @@ def student(value: Any, limit: int = INLINE_LIMIT) -> Said:
     return Said([("student", inline(value, limit))])
 
 
-def words(text: str) -> Said:
-    """Text of the grader's own (a catalogue sentence), its backtick spans as code. Made once per
-    text (up to MAX_CACHED characters): a class's reports say the same sentences again and again."""
-    text = _text(text)
-    return _words(text) if len(text) <= MAX_CACHED else Said(_ticks(text))
-
-
 MAX_CACHED = 1000  # characters of a text whose rendering is kept
 
 
-def _text(value: Any) -> str:
-    """`value` as an exact str (what caches may use as a key: never a float or a str subclass)."""
-    return str.__str__(str(value))
+def _per_text(function: Callable[[str], Any]) -> Callable[[Any], Any]:
+    """`function` of a text, made once per text: a class's reports say the same sentences (and
+    table numbers) again and again. The key is the text as an exact str (never a float, whose
+    -0.0 equals 0.0, nor a str subclass); a text longer than MAX_CACHED characters is not kept."""
+    kept = functools.lru_cache(maxsize=8192)(function)
+
+    @functools.wraps(function)
+    def once(value: Any) -> Any:
+        text = str.__str__(str(value))
+        return kept(text) if len(text) <= MAX_CACHED else function(text)
+
+    return once
 
 
-@functools.lru_cache(maxsize=8192)
-def _words(text: str) -> Said:
+@_per_text
+def words(text: str) -> Said:
+    """Text of the grader's own (a catalogue sentence), its backtick spans as code."""
     return Said(_ticks(text))
 
 
@@ -258,15 +261,10 @@ def fenced(text: str, indent: str = "") -> str:
     return "\n".join(lines)
 
 
+@_per_text
 def markdown_text(text: str) -> str:
     """The grader's own words (trusted catalogue text), safe inside a Markdown paragraph, list item
     or table cell: emphasis, links, raw HTML and table pipes are escaped; line breaks become spaces."""
-    text = _text(text)
-    return _markdown_text(text) if len(text) <= MAX_CACHED else _markdown_text.__wrapped__(text)
-
-
-@functools.lru_cache(maxsize=8192)
-def _markdown_text(text: str) -> str:  # once per text (see `words`)
     return _MD_SPECIAL.sub(r"\\\1", _LINE_BREAKS.sub(" ", text))
 
 
@@ -274,24 +272,22 @@ def markdown(value: Any) -> str:
     """The `md` filter: a Said with its parts, any other text as the grader's words."""
     if isinstance(value, Said):
         return value.markdown()
-    text = _text(value)
-    return _words_markdown(text) if len(text) <= MAX_CACHED else words(text).markdown()
+    return _words_markdown(value)
 
 
 def html(value: Any) -> Markup:
     """Catalogue text (or a Said) as HTML: escaped, backtick spans as <code>."""
     if isinstance(value, Said):
         return Markup(value.__html__())
-    text = _text(value)
-    return Markup(_words_html(text) if len(text) <= MAX_CACHED else words(text).__html__())
+    return Markup(_words_html(value))
 
 
-@functools.lru_cache(maxsize=8192)
-def _words_markdown(text: str) -> str:  # once per text (see `words`): a table's every number comes here
+@_per_text
+def _words_markdown(text: str) -> str:  # a table's every number comes here
     return words(text).markdown()
 
 
-@functools.lru_cache(maxsize=8192)
+@_per_text
 def _words_html(text: str) -> str:
     return words(text).__html__()
 
