@@ -22,7 +22,7 @@ class ProbeClock:
 
     def __init__(self, pid: int, uid: int | None, cpu_seconds: float, wall_seconds: float, submission_end: float):
         self.pid, self.uid = pid, uid
-        self.clock = ((~pid) << 3) | 2  # the process's CPU clock: MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)
+        self.clock = cpu_clock(pid)
         self.cpu_seconds, self.wall_seconds, self.submission_end = cpu_seconds, wall_seconds, submission_end
         self.start()
 
@@ -71,6 +71,11 @@ class ProbeClock:
                 return 0.0
             self.check_at = now + cpu_left
         return min(left, self.check_at - now)
+
+
+def cpu_clock(pid: int) -> int:
+    """A process's CPU clock, for time.clock_gettime: MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)."""
+    return ((~pid) << 3) | 2
 
 
 def _cpu_of(stat: bytes, children_only: bool = False) -> float:

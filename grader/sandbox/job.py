@@ -29,7 +29,7 @@ import time
 
 from grader.probes import PROBES
 from grader.sandbox import child, cleanup, driver
-from grader.sandbox.clocks import ModuleTime, ProbeClock, module_of
+from grader.sandbox.clocks import ModuleTime, ProbeClock, cpu_clock, module_of
 from grader.sandbox.channel import ChannelError, FrameReader, frame, write_all
 
 RESULT_FD = 3  # set by the warm worker (its --result-fd)
@@ -211,7 +211,7 @@ def _continue(its: Child, job: dict, remaining: list[str], park: bool) -> bool:
     then, as in a new child, every probe ends by its own clock, never by the child's limit."""
     limits = job["limits"]
     try:
-        used = time.clock_gettime(((~its.pid) << 3) | 2)  # its CPU clock (see clocks.ProbeClock)
+        used = time.clock_gettime(cpu_clock(its.pid))
     except OSError:
         return False
     if used + len(remaining) * limits["probe_seconds"] + 1 > limits["cpu_seconds"]:
