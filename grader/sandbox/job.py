@@ -41,8 +41,37 @@ NO_MORE_JOBS = 3  # a job process's exit status: stdin is closed
 STOP_SECONDS = 1.0  # for a parked child to be seen stopped (it takes microseconds); else it is not kept
 
 
+OUTBOX_BYTES = 256 * 1024  # results waiting to be written at once (see `post`)
+_outbox: list[bytes] = []
+_outbox_size = 0
+
+
 def send(header: dict, payload: bytes = b"") -> None:
-    write_all(RESULT_FD, frame(header, payload))  # one write: one wake-up of the pool
+    """Write a frame now, after the results still in the outbox (`post`)."""
+    _outbox.append(frame(header, payload))
+    flush()
+
+
+def post(header: dict, payload: bytes = b"") -> None:
+    """A probe's result, written with the next ones: in one write (one wake-up of the trusted
+    pool's reader thread) per child rather than one per probe. The outbox is written when a child
+    ends (`_end`, before its clean-up), with any frame that is `send` at once (a job's "done"), and
+    as soon as it holds OUTBOX_BYTES; the pool uses a job's results only once it has them all."""
+    global _outbox_size
+    _outbox.append(frame(header, payload))
+    _outbox_size += len(_outbox[-1])
+    if _outbox_size >= OUTBOX_BYTES:
+        flush()
+
+
+def flush() -> None:
+    """Write what the outbox holds, in one write."""
+    global _outbox_size
+    if _outbox:
+        data = b"".join(_outbox)
+        _outbox.clear()
+        _outbox_size = 0
+        write_all(RESULT_FD, data)
 
 
 class Child:
@@ -98,7 +127,7 @@ def _run_probes(job: dict, poisoned: dict[str, str], scratch: str, uid: int, par
     remaining = [name for name in job["probes"] if name in PROBES]
     if job.get("mode") not in driver.MODES:  # a grader bug: no probe can run
         for name in remaining:
-            send({"id": job["id"], "probe": name, "status": "crash"})
+            post({"id": job["id"], "probe": name, "status": "crash"})
         remaining = []
     budget = [limits["result_bytes"]]  # payload bytes this job may still forward
     left = ModuleTime(limits["module_seconds"])
@@ -107,10 +136,10 @@ def _run_probes(job: dict, poisoned: dict[str, str], scratch: str, uid: int, par
         while remaining:
             if time.monotonic() >= submission_end:
                 for name in remaining:
-                    send({"id": job["id"], "probe": name, "status": "timeout"})
+                    post({"id": job["id"], "probe": name, "status": "timeout"})
                 break
             for name in [name for name in remaining if left(name) <= 0]:
-                send({"id": job["id"], "probe": name, "status": "module-timeout", "module": module_of(name)})
+                post({"id": job["id"], "probe": name, "status": "module-timeout", "module": module_of(name)})
                 remaining.remove(name)
             if remaining:
                 used, parked = parked, None
@@ -150,7 +179,7 @@ def _run_child(job, remaining, poisoned, scratch, uid, submission_end, budget, l
     if failure is None:
         failure = _outcome_of_exit(status)
     culprit = current if current in remaining else remaining[0]  # a child that made no progress
-    send({"id": job["id"], "probe": culprit, "status": failure, "module": importing or ""})
+    post({"id": job["id"], "probe": culprit, "status": failure, "module": importing or ""})
     remaining.remove(culprit)
     if importing and not (failure == "timeout" and clock.cut_short):
         # an import that ran out of what was left of a module's time is not known to hang: the
@@ -226,7 +255,9 @@ def _continue(its: Child, job: dict, remaining: list[str], park: bool) -> bool:
 
 
 def _end(its: Child, uid: int, scratch: str) -> int:
-    """Kill the child and everything it started, reap them, clear what they left; its exit status."""
+    """Kill the child and everything it started, reap them, clear what they left; its exit status.
+    Its results go to the pool first (`post`): a slow clean-up never holds them back."""
+    flush()
     os.close(its.read_fd)
     if its.command_fd >= 0:
         os.close(its.command_fd)
@@ -264,13 +295,13 @@ def _watch(reader: FrameReader, clock: ProbeClock, job: dict, remaining: list[st
                 if size > budget[0]:
                     if not reader.skip(size, clock):
                         return None, current, importing
-                    send({"id": job["id"], "probe": name, "status": "too-large", "module": ""})
+                    post({"id": job["id"], "probe": name, "status": "too-large", "module": ""})
                 else:
                     payload = reader.payload(size, clock)
                     if payload is None:
                         return None, current, importing
                     budget[0] -= size
-                    send({"id": job["id"], "probe": name, "status": "ok"}, payload)
+                    post({"id": job["id"], "probe": name, "status": "ok"}, payload)
                 remaining.remove(name)
                 current = importing = None
                 if remaining and cleanup.strays(clock.pid):

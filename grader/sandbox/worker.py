@@ -62,7 +62,10 @@ def main() -> None:
             try:
                 status = job_process(uid)
             finally:
-                os._exit(status)
+                try:
+                    job.flush()  # the results of a job process that failed still reach the pool
+                finally:
+                    os._exit(status)
         _, status = os.waitpid(pid, 0)
         if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
             return  # the pool closed stdin, or the job process failed: the pool sees this worker end

@@ -1,0 +1,70 @@
+"""The job process's outbox (grader.sandbox.job.post/send/flush): results wait and go to the pool
+in one write, in the order they were given, never after a frame sent at once."""
+from __future__ import annotations
+
+import fcntl
+import os
+
+import pytest
+
+from grader.sandbox import job
+from grader.sandbox.channel import FrameReader, until
+
+
+@pytest.fixture
+def result_pipe(monkeypatch):
+    read_fd, write_fd = os.pipe()
+    fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, 4 * job.OUTBOX_BYTES)  # a flush never waits for the reader
+    os.set_blocking(read_fd, False)
+    monkeypatch.setattr(job, "RESULT_FD", write_fd)
+    job.flush()  # nothing from another test
+    yield read_fd
+    job._outbox.clear()
+    job._outbox_size = 0
+    os.close(read_fd)
+    os.close(write_fd)
+
+
+def written(fd: int) -> bytes:
+    try:
+        return os.read(fd, 1 << 20)
+    except BlockingIOError:
+        return b""
+
+
+def frames(data: bytes) -> list[dict]:
+    read_fd, write_fd = os.pipe()
+    fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, 4 * job.OUTBOX_BYTES)
+    os.write(write_fd, data)
+    os.close(write_fd)
+    reader, found = FrameReader(read_fd), []
+    while (header := reader.header(until(float("inf")))) is not None:
+        found.append(dict(header, payload=bytes(reader.payload(header["size"], until(float("inf"))))))
+    os.close(read_fd)
+    return found
+
+
+def test_posted_results_wait_and_go_before_a_frame_sent_at_once(result_pipe):
+    job.post({"id": 1, "probe": "a", "status": "ok"}, b"AAA")
+    job.post({"id": 1, "probe": "b", "status": "timeout"})
+    assert written(result_pipe) == b""
+    job.send({"id": 1, "status": "done"})
+    got = frames(written(result_pipe))
+    assert [(f.get("probe"), f["status"], f["payload"]) for f in got] == \
+        [("a", "ok", b"AAA"), ("b", "timeout", b""), (None, "done", b"")]
+    assert written(result_pipe) == b""
+
+
+def test_flush_writes_the_outbox_once_and_empties_it(result_pipe):
+    job.post({"id": 2, "probe": "a", "status": "ok"}, b"1")
+    job.flush()
+    job.flush()
+    assert [f["probe"] for f in frames(written(result_pipe))] == ["a"]
+
+
+def test_a_full_outbox_is_written_without_waiting(result_pipe):
+    payload = b"x" * (job.OUTBOX_BYTES // 2)
+    job.post({"id": 3, "probe": "a", "status": "ok"}, payload)
+    assert written(result_pipe) == b""
+    job.post({"id": 3, "probe": "b", "status": "ok"}, payload)
+    assert [f["probe"] for f in frames(written(result_pipe))] == ["a", "b"]
