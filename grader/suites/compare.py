@@ -66,8 +66,11 @@ def expect_close(actual: Any, expected: torch.Tensor, *, what: str, on: str = ""
     if not torch.is_floating_point(actual) and torch.is_floating_point(expected):
         actual = actual.to(expected.dtype)
     # torch.allclose is torch.testing.assert_close's own check for two dense CPU tensors of one
-    # dtype and shape, without its bookkeeping (a tenth of the time)
-    if torch.allclose(actual.to(expected.dtype), expected, atol=atol, rtol=rtol, equal_nan=False):
+    # dtype and shape, without its bookkeeping (a tenth of the time); equal tensors (about half of a
+    # class's) pass by torch.equal, a thirtieth of allclose's time (a NaN is equal to nothing)
+    converted = actual.to(expected.dtype)
+    if torch.equal(converted, expected) \
+            or torch.allclose(converted, expected, atol=atol, rtol=rtol, equal_nan=False):
         return
     a, e = actual.to(torch.float64), expected.to(torch.float64)
     differs = ~torch.isclose(a, e, atol=atol, rtol=rtol)
