@@ -75,14 +75,33 @@ def uses_modules(module: str, others: Iterable[str], sources: Mapping[str, str])
     return set(others) <= seen
 
 
-@functools.lru_cache(maxsize=256)
 def _used(text: str) -> tuple[str, ...]:
     """The submission's modules whose imported names (or the module itself, imported as a name)
     a module's code uses; none when it does not parse."""
+    return _facts(text)[1]
+
+
+def _verdict(text: str) -> tuple[str, ...] | None:
+    """None when the module's functions can choose their lines; else the submission's modules it imports."""
+    return _facts(text)[0]
+
+
+@functools.lru_cache(maxsize=256)
+def _facts(text: str) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+    """(`_verdict`, `_used`) of a module's source, from one parse (a trace plan asks both of most modules)."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return ()
+        return None, ()
+    try:
+        verdict = _read(tree)
+    except RecursionError:  # `range(range(...))` nested past the interpreter's limit
+        verdict = None
+    return verdict, _names_used(tree)
+
+
+def _names_used(tree: ast.Module) -> tuple[str, ...]:
+    """`_used` of a parsed module."""
     origin: dict[str, str] = {}  # local name -> the submission's module it comes from
     names: set[str] = set()
     for node in ast.walk(tree):
@@ -96,19 +115,6 @@ def _used(text: str) -> tuple[str, ...]:
         elif kind is ast.Import:
             origin.update((alias.asname or alias.name, alias.name) for alias in node.names if alias.name in MODULES)
     return tuple(sorted({origin[name] for name in names if name in origin}))
-
-
-@functools.lru_cache(maxsize=256)
-def _verdict(text: str) -> tuple[str, ...] | None:
-    """None when the module's functions can choose their lines; else the submission's modules it imports."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    try:
-        return _read(tree)
-    except RecursionError:  # `range(range(...))` nested past the interpreter's limit
-        return None
 
 
 def _read(tree: ast.Module) -> tuple[str, ...] | None:
