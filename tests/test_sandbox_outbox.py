@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+from pathlib import Path
 
 import pytest
 
@@ -68,3 +69,56 @@ def test_a_full_outbox_is_written_without_waiting(result_pipe):
     assert written(result_pipe) == b""
     job.post({"id": 3, "probe": "b", "status": "ok"}, payload)
     assert [f["probe"] for f in frames(written(result_pipe))] == ["a", "b"]
+
+
+END_WITH_THE_POOL_GONE = """
+import os, sys, tempfile
+from grader.sandbox import job
+gone, job.RESULT_FD = os.pipe()
+os.close(gone)  # the pool stopped reading: every write fails (EPIPE)
+ready, said = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    os.write(said, b"1")
+    while True:
+        os.pause()
+os.read(ready, 1)
+read_fd, write_fd = os.pipe()
+job.post({"id": 1, "probe": "p", "status": "ok"}, b"x")
+try:
+    job._end(job.Child(pid, read_fd, -1), int(sys.argv[1]), tempfile.mkdtemp())
+except BrokenPipeError:
+    pass
+else:
+    sys.exit("the write did not fail")
+try:
+    os.kill(pid, 0)
+    sys.exit("the child lives on")
+except ProcessLookupError:
+    pass  # killed and reaped
+sys.exit("its leftover is still there" if os.path.exists(sys.argv[2]) else 0)
+"""
+
+
+def test_a_failed_write_never_skips_the_childs_end(tmp_path):
+    """The outbox is written when a child ends; a pool that is gone (the write fails) must not
+    leave the child running or its files behind (the clean-up comes first, or regardless)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    uid = 61234  # no process runs as this uid: only the child's own process group is killed
+    handle, leftover = tempfile.mkstemp(dir="/tmp", prefix="outbox-leftover-")
+    os.close(handle)
+    try:
+        if os.getuid() == 0:
+            os.chown(leftover, uid, uid)  # as root, a leftover of the slot's uid is cleared
+        else:
+            os.unlink(leftover)  # not root: nothing to clear (see cleanup.clear_leftovers)
+        done = subprocess.run([sys.executable, "-c", END_WITH_THE_POOL_GONE, str(uid), leftover],
+                              capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[1])
+        assert done.returncode == 0, done.stderr
+    finally:
+        if os.path.exists(leftover):
+            os.unlink(leftover)

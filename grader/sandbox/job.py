@@ -53,10 +53,12 @@ def send(header: dict, payload: bytes = b"") -> None:
 
 
 def post(header: dict, payload: bytes = b"") -> None:
-    """A probe's result, written with the next ones: in one write (one wake-up of the trusted
-    pool's reader thread) per child rather than one per probe. The outbox is written when a child
-    ends (`_end`, before its clean-up), with any frame that is `send` at once (a job's "done"), and
-    as soon as it holds OUTBOX_BYTES; the pool uses a job's results only once it has them all."""
+    """A probe's result (or status), written later with the ones that follow: a child's results
+    reach the pool in about one write (one wake-up of the trusted pool's reader thread), not one
+    per probe. The outbox is written once a child is dead (`_end`), with any frame that is `send`
+    at once (a job's "done"), and as soon as it holds OUTBOX_BYTES. A job process killed by a
+    signal loses what it holds: the pool runs those probes again, as it runs every probe a dead
+    worker never answered."""
     global _outbox_size
     _outbox.append(frame(header, payload))
     _outbox_size += len(_outbox[-1])
@@ -256,18 +258,23 @@ def _continue(its: Child, job: dict, remaining: list[str], park: bool) -> bool:
 
 def _end(its: Child, uid: int, scratch: str) -> int:
     """Kill the child and everything it started, reap them, clear what they left; its exit status.
-    Its results go to the pool first (`post`): a slow clean-up never holds them back."""
-    flush()
+    The outbox (`post`) is written once the child is dead, before the slower clean-up; a write
+    that fails (the pool gone) still leaves nothing of the child's behind."""
     os.close(its.read_fd)
     if its.command_fd >= 0:
         os.close(its.command_fd)
     status = 0
-    if its.pid > 0:
-        cleanup.kill_all(uid, its.pid, PID_NAMESPACE)
-        _, status = os.waitpid(its.pid, 0)
-    cleanup.reap_orphans(uid, PID_NAMESPACE)
-    cleanup.clear_leftovers(uid, scratch)
-    cleanup.clear_ipc(uid)
+    try:
+        if its.pid > 0:
+            cleanup.kill_all(uid, its.pid, PID_NAMESPACE)
+            _, status = os.waitpid(its.pid, 0)
+    finally:
+        try:
+            flush()
+        finally:
+            cleanup.reap_orphans(uid, PID_NAMESPACE)
+            cleanup.clear_leftovers(uid, scratch)
+            cleanup.clear_ipc(uid)
     return status
 
 

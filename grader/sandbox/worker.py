@@ -63,7 +63,7 @@ def main() -> None:
                 status = job_process(uid)
             finally:
                 try:
-                    job.flush()  # the results of a job process that failed still reach the pool
+                    job.flush()  # the results of a job process that ended by an exception still reach the pool
                 finally:
                     os._exit(status)
         _, status = os.waitpid(pid, 0)
