@@ -48,7 +48,7 @@ _outbox_size = 0
 
 def send(header: dict, payload: bytes = b"") -> None:
     """Write a frame now, after the results still in the outbox (`post`)."""
-    _outbox.append(frame(header, payload))
+    post(header, payload)
     flush()
 
 
