@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grader.sandbox import job
 from grader.sandbox.channel import FrameReader, until
@@ -122,3 +124,45 @@ def test_a_failed_write_never_skips_the_childs_end(tmp_path):
     finally:
         if os.path.exists(leftover):
             os.unlink(leftover)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.tuples(st.just("post"), st.integers(0, 200_000)),
+                          st.tuples(st.just("send"), st.integers(0, 2_000)),
+                          st.tuples(st.just("flush"), st.just(0))), max_size=10))
+def test_any_sequence_arrives_whole_and_in_order(steps):
+    """Whatever mix of posts, sends and flushes: the pool reads every frame once, in the order
+    given; after a send (or a flush) nothing is held back, and the outbox never holds
+    OUTBOX_BYTES or more."""
+    read_fd, write_fd = os.pipe()
+    fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, 4 * job.OUTBOX_BYTES)
+    os.set_blocking(read_fd, False)
+    saved = job.RESULT_FD
+    job.RESULT_FD = write_fd
+    try:
+        given_frames, data = [], b""
+        for index, (kind, size) in enumerate(steps):
+            header, payload = {"id": 1, "probe": f"p{index}", "status": kind}, bytes([index % 256]) * size
+            given_frames.append((header["probe"], payload))
+            if kind == "post":
+                job.post(header, payload)
+            elif kind == "send":
+                job.send(header, payload)
+            else:
+                given_frames.pop()
+                job.flush()
+            data += written(read_fd)
+            assert job._outbox_size < job.OUTBOX_BYTES
+            if kind != "post":
+                assert job._outbox == []
+                arrived = [(f["probe"], f["payload"]) for f in frames(data)]
+                assert arrived == given_frames
+        job.flush()
+        data += written(read_fd)
+        assert [(f["probe"], f["payload"]) for f in frames(data)] == given_frames
+    finally:
+        job._outbox.clear()
+        job._outbox_size = 0
+        job.RESULT_FD = saved
+        os.close(read_fd)
+        os.close(write_fd)
