@@ -126,7 +126,7 @@ def correct_cases() -> list[Case]:
 
 
 def grade(cases: list[Case], work: Path) -> list[Graded]:
-    from grader.diagnosis.inprocess import grade_in_process
+    from in_process import grade_in_process
 
     original = solution_sources()
     directories, by_directory = [], {}

@@ -6,7 +6,7 @@ against one fresh interpreter per submission, measured in the same run.
 The class cycles through examples/mindspore-class/ (students with typical mistakes and a port-style
 submission) and the MindSpore reference, each copy made unique with a comment. The grader is
 `python -m grader CLASS --out OUT --quiet --force` (sandboxed MindSpore workers, fresh output
-folder); the baseline is one fresh `python -m pytest grader/suites/hidden -p grader.baseline
+folder); the baseline is one fresh `python -m pytest grader/suites/hidden -p baseline_plugin
 --submission DIR` per submission (it imports torch and MindSpore and the student's code), on a
 sample, as many at a time as the grader has jobs. Prints submissions per second for both, their
 ratio, and whether every copy of the reference earned full marks (the numbers mean nothing

@@ -8,7 +8,7 @@ reference solutions when it is missing), each copy made unique with a comment so
 is answered from a cache; grades it with `python -m grader CLASS --out OUT --quiet --force`
 (fresh output folder: the reference and variant outputs are computed in the run); then runs
 the same hidden suites the way a course usually does, `python -m pytest grader/suites/hidden -p
-grader.baseline --submission DIR` once per submission (student code imported in-process), on a
+baseline_plugin --submission DIR` (benchmarks/baseline_plugin.py) once per submission (student code imported in-process), on a
 sample of the submissions, as many at a time as the grader has jobs. Prints submissions per
 second for both and their ratio.
 
@@ -84,11 +84,12 @@ def run_grader(cls: Path, out: Path, jobs: int, uncached_drawings: bool = False)
 
 def run_baseline(students: list[Path], jobs: int) -> float:
     def one(student: Path) -> None:
-        subprocess.run([sys.executable, "-m", "pytest", "grader/suites/hidden", "-p", "grader.baseline",
+        subprocess.run([sys.executable, "-m", "pytest", "grader/suites/hidden", "-p", "baseline_plugin",
                         "--submission", str(student), "-q", "-p", "no:cacheprovider",
                         "-c", "grader/suites/hidden/pytest.ini", "--rootdir", "grader/suites/hidden"],
                        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       env=dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1"))
+                       env=dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+                                    PYTHONPATH=str(ROOT / "benchmarks")))
 
     started = time.perf_counter()
     with ThreadPoolExecutor(jobs) as executor:

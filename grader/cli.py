@@ -44,7 +44,7 @@ def run_grade(args: argparse.Namespace) -> int:
 
     from grader.intake.discovery import DiscoveryError
     from grader.intake.text import shown
-    from grader.runner import GraderError, grade
+    from grader.run import GraderError, grade
 
     catalog = Catalog(args.lang)
     # Printed text holds names from submissions: never read as rich markup ("[/]" would raise).

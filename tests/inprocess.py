@@ -9,7 +9,7 @@ from pathlib import Path
 from grader.frameworks import namespace_for, track_of
 from grader.records import MODULES
 from grader.sandbox import driver
-from grader.suites.seam import run_in_process
+from grader.reference_code import run_in_process
 
 
 def probe_results(directory: Path, track: str | None = None, probes: list[str] | None = None) -> dict:

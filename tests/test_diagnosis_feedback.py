@@ -18,11 +18,10 @@ from pathlib import Path
 import pytest
 
 from grader.i18n import Catalog
-from grader.records import GradeResult
-from grader.report import render_feedback
+from grader.records import SECTIONS, GradeResult, SectionScore
+from grader.report.render import render_feedback
 from grader.report.text import html as as_html, markdown as md
-from grader.runner import grade
-from grader.scoring import section_scores, total
+from grader.run import grade
 from tests.conftest import ROOT, solutions_as_submission
 
 SHAPES = ROOT / "tests" / "submissions" / "shapes"
@@ -92,14 +91,15 @@ def test_a_check_shows_the_hint_of_its_cause(graded):
 
 
 def _traced_result(tmp_path: Path, folder: Path) -> GradeResult:
-    sys.path.append(str(ROOT / "benchmarks"))  # last: its files never shadow a package
     import diagnosis as benchmark
 
     case = benchmark.Case(folder.name, "shape", {p.stem: p.read_text() for p in folder.glob("*.py")}, [])
     (graded,) = benchmark.grade([case], tmp_path)
     outcomes = graded.outcomes
-    score, max_score = total(outcomes)
-    return GradeResult(folder.name, "", score, max_score, section_scores(outcomes, {}), outcomes, [])
+    sections = [SectionScore(s, s, sum(o.points for o in outcomes if o.section == s),
+                             sum(o.max_points for o in outcomes if o.section == s)) for s in SECTIONS]
+    return GradeResult(folder.name, "", sum(o.points for o in outcomes), sum(o.max_points for o in outcomes),
+                       sections, outcomes, [])
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -136,7 +136,7 @@ def test_two_mistakes_are_both_shown_and_recorded(tmp_path):
     catalog = Catalog("en")
     html, _ = render_feedback(result, catalog)
     assert catalog.t("diagnosis.causes-many", count=2) in html
-    from grader.report import results_document
+    from grader.report.results_file import results_document
 
     record = next(t for t in results_document(result, catalog)["tests"] if t["id"] == outcome.id)
     assert set(record["diagnosis"]["misconceptions"]) == {"missing-scaling", "softmax-wrong-dim"}

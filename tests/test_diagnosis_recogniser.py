@@ -20,7 +20,6 @@ import pytest
 from grader.diagnosis.catalogue import CATALOGUE
 from tests.conftest import ROOT
 
-sys.path.append(str(ROOT / "benchmarks"))  # last: its files never shadow a package
 import diagnosis as benchmark  # noqa: E402
 from mutation import single_mutants  # noqa: E402
 

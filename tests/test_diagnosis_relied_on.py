@@ -18,10 +18,9 @@ import sys
 import pytest
 
 from grader.diagnosis.blame import attribute_to_earlier_sections
-from grader.diagnosis.inprocess import grade_each, read_sources, trace_probes
+from in_process import grade_each, read_sources, trace_probes
 from tests.conftest import ROOT
 
-sys.path.append(str(ROOT / "benchmarks"))  # last: its files never shadow a package
 from mutation import single_mutants  # noqa: E402
 from mutation_source import solution_sources  # noqa: E402
 

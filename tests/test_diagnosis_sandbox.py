@@ -14,9 +14,9 @@ from hypothesis import given, settings, strategies as st
 from grader.diagnosis.traces import parse_trace
 from grader.probes import PROBES, load_all
 from grader.probes.trace import traced
-from grader.runner import grade
+from grader.run import grade
 from grader.sandbox import codec, driver
-from grader.diagnosis.inprocess import student_modules
+from in_process import student_modules
 from tests.conftest import MODULES, ROOT, solutions_as_submission
 from tests.test_notebooks import code_cell, notebook, split_cells, write
 

@@ -19,11 +19,10 @@ from hypothesis import strategies as st
 
 from grader.diagnosis import Diagnoser
 from grader.diagnosis.blame import attribute_to_earlier_sections
-from grader.diagnosis.inprocess import grade_each, read_sources, trace_probes
+from in_process import grade_each, read_sources, trace_probes
 from grader.diagnosis.paths import same_lines_for_every_input, uses_modules
 from tests.conftest import ROOT
 
-sys.path.append(str(ROOT / "benchmarks"))  # last: its files never shadow a package
 from mutation_source import solution_sources  # noqa: E402
 
 MHA, CAUSAL = "sec3_6_multi_head_attention", "sec3_5_causal_attention"

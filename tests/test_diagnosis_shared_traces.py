@@ -13,15 +13,13 @@ import random
 import sys
 from pathlib import Path
 
-from grader.diagnosis import Diagnoser, variant_runs
-from grader.diagnosis.inprocess import read_sources, run_probes, trace_probes
+from grader.diagnosis import Diagnoser
+from grader.probe_outputs import ProbeOutputs
 from grader.records import TestOutcome as Outcome
-from grader.suites.plugin import GradingPlugin, run_suites
-from grader.suites.seam import Seam, reference_results
 from tests.conftest import ROOT
 
-sys.path.append(str(ROOT / "benchmarks"))  # last: its files never shadow a package
 import diagnosis as benchmark  # noqa: E402
+from in_process import grade_each, read_sources, trace_probes  # noqa: E402
 from mutation import single_mutants  # noqa: E402
 
 
@@ -45,7 +43,7 @@ def _folders(tmp_path: Path) -> list[Path]:
     return folders
 
 
-def _diagnosed(diagnoser: Diagnoser, outcomes: list[Outcome], seam: Seam, uses, sources, documents,
+def _diagnosed(diagnoser: Diagnoser, outcomes: list[Outcome], seam: ProbeOutputs, uses, sources, documents,
                shared) -> dict[str, tuple]:
     fresh = copy.deepcopy(outcomes)
     for outcome in fresh:
@@ -56,17 +54,10 @@ def _diagnosed(diagnoser: Diagnoser, outcomes: list[Outcome], seam: Seam, uses, 
 
 def test_a_test_that_borrows_a_trace_gets_the_diagnosis_its_own_trace_gives(tmp_path):
     folders = _folders(tmp_path)
-    reference = Seam(reference_results())
-    diagnoser = Diagnoser(reference, variant_runs())
     borrowed, submissions, differ = 0, 0, []
 
-    def source():
-        for folder in folders:
-            yield folder, Seam(run_probes(folder))
-
-    def check(folder: Path, seam: Seam, outcomes: list[Outcome]) -> None:
+    def check(diagnoser: Diagnoser, folder: Path, seam: ProbeOutputs, outcomes: list[Outcome], uses) -> None:
         nonlocal borrowed, submissions
-        uses = {info.id: info.uses for info in plugin.infos}
         sources = read_sources(folder)
         traced, shared = diagnoser.trace_plan(outcomes, seam, uses, sources)
         if not shared:
@@ -81,8 +72,7 @@ def test_a_test_that_borrows_a_trace_gets_the_diagnosis_its_own_trace_gives(tmp_
         borrowed += len(shared)
         submissions += 1
 
-    plugin = GradingPlugin(reference, source(), check)
-    run_suites(plugin)
+    grade_each(folders, check)
     assert not differ
     assert submissions >= 30 and borrowed >= 80  # the check above ran on many shared traces
 
@@ -103,24 +93,21 @@ def test_a_variant_is_matched_once_per_test_and_forgotten_with_the_submission(mo
     is worked out once, and kept only as long as the submission's outputs are."""
     import gc
 
-    reference = Seam(reference_results())
-    diagnoser = Diagnoser(reference, variant_runs())
     folder = ROOT / "examples" / "class" / "carol"
     asked: list[str] = []
     real = Diagnoser._variant
     monkeypatch.setattr(Diagnoser, "_variant", lambda self, outcome, student: asked.append(outcome.id)
                         or real(self, outcome, student))
-    kept = []
+    kept, diagnosers = [], []
 
-    def check(folder: Path, seam: Seam, outcomes: list[Outcome]) -> None:
-        uses = {info.id: info.uses for info in plugin.infos}
+    def check(diagnoser: Diagnoser, folder: Path, seam: ProbeOutputs, outcomes: list[Outcome], uses) -> None:
+        diagnosers.append(diagnoser)
         traced, shared = diagnoser.trace_plan(outcomes, seam, uses)
         diagnoser.diagnose_submission(outcomes, seam, uses, read_sources(folder), {}, shared)
         kept.append(outcomes)
 
-    plugin = GradingPlugin(reference, iter([(folder, Seam(run_probes(folder)))]), check)
-    run_suites(plugin)
+    grade_each([folder], check)
     failing = [o.id for o in kept[0] if o.status != "passed"]
     assert failing and sorted(asked) == sorted(failing)
     gc.collect()
-    assert len(diagnoser._variants) == 0
+    assert len(diagnosers[0]._variants) == 0

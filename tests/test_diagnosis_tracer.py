@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grader.diagnosis.checkpoints import SOLUTIONS_DIR, reference
-from grader.diagnosis.inprocess import run_probes, student_modules, trace_probes
+from in_process import run_probes, student_modules, trace_probes
 from grader.diagnosis.recognise import analyse
 from grader.diagnosis.traces import Received, TraceError, documents_of, fingerprint, parse_trace
 from grader.probes import PROBES, load_all
@@ -23,7 +23,7 @@ from grader.probes import trace as tracer
 from grader.probes.trace import traced
 from grader.sandbox import codec, driver
 from grader.sandbox.driver import run_probe
-from grader.suites.seam import ModuleNamespace
+from grader.reference_code import ModuleNamespace
 from tests.conftest import solutions_as_submission
 
 load_all()
@@ -393,13 +393,13 @@ def test_a_test_blocked_by_another_broken_module_is_not_traced_unless_blame_move
     caller's (grader.diagnosis.blame) and the probes are traced."""
     from grader.diagnosis import Diagnoser
     from grader.records import ProbeError, TestOutcome
-    from grader.suites.seam import Seam
+    from grader.probe_outputs import ProbeOutputs
 
-    diagnoser = Diagnoser(Seam({}), [])
+    diagnoser = Diagnoser(ProbeOutputs({}), [])
     error = ProbeError(kind="exception", key="exception.raised", module="sec3_6_multi_head_attention",
                        exc_type="RuntimeError")
     probe = "exercise3_3_gpt2_attention:forward"
-    student = Seam({probe: error})
+    student = ProbeOutputs({probe: error})
 
     def outcomes(mha: str) -> list[TestOutcome]:
         blocked = TestOutcome(id="exercise3_3_gpt2_attention::test_forward", module="exercise3_3_gpt2_attention",

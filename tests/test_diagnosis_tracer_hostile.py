@@ -12,7 +12,7 @@ import textwrap
 import pytest
 import torch
 
-from grader.diagnosis.inprocess import run_probes, student_modules, trace_probes
+from in_process import run_probes, student_modules, trace_probes
 from grader.diagnosis.traces import fingerprint
 from grader.probes import PROBES, load_all
 from grader.probes.trace import traced

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from grader.runner import grade
+from grader.run import grade
 from tests.conftest import ROOT, solutions_as_submission, stubs_as_submission
 
 
@@ -159,7 +159,7 @@ def test_erin_unfinished_sections_score_zero_and_finished_ones_full(graded_class
 def test_the_sandbox_starts_before_the_grader_imports_torch():
     """The run and the sandbox pool import no torch, so the workers' start-up (each imports torch)
     overlaps the grader's own import of it and of the suites."""
-    code = ("import sys; import grader.runner, grader.sandbox.pool; "
+    code = ("import sys; import grader.run, grader.sandbox.pool; "
             "print(sorted(m for m in ('torch', 'pytest', 'jinja2') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -9,8 +9,12 @@ import pytest
 
 import grader.intake.discovery as discovery
 import grader.report.writers as writers
-import grader.session as session
-from grader.runner import grade
+import grader.run.grading as grading
+import grader.run.stages as stages
+import grader.suites.hidden_suites as hidden_suites
+from grader.diagnosis import Diagnoser
+from grader.run import grade
+from grader.sandbox.pools import TrackPools
 from tests.conftest import solutions_as_submission
 
 VICTIMS = {  # student -> the stage that fails for them, and what they must end with
@@ -45,39 +49,39 @@ def run(tmp_path_factory):
 
     monkeypatch.setattr(discovery, "_read_folder", failing("read_fails", discovery._read_folder,
                                                            lambda folder, name: name))
-    monkeypatch.setattr(session, "_heatmaps", failing("heatmaps_fail", session._heatmaps,
-                                                      lambda infos, reference, seam: _seam_owner.get(id(seam))))
-    monkeypatch.setattr(session, "_grade_result", failing("grading_fails", session._grade_result,
-                                                          lambda run, *a: run.submission.name))
+    monkeypatch.setattr(stages, "heatmaps", failing("heatmaps_fail", stages.heatmaps,
+                                                    lambda infos, reference, seam: _seam_owner.get(id(seam))))
+    monkeypatch.setattr(stages, "assembled", failing("grading_fails", stages.assembled,
+                                                     lambda graded, *a: graded.submission.name))
     monkeypatch.setattr(writers, "render_feedback", failing("render_fails", writers.render_feedback,
                                                             lambda result, catalog: result.submission))
-    monkeypatch.setattr(session, "write_submission_reports", failing(
-        "write_fails", session.write_submission_reports, lambda result, out_dir, catalog: result.submission))
-    real_diagnose = session.Diagnoser.diagnose_submission
+    monkeypatch.setattr(grading, "write_submission_reports", failing(
+        "write_fails", grading.write_submission_reports, lambda result, out_dir, catalog: result.submission))
+    real_diagnose = Diagnoser.diagnose_submission
 
     def diagnose(self, outcomes, seam, *args, **kwargs):
         if _seam_owner.get(id(seam)) == "diagnosis_fails":
             raise Boom("diagnosis")
         return real_diagnose(self, outcomes, seam, *args, **kwargs)
 
-    monkeypatch.setattr(session.Diagnoser, "diagnose_submission", diagnose)
-    real_run = session.GradingPlugin._run
+    monkeypatch.setattr(Diagnoser, "diagnose_submission", diagnose)
+    real_run = hidden_suites._outcome
 
-    def run_test(self, item, info, seam, direct=None):
+    def run_test(test, seam, reference):
         _seam_owner[id(seam)] = _current.get("name")
-        if _current.get("name") == "test_fails" and info.name == "test_softmax_naive":
+        if _current.get("name") == "test_fails" and test.info.name == "test_softmax_naive":
             raise Boom("a hidden test's machinery")
-        return real_run(self, item, info, seam, direct)
+        return real_run(test, seam, reference)
 
-    monkeypatch.setattr(session.GradingPlugin, "_run", run_test)
-    real_results = session.TrackPools.results
+    monkeypatch.setattr(hidden_suites, "_outcome", run_test)
+    real_results = TrackPools.results
 
     def results(self):
         for sandbox_run in real_results(self):
             _current["name"] = sandbox_run.submission.name
             yield sandbox_run
 
-    monkeypatch.setattr(session.TrackPools, "results", results)
+    monkeypatch.setattr(TrackPools, "results", results)
     try:
         first = grade(klass, base / "out", jobs=2, force=True)
         second = grade(klass, base / "out", jobs=2)  # the same failures are still there

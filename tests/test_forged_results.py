@@ -6,8 +6,9 @@ import random
 
 import torch
 
-from grader.suites.plugin import GradingPlugin, run_suites
-from grader.suites.seam import Seam, reference_results
+from grader.answer_key import reference_results
+from grader.probe_outputs import ProbeOutputs
+from grader.suites.hidden_suites import collect
 
 FORGERIES = 40
 
@@ -42,17 +43,14 @@ def _forge(outputs: dict, rng: random.Random) -> dict:
 
 
 def test_forged_results_are_the_students_never_the_graders():
-    reference = Seam(reference_results())
+    reference = ProbeOutputs(reference_results())
+    suites = collect()
     rng = random.Random(20261123)
-    seams = []
+    outcomes = []
     for _ in range(FORGERIES):
         forged = {probe: _forge(outputs, rng) for probe, outputs in reference.results.items()}
-        seams.append(Seam(forged))
-    outcomes = []
-    plugin = GradingPlugin(reference, ((index, seam) for index, seam in enumerate(seams)),
-                           lambda submission, seam, got: outcomes.extend(got))
-    run_suites(plugin)
-    assert len(outcomes) == FORGERIES * len(plugin.items)
+        outcomes.extend(suites.run(ProbeOutputs(forged), reference))
+    assert len(outcomes) == FORGERIES * len(suites.infos)
     blamed_on_grader = [o.id for o in outcomes if o.error is not None and o.error.kind == "internal"]
     assert not blamed_on_grader, sorted({(o.id, str(o.error.params)[:150]) for o in outcomes if o.error is not None and o.error.kind == "internal"})
     assert any(o.error is not None and o.error.key == "integrity.forged-result" for o in outcomes)

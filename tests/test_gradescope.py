@@ -40,7 +40,7 @@ def test_zip_holds_setup_run_autograder_and_the_kit(autograder_zip):
         names = set(archive.namelist())
         setup = archive.read("setup.sh").decode()
         modes = {name: archive.getinfo(name).external_attr >> 16 for name in ("setup.sh", "run_autograder")}
-    assert {"setup.sh", "run_autograder", "kit/pyproject.toml", "kit/grader/runner.py",
+    assert {"setup.sh", "run_autograder", "kit/pyproject.toml", "kit/grader/run/__init__.py",
             "kit/grader/classroom/gradescope.py", "kit/solutions/sec3_5_causal_attention.py"} <= names
     assert any(name.startswith("kit/grader/suites/hidden/test_") for name in names)
     assert not any("__pycache__" in name or name.endswith(".pyc") for name in names)

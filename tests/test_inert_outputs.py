@@ -18,7 +18,8 @@ from markdown_it import MarkdownIt
 from grader.i18n import Catalog
 from grader.records import Detail, GradeResult, Heatmap, IntegrityNote, ProbeError, SectionScore, StudentFrame
 from grader.records import TestOutcome as Outcome  # not a test class
-from grader.report import gradebook_csv, render_feedback, render_summary, write_submission_reports
+from grader.report.render import render_feedback, render_summary
+from grader.report.writers import gradebook_csv, write_submission_reports
 from grader.report.text import code_span, fenced, say, student
 
 M33 = "sec3_3_simple_attention"

@@ -20,7 +20,7 @@ from grader.intake.cells import origin_at
 from grader.intake.files import Folder, Refused, read_beneath
 from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, notebook_modules
 from grader.intake.text import display_names, folder_names, safe_component, shown
-from grader.runner import CLASS_OUTPUTS
+from grader.run import CLASS_OUTPUTS
 from tests.conftest import ROOT
 
 M33, M35, M36 = "sec3_3_simple_attention", "sec3_5_causal_attention", "sec3_6_multi_head_attention"

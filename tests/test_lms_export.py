@@ -27,7 +27,7 @@ from grader.classroom.lms_export import ExportError, export
 from grader.classroom.textsafe import FORMULA_STARTS, spreadsheet_cell
 from grader.i18n import Catalog, section_key
 from grader.records import SECTIONS
-from grader.runner import grade
+from grader.run import grade
 from tests.conftest import ROOT
 
 EN = Catalog("en")
@@ -288,7 +288,7 @@ def test_a_student_folder_never_becomes_the_export_and_a_link_is_replaced(tmp_pa
 
 def test_grade_never_names_a_students_folder_like_a_default_export():
     from grader.classroom.lms_export import LMS
-    from grader.runner import CLASS_OUTPUTS
+    from grader.run import CLASS_OUTPUTS
 
     assert {f"{lms}-grades.csv" for lms in LMS} <= CLASS_OUTPUTS  # grade renames such a student's folder
 

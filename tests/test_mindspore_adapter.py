@@ -60,7 +60,7 @@ ms = pytest.importorskip("mindspore")
 @pytest.fixture(scope="module")
 def ns():
     from grader.frameworks import namespace_for
-    from grader.suites.seam import ModuleNamespace
+    from grader.reference_code import ModuleNamespace
 
     return namespace_for(MINDSPORE, ModuleNamespace("solutions.mindspore"))
 

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("mindspore")
 
 from tests.conftest import ROOT, mindspore_solutions_as_submission, solutions_as_submission  # noqa: E402
-from grader.runner import grade  # noqa: E402
+from grader.run import grade  # noqa: E402
 
 EXAMPLES = ROOT / "examples" / "mindspore-class"
 # correct MindSpore submissions written otherwise than the reference (other ops, mask kept as a

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("mindspore")
 
 from tests.conftest import ROOT  # noqa: E402
-from grader.runner import grade  # noqa: E402
+from grader.run import grade  # noqa: E402
 
 S33, S34, S35, S36 = ("sec3_3_simple_attention", "sec3_4_self_attention", "sec3_5_causal_attention",
                       "sec3_6_multi_head_attention")

@@ -15,7 +15,8 @@ ms = pytest.importorskip("mindspore")
 from grader.frameworks import MINDSPORE, SEEDED_PROBES, namespace_for  # noqa: E402
 from grader.frameworks.mindspore_adapter import prepare  # noqa: E402
 from grader.records import MODULES, ProbeError  # noqa: E402
-from grader.suites.seam import ModuleNamespace, reference_results, run_in_process  # noqa: E402
+from grader.answer_key import reference_results
+from grader.reference_code import ModuleNamespace, run_in_process  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
 from tests.inprocess import probe_results  # noqa: E402
 

@@ -30,7 +30,7 @@ pytest.importorskip("nbgrader")
 from grader.classroom.nbgrader_course import BOOK_ORDER, NOTEBOOK_NAME  # noqa: E402
 from grader.classroom.nbgrader_env import tools_dir  # noqa: E402
 from grader.records import MODULE_SECTIONS  # noqa: E402
-from grader.runner import grade  # noqa: E402
+from grader.run import grade  # noqa: E402
 
 pytestmark = pytest.mark.nbgrader
 ASSIGNMENT = "ch3"

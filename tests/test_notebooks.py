@@ -12,7 +12,7 @@ import pytest
 from grader.intake.discovery import find_submissions, read_submission
 from grader.i18n import LANGUAGES, Catalog
 from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, modules_from_notebook, python_code
-from grader.runner import grade
+from grader.run import grade
 from tests.conftest import MODULES, solutions_as_submission
 
 SIBLING = re.compile(r"^from (sec3_\w+|exercise3_\w+) import .*$\n?", re.M)

@@ -7,7 +7,7 @@ import torch
 from grader.probes import exercise3_3_gpt2_attention as gpt2
 from grader.probes import linear_layers_zero_filled
 from grader.sandbox.driver import reset_global_state
-from grader.suites.seam import ModuleNamespace
+from grader.reference_code import ModuleNamespace
 
 
 def run_gpt2_probes(ns) -> dict:

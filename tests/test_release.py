@@ -105,11 +105,11 @@ def test_the_leak_detector_finds_planted_secrets(bundle, tmp_path):
     (copy / "exercises" / "sec3_5_causal_attention.py").write_text("def masked_attention_weights" + body)
     suite = next((ROOT / "grader" / "suites" / "hidden").glob("test_*.py"))
     shutil.copy(suite, copy / "public_tests.py")
-    shutil.copy(ROOT / "grader" / "scoring.py", copy / KIT_DIR / "grader" / "scoring.py")
+    shutil.copy(ROOT / "grader" / "answer_key.py", copy / KIT_DIR / "grader" / "answer_key.py")
     found = leaks(copy)
     assert any("solutions/sec3_5_causal_attention.py:masked_attention_weights" in f for f in found)
     assert any(f"grader/suites/hidden/{suite.name}" in f for f in found)
-    assert f"kit file beyond the intake {KIT_DIR}/grader/scoring.py" in found
+    assert f"kit file beyond the intake {KIT_DIR}/grader/answer_key.py" in found
 
 
 def test_the_shipped_intake_is_the_graders_own_and_needs_only_python(bundle):

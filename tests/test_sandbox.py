@@ -24,7 +24,7 @@ from grader.i18n import Catalog  # noqa: E402
 from grader.intake.discovery import read_submission  # noqa: E402
 from grader.probes import PROBES, load_all  # noqa: E402
 from grader.records import MODULES  # noqa: E402
-from grader.runner import CACHE_DIR, grade  # noqa: E402
+from grader.run import CACHE_DIR, grade  # noqa: E402
 from grader.sandbox import codec, mounts, slots  # noqa: E402
 from grader.sandbox.pool import Limits, SandboxPool, decode  # noqa: E402
 

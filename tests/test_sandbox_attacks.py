@@ -21,7 +21,7 @@ from grader.i18n import Catalog
 from grader.intake.discovery import read_submission
 from grader.probes import book_inputs, load_all
 from grader.records import ProbeError
-from grader.runner import grade
+from grader.run import grade
 from grader.sandbox import connection, exposure, mounts, pool as pool_module, slots
 from grader.sandbox.pool import Limits, SandboxPool
 from tests.conftest import MODULES, solutions_as_submission
@@ -397,7 +397,7 @@ def test_messages_and_frames_name_the_students_file_not_the_scratch_folder(tmp_p
 MEMORY_SCRIPT = """
 import json, resource, sys
 from pathlib import Path
-from grader.runner import grade
+from grader.run import grade
 
 peaks, messages = {}, set()
 for kind in ("honest", "flood"):

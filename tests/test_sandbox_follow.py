@@ -16,7 +16,6 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-sys.path.append(str(ROOT / "benchmarks"))  # last: its files never shadow a package
 
 from cpu import tree_cpu  # noqa: E402
 from grader.diagnosis.traces import parse_trace  # noqa: E402

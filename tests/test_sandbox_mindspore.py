@@ -22,7 +22,7 @@ import pytest
 pytest.importorskip("mindspore")
 
 from grader.records import MODULES  # noqa: E402
-from grader.runner import grade  # noqa: E402
+from grader.run import grade  # noqa: E402
 from grader.sandbox.pool import Limits  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
 from tests.test_sandbox import MODULE, SECTION_33, outcomes_by_id, slot_processes  # noqa: E402

@@ -7,7 +7,7 @@ import pytest
 
 from grader.diagnosis.catalogue import CATALOGUE
 from grader.i18n import Catalog
-from grader.runner import grade
+from grader.run import grade
 from tests.conftest import ROOT
 
 S3 = "sec3_3_simple_attention::"

@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from grader.runner import grade
+from grader.run import grade
 from tests.conftest import ROOT, solutions_as_submission, stubs_as_submission
 
 SECTIONS = {"3.4", "3.5", "ex3.1"}

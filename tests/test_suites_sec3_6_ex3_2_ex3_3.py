@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from grader.runner import grade
+from grader.run import grade
 from tests.conftest import ROOT, stubs_as_submission
 
 SUBMISSIONS = ROOT / "tests" / "submissions"

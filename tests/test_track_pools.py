@@ -8,7 +8,7 @@ import importlib.util
 import pytest
 
 from grader.intake.discovery import read_submission
-from grader.runner import grade
+from grader.run import grade
 from grader.sandbox import pools
 from grader.sandbox.pool import Limits
 from tests.conftest import ROOT, mindspore_solutions_as_submission, solutions_as_submission

@@ -1,1 +1,1 @@
-"""Classroom integrations: nbgrader, Gradescope, the student bundle. Each grades through `grader.runner`."""
+"""Classroom integrations: nbgrader, Gradescope, the student bundle. Each grades through `grader.run`."""

@@ -2,7 +2,7 @@
 
 - the kit's files and its runtime requirements, for an autograder zip or a grading image;
 - finding the modules in an upload without ever following a link;
-- grading that folder with the kit's own path (`grader.runner.grade`) into a folder only the
+- grading that folder with the kit's own path (`grader.run.grade`) into a folder only the
   grading user can read (the reference outputs cached there must never be in reach of the sandbox);
 - checking, and saying precisely, whether the answer key is out of reach of the sandbox's user.
 
@@ -101,12 +101,12 @@ def limits_within(seconds: float) -> Limits:
 
 
 def grade_upload(folder: Path, *, lang: str, report_copy: Path | None = None, limits: Limits = Limits()) -> Graded:
-    """Grade one located upload with `grader.runner.grade`, named "submission" in its reports.
+    """Grade one located upload with `grader.run.grade`, named "submission" in its reports.
 
     The reports (and the reference outputs the runner caches beside them) are written to a fresh
     folder of mode 0700: no sandboxed child, whatever its uid, can look into it. `report_copy`
     receives results.json, feedback.md and feedback.html once grading is over."""
-    from grader.runner import grade
+    from grader.run import grade
 
     with tempfile.TemporaryDirectory(prefix="attention-kit-report-") as private:
         out = Path(private) / "report"

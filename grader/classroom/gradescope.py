@@ -11,7 +11,7 @@ under kit/. setup.sh installs Python >= 3.11, bubblewrap, torch (pinned, CPU) an
 dependencies into a virtual environment: never the kit itself, which stays in
 /autograder/source/kit, readable by root only. run_autograder calls
 ``python -m grader.classroom.gradescope run``: the upload is located without following links, read
-by the kit's intake, graded by `grader.runner.grade` into a private folder, and converted to
+by the kit's intake, graded by `grader.run.grade` into a private folder, and converted to
 Gradescope's results.json. Whatever happens, a results.json is written: a grader failure gives
 score 0 and says it is the grader's fault. Which protections are missing is printed to the
 autograder's stdout, which Gradescope shows to instructors only.

@@ -9,7 +9,7 @@ Who decides the score. A test cell's code runs in the student's own kernel, wher
 replace any function, module or output. So in ``nbgrader autograde`` the score never comes from
 the kernel. The course's config adds the `GradeWithKit` preprocessor (after Execute, when that
 runs): in the trusted nbgrader process it grades the notebook's code through the kit's sandboxed
-path (`grader.runner.grade`, the same as ``grade`` on the command line) and *replaces* each test
+path (`grader.run.grade`, the same as ``grade`` on the command line) and *replaces* each test
 cell's outputs with the kit's HTML feedback plus the section's points as the cell's value
 (nbgrader's partial credit). In the kernel, under autograde, the test cell's public checks raise:
 if the preprocessor is missing from the config, every test cell scores 0 (fail closed).
@@ -130,7 +130,7 @@ def grade_notebooks(notebooks: dict[str, Path], name: str, lang: str = "en",
 
     Returns student -> (hash of the code graded, results.json)."""
     from grader.intake.discovery import notebook_submission
-    from grader.runner import grade_submissions
+    from grader.run import grade_submissions
 
     submissions = [notebook_submission(student, notebook) for student, notebook in notebooks.items()]
     with tempfile.TemporaryDirectory(prefix="kit-nbgrader-") as scratch:
@@ -141,7 +141,7 @@ def grade_notebooks(notebooks: dict[str, Path], name: str, lang: str = "en",
 
 def grade_notebook_document(nb: Any, name: str, lang: str = "en", jobs: int = 1) -> dict[str, Any]:
     """Grade the code of one in-memory notebook through the kit's path; returns results.json."""
-    from grader.runner import grade
+    from grader.run import grade
 
     with tempfile.TemporaryDirectory(prefix="kit-nbgrader-") as scratch:
         submission = Path(scratch) / "submission"

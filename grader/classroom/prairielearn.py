@@ -20,7 +20,7 @@ schema apps/prairielearn/src/schemas/infoQuestion.ts):
 OUT/grader-image/ (Dockerfile, requirements.txt, the entrypoint, kit/): see `question`. In the
 container, the entrypoint runs ``python -m grader.classroom.prairielearn run``: /grade becomes
 reachable by root only, the upload is located without following links, read by the kit's intake and
-graded by `grader.runner.grade` (the same path as `grade`), and results.json is written, always.
+graded by `grader.run.grade` (the same path as `grade`), and results.json is written, always.
 """
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def _text_macros(lang: str):
 
 
 def _svg_data_url(grid: Any, tokens: list[str], catalog: Catalog) -> str:
-    from grader.report import _attention_grid
+    from grader.report.render import _attention_grid
 
     svg = str(_attention_grid(catalog.lang, grid, tuple(tokens), catalog.t("report.heatmap.query"),
                               catalog.t("report.heatmap.key")))
@@ -117,7 +117,7 @@ def format_errors(result: GradeResult, catalog: Catalog) -> list[str]:
 
 def to_prairielearn(graded: Graded, catalog: Catalog, seconds: float = 0.0) -> dict[str, Any]:
     """The kit's grading of one upload as PrairieLearn's results.json (at most 1 MB)."""
-    from grader.report import feedback_view
+    from grader.report.feedback import feedback_view
 
     result = graded.result
     errors = format_errors(result, catalog)

@@ -29,29 +29,11 @@ from grader.diagnosis.catalogue import CATALOGUE, Misconception
 from grader.diagnosis.paths import same_lines_for_every_input, uses_modules
 from grader.diagnosis.patterns import all_patterns
 from grader.diagnosis.signatures import configuration_differs, signatures
-from grader.diagnosis.variants import Variant, all_variants
-from grader.probes import PROBES, load_all
+from grader.diagnosis.variants import VariantRun
 from grader.records import Diagnosis, ProbeError, StudentFrame, TestOutcome
-from grader.suites.seam import ModuleNamespace, ProbeResults, Seam, run_in_process
+from grader.probe_outputs import ProbeOutputs
 
 MATCH_ATOL = 1e-4
-
-
-@dataclass(frozen=True)
-class VariantRun:
-    variant: Variant
-    results: ProbeResults
-
-
-def variant_runs() -> list[VariantRun]:
-    """Every variant's outputs on the probes of the modules it changes, computed once per run."""
-    load_all()
-    runs = []
-    for variant in all_variants():
-        probes = sorted(name for name, probe in PROBES.items() if probe.module in variant.modules)
-        ns = ModuleNamespace("solutions", variant.overrides)
-        runs.append(VariantRun(variant, run_in_process(ns, probes=probes)))
-    return runs
 
 
 def same(a: Any, b: Any) -> bool:
@@ -75,7 +57,7 @@ def same(a: Any, b: Any) -> bool:
 
 
 class Diagnoser:
-    def __init__(self, reference: Seam, runs: list[VariantRun], traced: bool = True):
+    def __init__(self, reference: ProbeOutputs, runs: list[VariantRun], traced: bool = True):
         """`traced`: the track's code runs torch ops that the tracer records, and its sources are
         Python written like the reference's (the PyTorch track). On the MindSpore track the tracer
         sees none of the student's operations: its diagnosis is the error patterns, the variants
@@ -86,7 +68,7 @@ class Diagnoser:
         self.patterns = all_patterns()
         self._differs: dict[tuple[int, tuple[str, ...]], bool] = {}  # (run, probes) -> unlike the reference
         self._candidates: dict[tuple[str, ...], list[tuple[VariantRun, tuple[str, ...]]]] = {}  # `_unlike_reference`
-        self._variants: weakref.WeakKeyDictionary[Seam, dict[tuple, str | None]] = weakref.WeakKeyDictionary()
+        self._variants: weakref.WeakKeyDictionary[ProbeOutputs, dict[tuple, str | None]] = weakref.WeakKeyDictionary()
         from grader.diagnosis.evidence import Findings
 
         self.findings = Findings()  # the recogniser's, per distinct trace of this run
@@ -107,7 +89,7 @@ class Diagnoser:
                 return pattern.id
         return None
 
-    def variant(self, outcome: TestOutcome, student: Seam) -> str | None:
+    def variant(self, outcome: TestOutcome, student: ProbeOutputs) -> str | None:
         """The known-buggy variant whose outputs the student's equal on the test's probes, where it
         differs from the reference; worked out once per test of a submission (`trace_plan` asks
         first, the diagnosis again), and forgotten with the submission's outputs."""
@@ -117,7 +99,7 @@ class Diagnoser:
             known[key] = self._variant(outcome, student)
         return known[key]
 
-    def _variant(self, outcome: TestOutcome, student: Seam) -> str | None:
+    def _variant(self, outcome: TestOutcome, student: ProbeOutputs) -> str | None:
         for run, relevant in self._unlike_reference(outcome.probes):
             if all(same(student.results.get(name), run.results[name]) for name in relevant):
                 return run.variant.id
@@ -135,19 +117,19 @@ class Diagnoser:
             self._candidates[probes] = candidates
         return self._candidates[probes]
 
-    def diagnose(self, outcome: TestOutcome, student: Seam) -> str | None:
+    def diagnose(self, outcome: TestOutcome, student: ProbeOutputs) -> str | None:
         """The misconception from the test's own evidence (error pattern or variant), if any."""
         if outcome.status == "passed" or outcome.blocked_by:
             return None
         return self.pattern(outcome) or (self.variant(outcome, student) if outcome.probes else None)
 
-    def probes_to_trace(self, outcomes: list[TestOutcome], student: Seam,
+    def probes_to_trace(self, outcomes: list[TestOutcome], student: ProbeOutputs,
                         uses: Mapping[str, tuple[str, ...]] | None = None,
                         sources: Mapping[str, str] | None = None) -> list[str]:
         """The probes to trace (`trace_plan`)."""
         return self.trace_plan(outcomes, student, uses, sources)[0]
 
-    def trace_plan(self, outcomes: list[TestOutcome], student: Seam,
+    def trace_plan(self, outcomes: list[TestOutcome], student: ProbeOutputs,
                    uses: Mapping[str, tuple[str, ...]] | None = None,
                    sources: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
         """The probes worth tracing, and the probes that share one of theirs (probe -> the traced one).
@@ -196,7 +178,7 @@ class Diagnoser:
         names = [name for name in names if name not in shared]
         return names, shared
 
-    def departs_where_it_relies(self, outcome: TestOutcome, outcomes: list[TestOutcome], student: Seam,
+    def departs_where_it_relies(self, outcome: TestOutcome, outcomes: list[TestOutcome], student: ProbeOutputs,
                                 uses: Mapping[str, tuple[str, ...]], sources: Mapping[str, str] | None) -> bool:
         """`outcome`'s test fails with wrong values only, and relies on failing tests of earlier
         sections (`failing_modules_relied_on`) whose modules the student's code really uses
@@ -213,7 +195,7 @@ class Diagnoser:
                     for name in outcome.probes) \
             and self.variant(outcome, student) is None
 
-    def diagnose_submission(self, outcomes: list[TestOutcome], student: Seam,
+    def diagnose_submission(self, outcomes: list[TestOutcome], student: ProbeOutputs,
                             uses: Mapping[str, tuple[str, ...]] | None = None,
                             sources: Mapping[str, str] | None = None,
                             traces: Mapping[str, Any] | None = None, shared: Mapping[str, str] | None = None) -> None:
@@ -308,7 +290,7 @@ def consolidate(outcomes: list[TestOutcome]) -> None:
             outcome.misconception = causes[0]
 
 
-__all__ = ["CATALOGUE", "Diagnoser", "Misconception", "VariantRun", "variant_runs"]
+__all__ = ["CATALOGUE", "Diagnoser", "Misconception"]
 
 
 def frame(file: str, line: int, function: str, sources: Mapping[str, str]) -> StudentFrame:

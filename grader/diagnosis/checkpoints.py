@@ -213,7 +213,7 @@ class Reference:
 def reference(probe: str) -> Reference:
     """The reference's trace of `probe`, labelled (run once per process: it never changes)."""
     from grader.sandbox.driver import run_probe
-    from grader.suites.seam import ModuleNamespace
+    from grader.reference_code import ModuleNamespace
 
     load_all()
     record = traced(run_probe, PROBES[probe], ModuleNamespace("solutions"), str(SOLUTIONS_DIR))

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import torch
 
 from grader.records import TestOutcome
-from grader.suites.seam import Seam
+from grader.probe_outputs import ProbeOutputs
 
 # probes that call a module twice in eval mode on the same input: (first, second) output keys
 REPEATED_EVAL = {
@@ -54,7 +54,7 @@ def first_token_nan(got: dict, want: dict) -> bool:
     return seen
 
 
-def signatures(outcome: TestOutcome, student: Seam, reference: Seam) -> list[str]:
+def signatures(outcome: TestOutcome, student: ProbeOutputs, reference: ProbeOutputs) -> list[str]:
     """The misconceptions the test's probes show by behaviour, in a fixed order."""
     found: list[str] = []
     for probe in outcome.probes:
@@ -91,7 +91,7 @@ def signatures(outcome: TestOutcome, student: Seam, reference: Seam) -> list[str
 CONFIGURATION_PROBES = ("exercise3_2_two_dim_output:structure", "exercise3_3_gpt2_attention:configuration")
 
 
-def configuration_differs(outcome: TestOutcome, student: Seam, reference: Seam) -> bool:
+def configuration_differs(outcome: TestOutcome, student: ProbeOutputs, reference: ProbeOutputs) -> bool:
     """An exercise built a module whose sizes, heads or biases differ from those asked for (seen by
     its module's configuration probe, whichever test failed)."""
     for probe in CONFIGURATION_PROBES:

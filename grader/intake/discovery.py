@@ -1,6 +1,6 @@
 """Finding submissions on disk and reading them into `Submission` records.
 
-Every entry point reads submissions through this module: `grade` (grader.runner), nbgrader's
+Every entry point reads submissions through this module: `grade` (grader.run), nbgrader's
 `GradeWithKit`, the Gradescope and PrairieLearn entry points and the student bundle's self-check.
 It needs only the standard library and `grader.records`, so that the bundle can ship a copy.
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader.diagnosis.per_module import collect
+from grader.probe_outputs import ProbeResults
 
 
 @dataclass(frozen=True)
@@ -16,6 +17,14 @@ class Variant:
     @property
     def modules(self) -> set[str]:
         return set(self.overrides)
+
+
+@dataclass(frozen=True)
+class VariantRun:
+    """A variant and its outputs on the probes of the modules it changes (grader.answer_key)."""
+
+    variant: Variant
+    results: ProbeResults
 
 
 def all_variants() -> list[Variant]:

@@ -1,22 +1,13 @@
-"""The one seam through which hidden suites reach code under test.
-
-A hidden test asks `student.run(probe_name)` and `reference.run(probe_name)` for the outputs of a
-probe and compares them. Where the student's outputs come from is the seam's business: a sandboxed
-worker (the default), or this very process (`InProcessStudent`, for the baseline benchmark and for
-debugging only: student code then shares a process with the answer key).
+"""The outputs of the probes of one body of code (the student's, the reference's, a variant's),
+looked up by probe name: what the sandbox hands the trusted side, read by the hidden suites
+(`student.run(probe)`, `reference.run(probe)`) and by the diagnosis.
 """
 from __future__ import annotations
 
-import importlib
-import sys
-import types
-from pathlib import Path
 from typing import Any, Mapping
 
-from grader.probes import PROBES, load_all
+from grader.probes import PROBES
 from grader.records import ProbeError
-from grader.sandbox import driver
-from grader.sandbox.pool import result_from_record
 
 Outputs = Mapping[str, Any]
 ProbeResults = dict[str, "dict[str, Any] | ProbeError"]
@@ -31,7 +22,7 @@ class StudentError(Exception):
         self.error = error
 
 
-class Seam:
+class ProbeOutputs:
     """Probe outputs of one body of code, looked up by probe name."""
 
     def __init__(self, results: ProbeResults):
@@ -50,7 +41,7 @@ class Seam:
             raise StudentError(probe, result)
         return result
 
-    def form_difference(self, reference: "Seam") -> tuple | None:
+    def form_difference(self, reference: "ProbeOutputs") -> tuple | None:
         """How the outputs of the probes this test read differ in form from the reference's
         (see `form_difference`), forged forms first."""
         found = [d for probe in self.accessed
@@ -103,61 +94,3 @@ def form_difference(got: Any, want: Any, depth: int = 0) -> tuple | None:
         return None
     found = [difference for g, w in pairs if (difference := form_difference(g, w, depth + 1))]
     return next((d for d in found if d[0] == "form"), found[0] if found else None)
-
-
-class ModuleNamespace:
-    """Modules imported from a package (the reference solutions), with optional overrides (variants)."""
-
-    def __init__(self, package: str = "solutions", overrides: Mapping[str, Mapping[str, Any]] | None = None):
-        self.package = package
-        self.overrides = overrides or {}
-        self._modules: dict[str, Any] = {}
-
-    def module(self, name: str) -> Any:
-        if name not in self._modules:
-            base = importlib.import_module(f"{self.package}.{name}")
-            if name in self.overrides:
-                patched = types.ModuleType(name)
-                patched.__dict__.update(base.__dict__)
-                patched.__dict__.update(self.overrides[name])
-                base = patched
-            self._modules[name] = base
-        return self._modules[name]
-
-
-def run_in_process(ns: Any, directory: str = "", probes: list[str] | None = None) -> ProbeResults:
-    """Run probes in this process and convert their results to trusted-side records."""
-    load_all()
-    names = probes if probes is not None else sorted(PROBES)
-    results: ProbeResults = {}
-    for name, result in driver.run_probes([PROBES[n] for n in names], ns, directory).items():
-        results[name] = result_from_record(result)
-    return results
-
-
-def reference_results() -> ProbeResults:
-    """The reference solutions' outputs for every probe; any failure is a bug in the kit."""
-    results = run_in_process(ModuleNamespace("solutions"))
-    broken = {name: r for name, r in results.items() if isinstance(r, ProbeError)}
-    if broken:
-        raise RuntimeError(f"the reference solutions fail probes: {broken}")
-    return results
-
-
-def submission_track(directory: Path) -> str:
-    """The track of the submission in `directory` (grader.frameworks.track_of on its modules)."""
-    from grader.frameworks import track_of
-
-    return track_of({path.stem: path.read_text(encoding="utf-8", errors="replace")
-                     for path in Path(directory).glob("*.py")})
-
-
-def in_process_student(directory: Path) -> Seam:
-    """Baseline only: imports the student's modules into this process."""
-    from grader.frameworks import namespace_for
-
-    ns = driver.StudentNamespace(str(directory))
-    try:
-        return Seam(run_in_process(namespace_for(submission_track(directory), ns), ns.directory))
-    finally:
-        sys.path.remove(ns.directory) if ns.directory in sys.path else None

@@ -1,0 +1,149 @@
+"""Grading the planned submissions as their sandbox runs come back (the trusted side of a run).
+
+Everything heavy lives here (torch, the hidden suites, the answer key, the report templates):
+`grader.run` imports this module only once the sandbox's workers are starting, so that the two
+start-ups overlap on different cores.
+
+A submission goes to the sandbox once to run every probe (its grade job); when its tests fail,
+the failing probes run once more under the tracer (its trace job) in the child that ran them,
+parked meanwhile (`SandboxPool.submit(follow=True)`). `Grading` holds the state between runs:
+the submissions not yet submitted, the graded ones waiting for their trace, and the traced runs
+not yet finished. A traced run is finished when no run waits to be graded, since a grade run's
+slot waits, its child parked, until its trace plan is known; at most one traced run per worker
+waits to be finished.
+"""
+from __future__ import annotations
+
+import gc
+import logging
+from collections import deque
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from grader.answer_key import AnswerKey
+from grader.diagnosis import Diagnoser
+from grader.diagnosis.traces import documents_of
+from grader.frameworks import PYTORCH
+from grader.i18n import Catalog, section_key
+from grader.intake.text import shown
+from grader.probes import load_all
+from grader.records import SECTIONS, GradeResult, IntegrityNote, Submission
+from grader.report.writers import write_submission_reports
+from grader.run import GraderError, stages
+from grader.run.plan import Plan, Planned
+from grader.sandbox.pools import TrackPools
+from grader.sandbox.runs import SandboxRun
+from grader.suites.hidden_suites import SuitesCannotRun, collect
+
+log = logging.getLogger("grader.run")
+
+
+class Grading:
+    def __init__(self, plan: Plan, pools: TrackPools, cache_dir: Path, catalog: Catalog,
+                 protections: list[IntegrityNote], on_result: Callable[[GradeResult], None]):
+        self.plan, self.pools, self.catalog, self.protections = plan, pools, catalog, protections
+        self.on_result = on_result
+        self.titles = {s: catalog.t(section_key(s)) for s in SECTIONS}
+        try:
+            self.suites = collect()
+        except SuitesCannotRun as exc:
+            raise GraderError(f"the hidden suites could not run ({exc})") from None
+        self.answer_key = AnswerKey(cache_dir, plan.fingerprint)
+        self.diagnosers: dict[str, Diagnoser] = {}
+        self.probes = sorted(load_all())
+        self.to_submit: deque[Planned] = deque(plan.to_grade)
+        self.awaiting_trace: dict[int, tuple[stages.Graded, stages.TracePlan]] = {}  # trace job -> its grade run
+        self.traced: deque[SandboxRun] = deque()  # trace runs back from the sandbox, not yet finished
+
+    def run(self) -> None:
+        """Grade every planned submission; each result goes to `on_result` once its reports are written."""
+        threads = torch.get_num_threads()
+        # the workers are busy with the submissions while this process computes the answer key;
+        # one thread here, so that it does not fight the workers for the cores
+        torch.set_num_threads(1)
+        try:
+            self.answer_key.reference(PYTORCH)
+            # what lives for the whole run (torch, pytest, the answer key) leaves the cyclic
+            # collector's view: its collections were about a tenth of this process's CPU time,
+            # walking it again and again (refcounting still frees what is frozen)
+            gc.collect()
+            gc.freeze()
+            for _ in range(min(len(self.to_submit), 2 * self.pools.jobs)):
+                self.submit_next()
+            for run in self.pools.results():
+                if run.mode == "trace":
+                    self.traced.append(run)
+                else:
+                    self.graded(run)
+                while self.traced and (not self.pools.ready() or len(self.traced) > self.pools.jobs):
+                    self.finish_traced(self.traced.popleft())
+            while self.traced:
+                self.finish_traced(self.traced.popleft())
+        finally:
+            gc.unfreeze()
+            torch.set_num_threads(threads)
+
+    def submit_next(self) -> None:
+        if self.to_submit:
+            planned = self.to_submit.popleft()
+            # read again: graded as it is now; its failed probes are traced next in the child
+            # that ran them (stages.trace_plan)
+            self.pools.submit(self.plan.load(planned), self.probes, follow=True)
+
+    def graded(self, run: SandboxRun) -> None:
+        """A grade run: the suites' outcomes, then its trace job, or its result at once."""
+        try:
+            graded = stages.outcomes(run, self.suites, self.answer_key.reference(run.track))
+            plan = stages.trace_plan(graded, self.diagnoser(run.track), self.suites)
+        except Exception as exc:  # noqa: BLE001 - one submission's data never stops the class
+            log.exception("grading %s failed", shown(run.submission.name))
+            self.pools.release(run)
+            self.on_result(self.written(self.failed(run.submission, run.track, exc)))
+            self.submit_next()
+            return
+        # the trace job gets what the grade job left of the submission's time: a submission whose
+        # code sleeps until its tests fail never takes twice `Limits.submission_seconds`
+        left = self.pools.limits.submission_seconds - run.seconds
+        if plan.probes and left >= 1:
+            job = self.pools.follow_up(run, list(plan.probes), mode="trace", seconds=left)
+            self.awaiting_trace[job] = (graded, plan)
+        else:
+            self.pools.release(run)
+            self.finish(graded, stages.TracePlan(shared={}), {})
+        self.submit_next()
+
+    def finish_traced(self, run: SandboxRun) -> None:
+        graded, plan = self.awaiting_trace.pop(run.job)
+        self.finish(graded, plan, documents_of(run.results, run.digests))
+
+    def finish(self, graded: stages.Graded, plan: stages.TracePlan, traces: dict[str, dict]) -> None:
+        """One submission's result and reports; nothing in them stops the class."""
+        submission, track = graded.submission, graded.run.track
+        try:
+            outcomes, partial = stages.diagnosed(graded, self.diagnoser(track), self.suites, traces, plan)
+            result = stages.assembled(graded, outcomes, partial, self.suites, self.answer_key.reference(track),
+                                      self.catalog, self.titles, self.protections)
+        except Exception as exc:  # noqa: BLE001
+            log.exception("grading %s failed", shown(submission.name))
+            result = self.failed(submission, track, exc)
+        self.on_result(self.written(result))
+
+    def failed(self, submission: Submission, track: str, exc: Exception) -> GradeResult:
+        return stages.failed_result(submission, self.suites, self.catalog, self.titles, self.protections,
+                                    f"grading: {type(exc).__name__}", track)
+
+    def written(self, result: GradeResult) -> GradeResult:
+        """The result once its reports are written (with a note when they could not be)."""
+        try:
+            return write_submission_reports(result, self.plan.folders[result.submission], self.catalog)
+        except Exception as exc:  # noqa: BLE001 - e.g. the disk is full: the class still gets its gradebook
+            log.exception("the reports of %s could not be written", shown(result.submission))
+            return stages.with_note(result, IntegrityNote("report.failed", type(exc).__name__))
+
+    def diagnoser(self, track: str) -> Diagnoser:
+        if track not in self.diagnosers:
+            self.diagnosers[track] = Diagnoser(self.answer_key.reference(track), self.answer_key.variants,
+                                               traced=track == PYTORCH)
+        return self.diagnosers[track]

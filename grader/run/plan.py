@@ -1,0 +1,134 @@
+"""What a run grades: every submission's name, output folder and cache key, and which of them an
+earlier run already graded as they are now (their results are reused, `--force` aside).
+
+Submissions are read twice: once here to name them and decide what to (re)grade (their sources then
+dropped), once when a sandbox slot is about to take them (`Plan.load`). At most a few submissions'
+sources are held at a time, however many students and whatever their files hold.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+from collections import Counter
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+import grader
+from grader.frameworks import track_of
+from grader.i18n import TEMPLATES_DIR
+from grader.intake.text import MAX_NAME_CHARS, folder_names, shown
+from grader.records import GradeResult, Submission
+from grader.report.results_file import read_results
+from grader.sandbox.runs import Limits
+
+CACHE_DIR = ".grader-cache"  # in the output folder: the answer key's outputs, per kit fingerprint
+# What a class run writes at the top of its output folder: no student's folder may take these names.
+# (`grade export` writes its LMS gradebooks there too, by default.)
+CLASS_OUTPUTS = {"gradebook.csv", "summary.html", CACHE_DIR, "results.json", "feedback.html", "feedback.md",
+                 "canvas-grades.csv", "moodle-grades.csv"}
+
+Loader = Callable[[], Submission]
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One submission as the run sees it before grading it."""
+
+    index: int  # its place among the run's loaders
+    name: str  # unique and printable: how its reports name it
+    folder: Path  # where its reports go
+    key: str  # its content hash with the kit's fingerprint: an unchanged result is reused by it
+    content_hash: str  # of its files as first read
+    track: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    loaders: tuple[Loader, ...]
+    to_grade: tuple[Planned, ...]  # in the order given
+    reused: tuple[GradeResult, ...]  # results of an earlier run, for exactly these files and kit
+    names: tuple[str, ...]  # every submission's, in the order given
+    folders: dict[str, Path]  # name -> the folder of its reports
+    fingerprint: str
+
+    def workers(self, jobs: int) -> dict[str, int]:
+        """Warm workers per track: as many as `jobs`, fewer for a track with fewer submissions."""
+        per_track = Counter(planned.track for planned in self.to_grade)
+        return {track: min(jobs, count) for track, count in per_track.items()}
+
+    def load(self, planned: Planned) -> Submission:
+        """The submission read again, as it is now, named and keyed for grading."""
+        submission = self.loaders[planned.index]()
+        key = planned.key if submission.content_hash == planned.content_hash \
+            else cache_key(submission.content_hash, self.fingerprint)
+        return replace(submission, name=planned.name, content_hash=key)
+
+
+def plan_run(loaders: list[Loader], out_dir: Path, is_class: bool, fingerprint: str, force: bool) -> Plan:
+    heads = []
+    for load in loaders:
+        submission = load()
+        heads.append((submission.name, submission.content_hash, track_of(submission.sources)))
+    names = unique_names([name for name, _, _ in heads])
+    folders = {name: out_dir / folder for name, folder in folder_names(names, CLASS_OUTPUTS).items()} \
+        if is_class else {name: out_dir for name in names}
+    to_grade: list[Planned] = []
+    reused: list[GradeResult] = []
+    for index, (name, (_, content_hash, track)) in enumerate(zip(names, heads, strict=True)):
+        key = cache_key(content_hash, fingerprint)
+        previous = None if force else reusable(folders[name], key, name)
+        if previous is not None:
+            reused.append(previous)
+        else:
+            to_grade.append(Planned(index, name, folders[name], key, content_hash, track))
+    return Plan(tuple(loaders), tuple(to_grade), tuple(reused), tuple(names), folders, fingerprint)
+
+
+def reusable(folder: Path, key: str, name: str) -> GradeResult | None:
+    """A previous result for exactly this content, kit and student, if its reports are complete."""
+    result = read_results(folder)
+    if result is None or result.content_hash != key or result.submission != name \
+            or not (folder / "feedback.html").is_file():
+        return None
+    return result
+
+
+def cache_key(content_hash: str, fingerprint: str) -> str:
+    return hashlib.sha256((content_hash + fingerprint).encode()).hexdigest()
+
+
+def unique_names(raw: list[str]) -> list[str]:
+    """Printable, unique names (a suffix " (2)" where two are alike), in the order given."""
+    seen: set[str] = set()
+    unique = []
+    for name in raw:
+        base = shown(name, limit=MAX_NAME_CHARS) or "submission"
+        candidate, n = base, 1
+        while candidate in seen:
+            n += 1
+            candidate = f"{base} ({n})"
+        seen.add(candidate)
+        unique.append(candidate)
+    return unique
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+def kit_fingerprint(lang: str, limits: Limits = Limits()) -> str:
+    """Changes whenever anything that decides a grade or a report changes: all of the grader's code,
+    the templates and catalogues, the solutions, the language, the sandbox's limits and the versions
+    of torch and MindSpore."""
+    digest = hashlib.sha256(f"{lang}\0{limits!r}\0{importlib.metadata.version('torch')}\0{_version('mindspore')}".encode())
+    import solutions
+
+    for root in (Path(grader.__file__).parent, TEMPLATES_DIR, Path(solutions.__file__).parent):
+        for file in sorted(root.rglob("*")):
+            if file.is_file() and "__pycache__" not in file.parts and file.suffix != ".pyc":
+                digest.update(str(file.relative_to(root)).encode() + file.read_bytes())
+    return digest.hexdigest()[:16]

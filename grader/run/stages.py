@@ -1,0 +1,202 @@
+"""The stages of grading one submission, in order, each a function of records that returns new ones:
+
+1. `outcomes`: the hidden suites on the sandbox's probe outputs -> one TestOutcome per test;
+2. `trace_plan`: which failing probes the sandbox should run again under the tracer;
+3. `diagnosed`: a missing module named as such, blame, the misconceptions and the student's line
+   (from the traces, when there are some), blame on earlier sections, cells of notebooks;
+4. `assembled`: each test's message, the heatmaps, the integrity notes and the scores -> GradeResult.
+
+Whatever one submission's data provokes in a stage costs that submission only: a failed diagnosis,
+message or heatmap leaves its part out of the report and says so (`grader.partial`); a failed stage
+otherwise makes `failed_result` (every test an error, and a note).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+
+import torch
+
+from grader.diagnosis import Diagnoser
+from grader.diagnosis.blame import attribute_to_earlier_sections
+from grader.i18n import Catalog
+from grader.intake.cells import in_notebook_terms, message_in_notebook_terms
+from grader.intake.text import shown
+from grader.probe_outputs import ProbeOutputs
+from grader.probes import BOOK_TOKENS
+from grader.records import GradeResult, Heatmap, IntegrityNote, ProbeError, SectionScore, Submission, \
+    TestOutcome
+from grader.report.messages import outcome_message
+from grader.report.text import words
+from grader.sandbox.runs import SandboxRun
+from grader.suites.hidden_suites import HiddenSuites, SuiteItem
+
+log = logging.getLogger("grader.run")
+
+
+@dataclass(frozen=True)
+class Graded:
+    """A submission's grade run and the suites' outcomes on its outputs."""
+
+    run: SandboxRun
+    outputs: ProbeOutputs
+    outcomes: tuple[TestOutcome, ...]
+
+    @property
+    def submission(self) -> Submission:
+        return self.run.submission
+
+
+@dataclass(frozen=True)
+class TracePlan:
+    probes: tuple[str, ...] = ()  # to run again, traced
+    shared: dict[str, str] | None = None  # probe -> the traced probe whose trace stands for it
+
+
+# -- 1. the hidden suites -------------------------------------------------------------------------
+
+def outcomes(run: SandboxRun, suites: HiddenSuites, reference: ProbeOutputs) -> Graded:
+    outputs = ProbeOutputs(screened(run.results))
+    return Graded(run, outputs, suites.run(outputs, reference))
+
+
+def screened(results: dict) -> dict:
+    """A child's errors never speak as the grader: an error that claims to be the grader's own
+    (kind or key "internal") is a rejected result."""
+    return {name: ProbeError(kind="integrity", key="integrity.bad-result", params={"reason": "internal"})
+            if isinstance(result, ProbeError) and (result.kind == "internal" or str(result.key).startswith("internal."))
+            else result for name, result in results.items()}
+
+
+# -- 2. what to trace -----------------------------------------------------------------------------
+
+def trace_plan(graded: Graded, diagnoser: Diagnoser, suites: HiddenSuites) -> TracePlan:
+    """The failing probes worth a traced second run (`Diagnoser.trace_plan`); none when choosing
+    fails (the diagnosis then has no trace)."""
+    sources = graded.submission.sources
+    if not sources:
+        return TracePlan(shared={})
+    try:
+        probes, shared = diagnoser.trace_plan(list(graded.outcomes), graded.outputs, suites.uses, sources)
+    except Exception:  # noqa: BLE001
+        log.exception("choosing the probes to trace for %s failed", shown(graded.submission.name))
+        return TracePlan(shared={})
+    return TracePlan(tuple(probes), shared)
+
+
+# -- 3. the diagnosis -----------------------------------------------------------------------------
+
+def diagnosed(graded: Graded, diagnoser: Diagnoser, suites: HiddenSuites, traces: dict[str, dict],
+              plan: TracePlan) -> tuple[tuple[TestOutcome, ...], tuple[str, ...]]:
+    """The outcomes with their causes and lines, and the stages that failed (left out of the report)."""
+    submission = graded.submission
+    outcomes = [_missing_module(o, submission) for o in graded.outcomes]
+    partial: tuple[str, ...] = ()
+    try:  # blame and diagnosis read the sandbox's own file names; the notebook's cells come after
+        diagnoser.diagnose_submission(outcomes, graded.outputs, suites.uses, submission.sources, traces, plan.shared)
+    except Exception:  # noqa: BLE001
+        log.exception("diagnosis of %s failed", shown(submission.name))
+        outcomes = [replace(o, misconception=None, diagnosis=None) for o in outcomes]
+        partial = ("diagnosis",)
+    attribute_to_earlier_sections(outcomes, suites.uses)  # on the modules' own file names
+    return tuple(_in_notebook_terms(o, submission) for o in outcomes), partial
+
+
+def _missing_module(outcome: TestOutcome, submission: Submission) -> TestOutcome:
+    if outcome.status == "passed" or outcome.module in submission.sources or outcome.error is None:
+        return outcome
+    return replace(outcome, blocked_by=None, error=ProbeError(kind="import", key="import.missing",
+                                                              module=outcome.module, params={"module": outcome.module}))
+
+
+def _in_notebook_terms(outcome: TestOutcome, submission: Submission) -> TestOutcome:
+    """Frames (and a syntax error's "file, line") and the diagnosis's line of modules made from
+    notebooks, as cells."""
+    if not submission.origins:
+        return outcome
+    error, diagnosis = outcome.error, outcome.diagnosis
+    if error is not None:
+        error = replace(error, frames=tuple(in_notebook_terms(frame, submission.origins) for frame in error.frames),
+                        message=message_in_notebook_terms(str(error.message), submission.origins))
+    if diagnosis is not None and diagnosis.location is not None:
+        diagnosis = replace(diagnosis, location=in_notebook_terms(diagnosis.location, submission.origins))
+    return replace(outcome, error=error, diagnosis=diagnosis)
+
+
+# -- 4. the result --------------------------------------------------------------------------------
+
+def assembled(graded: Graded, outcomes: tuple[TestOutcome, ...], partial: tuple[str, ...], suites: HiddenSuites,
+              reference: ProbeOutputs, catalog: Catalog, titles: dict[str, str],
+              protections: list[IntegrityNote]) -> GradeResult:
+    submission = graded.submission
+    integrity = list(protections) + list(submission.problems)
+    integrity += [IntegrityNote("result.rejected", name) for name, result in graded.outputs.results.items()
+                  if isinstance(result, ProbeError) and result.kind == "integrity"]
+    said = []
+    for outcome in outcomes:
+        try:
+            said.append(replace(outcome, message=outcome_message(outcome, catalog)))
+        except Exception:  # noqa: BLE001
+            log.exception("the message of %s for %s failed", outcome.id, shown(submission.name))
+            said.append(replace(outcome, message=words(catalog.t(f"status.{outcome.status}"))))
+            partial += ("messages",)
+    try:
+        maps = heatmaps(suites.infos, reference, graded.outputs)
+    except Exception:  # noqa: BLE001
+        log.exception("the heatmaps of %s failed", shown(submission.name))
+        maps, partial = [], partial + ("heatmaps",)
+    integrity += [IntegrityNote("grader.partial", stage) for stage in dict.fromkeys(partial)]
+    return _result(submission, said, integrity, titles, graded.run.track, maps)
+
+
+def failed_result(submission: Submission, suites: HiddenSuites, catalog: Catalog, titles: dict[str, str],
+                  protections: list[IntegrityNote], detail: str, track: str) -> GradeResult:
+    """A submission the grader failed on: every test an error (0 points), with a note saying so."""
+    outcomes = [TestOutcome(id=info.id, module=info.module, name=info.name, section=info.section, status="error",
+                            points=0.0, max_points=info.max_points, message=words(catalog.t("internal.grading-failed")),
+                            error=ProbeError(kind="internal", key="internal.grading-failed"))
+                for info in suites.infos]
+    integrity = list(protections) + list(submission.problems) + [IntegrityNote("grader.failed", detail)]
+    return _result(submission, outcomes, integrity, titles, track, [])
+
+
+def with_note(result: GradeResult, note: IntegrityNote) -> GradeResult:
+    return replace(result, integrity=[*result.integrity, note])
+
+
+def _result(submission: Submission, outcomes: list[TestOutcome], integrity: list[IntegrityNote],
+            titles: dict[str, str], track: str, maps: list[Heatmap]) -> GradeResult:
+    sections = [SectionScore(section, titles.get(section, section), sum(o.points for o in outcomes if o.section == section),
+                             sum(o.max_points for o in outcomes if o.section == section)) for section in titles]
+    return GradeResult(submission.name, submission.content_hash, sum(o.points for o in outcomes),
+                       sum(o.max_points for o in outcomes), sections, outcomes, integrity, heatmaps=maps, track=track)
+
+
+def heatmaps(infos: list[SuiteItem], reference: ProbeOutputs, student: ProbeOutputs) -> list[Heatmap]:
+    """The attention weights of the tests that draw them: the reference's and the student's."""
+    maps = []
+    for info in infos:
+        if info.heatmap is None:
+            continue
+        probe, key = info.heatmap
+        expected = (reference.outputs(probe) or {}).get(key)
+        actual = (student.outputs(probe) or {}).get(key)
+        if type(expected) is not torch.Tensor:
+            continue
+        expected2d = _first_matrix(expected)
+        actual2d = _first_matrix(actual) if type(actual) is torch.Tensor else None
+        if actual2d is not None and actual2d.shape != expected2d.shape:
+            actual2d = None
+        maps.append(Heatmap(info.id, f"tests.{info.id}.title", BOOK_TOKENS[: expected2d.shape[-1]],
+                            _rounded(expected2d), _rounded(actual2d) if actual2d is not None else None))
+    return maps
+
+
+def _first_matrix(t: torch.Tensor) -> torch.Tensor:
+    while t.dim() > 2:
+        t = t[0]
+    return t
+
+
+def _rounded(t: torch.Tensor) -> list[list[float]]:
+    return [[round(v, 4) for v in row] for row in t.double().tolist()]
