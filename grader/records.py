@@ -1,4 +1,6 @@
-"""Typed records that flow one way through the grader: submission -> probe results -> outcomes -> report."""
+"""Typed records that flow one way through the grader: submission -> probe results -> outcomes -> report.
+
+Every record is immutable once made: a stage that changes one returns a new record (dataclasses.replace)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -84,7 +86,7 @@ class IntegrityNote:
     detail: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class Detail:
     """A structured explanation of a failed comparison, rendered by templates."""
 
@@ -113,7 +115,7 @@ class Diagnosis:
     evidence: str = ""
 
 
-@dataclass
+@dataclass(frozen=True)
 class TestOutcome:
     id: str  # "<module>::<test>"
     module: str
@@ -131,7 +133,7 @@ class TestOutcome:
     diagnosis: Diagnosis | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class SectionScore:
     id: str
     title: str
@@ -139,7 +141,7 @@ class SectionScore:
     max_score: float
 
 
-@dataclass
+@dataclass(frozen=True)
 class Heatmap:
     """Attention weights of the student and the reference on the book's six-token sentence."""
 
@@ -150,7 +152,7 @@ class Heatmap:
     actual: list[list[float]] | None
 
 
-@dataclass
+@dataclass(frozen=True)
 class GradeResult:
     submission: str
     content_hash: str

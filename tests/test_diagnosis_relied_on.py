@@ -12,7 +12,6 @@ in 3.5, which are traced as before. Student code runs in this process: these are
 """
 from __future__ import annotations
 
-import copy
 import sys
 
 import pytest
@@ -31,9 +30,8 @@ WRAPPER = "sec3_6_multi_head_attention::test_wrapper_matches_reference"
 
 def _shown(diagnoser, outcomes, seam, uses, sources, documents, shared) -> list:
     """The failing outcomes as the report shows them (diagnosis, then blame on earlier sections)."""
-    shown = copy.deepcopy(outcomes)
-    diagnoser.diagnose_submission(shown, seam, uses, sources, documents, shared)
-    attribute_to_earlier_sections(shown, uses)
+    shown = diagnoser.diagnose_submission(list(outcomes), seam, uses, sources, documents, shared)
+    shown = attribute_to_earlier_sections(shown, uses)
     return [o for o in shown if o.status != "passed"]
 
 

@@ -124,7 +124,7 @@ JUNK = [None, [], "x" * 100, {"ops": [], "nodes": [], "calls": [], "truncated": 
 
 @pytest.mark.parametrize("junk", JUNK, ids=["none", "list", "text", "empty", "dangling"])
 def test_a_hostile_trace_changes_no_score_and_no_status(tmp_path, monkeypatch, junk):
-    from grader.diagnosis import inprocess
+    import in_process
 
     student = solutions_as_submission(tmp_path / "student")
     shutil.copy(SHAPE / f"{MODULE}.py", student / f"{MODULE}.py")
@@ -133,9 +133,9 @@ def test_a_hostile_trace_changes_no_score_and_no_status(tmp_path, monkeypatch, j
     def keep(name):
         return lambda directory, seam, outcomes: seen.__setitem__(name, outcomes)
 
-    inprocess.grade_in_process([student], keep("plain"), trace=False)
-    monkeypatch.setattr(inprocess, "trace_probes", lambda directory, probes: {p: junk for p in probes})
-    inprocess.grade_in_process([student], keep("junk"))
+    in_process.grade_in_process([student], keep("plain"), trace=False)
+    monkeypatch.setattr(in_process, "trace_probes", lambda directory, probes: {p: junk for p in probes})
+    in_process.grade_in_process([student], keep("junk"))
     plain = {o.id: (o.status, o.points) for o in seen["plain"]}
     assert plain == {o.id: (o.status, o.points) for o in seen["junk"]}
     assert any(status == "failed" for status, _ in plain.values())

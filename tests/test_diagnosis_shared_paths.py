@@ -9,7 +9,7 @@ runs in this process: it is our own test data.
 """
 from __future__ import annotations
 
-import copy
+from dataclasses import replace
 import sys
 from pathlib import Path
 
@@ -85,11 +85,9 @@ def _submission(name: str, tmp_path: Path) -> Path:
 
 
 def _diagnosed(diagnoser, outcomes, seam, uses, sources, documents, shared) -> dict[str, tuple]:
-    fresh = copy.deepcopy(outcomes)
-    for outcome in fresh:
-        outcome.misconception, outcome.diagnosis = None, None
-    diagnoser.diagnose_submission(fresh, seam, uses, sources, documents, shared)
-    attribute_to_earlier_sections(fresh, uses)  # as the report shows it
+    fresh = [replace(outcome, misconception=None, diagnosis=None) for outcome in outcomes]
+    fresh = diagnoser.diagnose_submission(fresh, seam, uses, sources, documents, shared)
+    fresh = attribute_to_earlier_sections(fresh, uses)  # as the report shows it
     return {o.id: (o.misconception, o.diagnosis, o.blocked_by) for o in fresh if o.status != "passed"}
 
 

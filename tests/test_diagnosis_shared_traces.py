@@ -8,8 +8,8 @@ this process: these are all our own files.
 """
 from __future__ import annotations
 
-import copy
 import random
+from dataclasses import replace
 import sys
 from pathlib import Path
 
@@ -45,10 +45,8 @@ def _folders(tmp_path: Path) -> list[Path]:
 
 def _diagnosed(diagnoser: Diagnoser, outcomes: list[Outcome], seam: ProbeOutputs, uses, sources, documents,
                shared) -> dict[str, tuple]:
-    fresh = copy.deepcopy(outcomes)
-    for outcome in fresh:
-        outcome.misconception, outcome.diagnosis = None, None
-    diagnoser.diagnose_submission(fresh, seam, uses, sources, documents, shared)
+    fresh = [replace(outcome, misconception=None, diagnosis=None) for outcome in outcomes]
+    fresh = diagnoser.diagnose_submission(fresh, seam, uses, sources, documents, shared)
     return {o.id: (o.misconception, o.diagnosis) for o in fresh if o.status != "passed"}
 
 
@@ -103,8 +101,7 @@ def test_a_variant_is_matched_once_per_test_and_forgotten_with_the_submission(mo
     def check(diagnoser: Diagnoser, folder: Path, seam: ProbeOutputs, outcomes: list[Outcome], uses) -> None:
         diagnosers.append(diagnoser)
         traced, shared = diagnoser.trace_plan(outcomes, seam, uses)
-        diagnoser.diagnose_submission(outcomes, seam, uses, read_sources(folder), {}, shared)
-        kept.append(outcomes)
+        kept.append(diagnoser.diagnose_submission(outcomes, seam, uses, read_sources(folder), {}, shared))
 
     grade_each([folder], check)
     failing = [o.id for o in kept[0] if o.status != "passed"]

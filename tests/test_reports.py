@@ -2,6 +2,8 @@
 Simplified Chinese, and the message catalogues behind them."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import re
 
 import pytest
@@ -287,9 +289,8 @@ def test_every_misconception_the_diagnosis_can_name_is_explained_in_both_languag
 
 def test_class_charts_are_computed_from_the_results(handmade):
     other = handmade_result()
-    other.submission, other.score, other.integrity = "bob", 15.0, []
-    for outcome in other.tests:
-        outcome.status, outcome.points, outcome.misconception = "passed", outcome.max_points, None
+    other = replace(other, submission="bob", score=15.0, integrity=[],
+                    tests=[replace(o, status="passed", points=o.max_points, misconception=None) for o in other.tests])
     view = class_view([handmade, other], Catalog("en"))
     assert [b.value for b in view.histogram.bars] == [1, 0, 0, 0, 0, 0, 0, 0, 0, 1]
     rates = {b.title: b.value for b in view.pass_rates.bars}
@@ -302,8 +303,7 @@ def test_class_charts_are_computed_from_the_results(handmade):
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_the_summary_draws_svg_charts_and_flags_integrity(handmade, lang):
     catalog = Catalog(lang)
-    other = handmade_result()
-    other.submission = "bob"
+    other = replace(handmade_result(), submission="bob")
     html = render_summary([handmade, other], catalog)
     assert_self_contained(html)
     assert_fully_rendered(visible_text(html), lang)

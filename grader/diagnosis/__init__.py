@@ -198,22 +198,23 @@ class Diagnoser:
     def diagnose_submission(self, outcomes: list[TestOutcome], student: ProbeOutputs,
                             uses: Mapping[str, tuple[str, ...]] | None = None,
                             sources: Mapping[str, str] | None = None,
-                            traces: Mapping[str, Any] | None = None, shared: Mapping[str, str] | None = None) -> None:
-        """Blame, then a misconception and a `Diagnosis` for every failing test of one submission.
-        `traces`: probe -> the tracer's document (untrusted; see grader.diagnosis.traces); `shared`:
-        probe -> the traced probe whose trace stands for it (`trace_plan`'s, worked out again when
-        not given)."""
+                            traces: Mapping[str, Any] | None = None,
+                            shared: Mapping[str, str] | None = None) -> list[TestOutcome]:
+        """Blame, then a misconception and a `Diagnosis` for every failing test of one submission:
+        the outcomes anew. `traces`: probe -> the tracer's document (untrusted; see
+        grader.diagnosis.traces); `shared`: probe -> the traced probe whose trace stands for it
+        (`trace_plan`'s, worked out again when not given)."""
         from grader.diagnosis.evidence import Evidence
 
         uses = uses or {}
-        moved = decide_blame(outcomes, uses)
+        outcomes, moved = decide_blame(outcomes, uses)
         healthy = dependencies_pass(outcomes, uses)
         if traces and shared is None:
             shared = self.trace_plan(outcomes, student, uses, sources)[1]
         evidence = Evidence(traces or {}, sources or {}, healthy, self.findings, shared) if self.traced \
             else Evidence({}, {}, healthy, self.findings)
-        untraced: list[TestOutcome] = []  # left untraced as they rely on a broken section (`trace_plan`)
-        for outcome in outcomes:
+        untraced: list[int] = []  # left untraced as they rely on a broken section (`trace_plan`)
+        for index, outcome in enumerate(outcomes):  # each replaced by its diagnosed self, in order
             if outcome.status == "passed" or outcome.blocked_by:
                 continue
             named: list[str] = []
@@ -228,28 +229,30 @@ class Diagnoser:
             if variant and not found.misconceptions:
                 named.append(variant)  # else a variant equal on few, small outputs is the weaker evidence
             if self.traced and self.departs_where_it_relies(outcome, outcomes, student, uses, sources):
-                untraced.append(outcome)  # that section's own tests name the cause
+                untraced.append(index)  # that section's own tests name the cause
             elif outcome.error is None and not named:
                 named += signatures(outcome, student, self.reference)
                 if outcome.module in BUILDERS and healthy(outcome) and configuration_differs(outcome, student,
                                                                                             self.reference):
                     named.append("wrong-config")
             named = [m for m in dict.fromkeys(named) if m in CATALOGUE]
-            outcome.misconception = named[0] if named else None
             location = found.location_of(named[0]) if named else found.location
             if outcome.error is not None and location is not None and outcome.error.location is not None \
                     and (location.file, location.line) == (outcome.error.location.file, outcome.error.location.line):
                 location = None  # the error message shows it already
             evidence_kind = ("error" if pattern or outcome.id in moved else "variant" if variant == (named or [None])[0]
                              and variant not in found.misconceptions else found.kind or "behaviour")
+            diagnosis = outcome.diagnosis
             if named or found.checkpoint or location:
-                outcome.diagnosis = Diagnosis(tuple(named), found.checkpoint_of(named[0]) if named else found.checkpoint,
-                                              location, evidence_kind if named else found.kind)
-        consolidate(outcomes)
-        for outcome in untraced:  # the line the tests it relies on found, in their own module
-            relied = located_in_own_module(uses.get(outcome.id, ()), outcomes)
-            if outcome.diagnosis is None and relied is not None:
-                outcome.diagnosis = relied.diagnosis
+                diagnosis = Diagnosis(tuple(named), found.checkpoint_of(named[0]) if named else found.checkpoint,
+                                      location, evidence_kind if named else found.kind)
+            outcomes[index] = replace(outcome, misconception=named[0] if named else None, diagnosis=diagnosis)
+        outcomes = consolidate(outcomes)
+        for index in untraced:  # the line the tests it relies on found, in their own module
+            relied = located_in_own_module(uses.get(outcomes[index].id, ()), outcomes)
+            if outcomes[index].diagnosis is None and relied is not None:
+                outcomes[index] = replace(outcomes[index], diagnosis=relied.diagnosis)
+        return outcomes
 
 
 @functools.lru_cache(maxsize=None)
@@ -274,20 +277,22 @@ def reference_ops(probe: str) -> int:
 SPECIAL_CASES = {"missing-scaling": "wrong-scaling"}
 
 
-def consolidate(outcomes: list[TestOutcome]) -> None:
+def consolidate(outcomes: list[TestOutcome]) -> list[TestOutcome]:
     """One cause, one name: when a submission shows both a cause and its special case (a divisor that
     is a wrong size, which is 1 for some inputs), the special case is the general one."""
     named = {m for o in outcomes if o.diagnosis for m in o.diagnosis.misconceptions}
-    for outcome in outcomes:
-        diagnosis = outcome.diagnosis
-        if diagnosis is None:
-            continue
-        causes = [SPECIAL_CASES[m] if m in SPECIAL_CASES and SPECIAL_CASES[m] in named else m
-                  for m in diagnosis.misconceptions]
-        causes = list(dict.fromkeys(causes))
-        if causes != list(diagnosis.misconceptions):
-            outcome.diagnosis = replace(diagnosis, misconceptions=tuple(causes))
-            outcome.misconception = causes[0]
+    return [_general(outcome, named) for outcome in outcomes]
+
+
+def _general(outcome: TestOutcome, named: set[str]) -> TestOutcome:
+    diagnosis = outcome.diagnosis
+    if diagnosis is None:
+        return outcome
+    causes = list(dict.fromkeys(SPECIAL_CASES[m] if m in SPECIAL_CASES and SPECIAL_CASES[m] in named else m
+                                for m in diagnosis.misconceptions))
+    if causes == list(diagnosis.misconceptions):
+        return outcome
+    return replace(outcome, diagnosis=replace(diagnosis, misconceptions=tuple(causes)), misconception=causes[0])
 
 
 __all__ = ["CATALOGUE", "Diagnoser", "Misconception"]

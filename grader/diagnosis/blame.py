@@ -56,32 +56,32 @@ def in_caller(error: ProbeError, module: str) -> ProbeError:
     return replace(error, frames=frames, module=module)
 
 
-def decide_blame(outcomes: list[TestOutcome], uses: Mapping[str, tuple[str, ...]]) -> set[str]:
-    """Unblock the failures whose cause is in their own module; returns their test ids."""
-    moved = set()
-    for outcome in outcomes:
-        if caller_is_blamed(outcome, outcomes, uses):
-            outcome.error = in_caller(outcome.error, outcome.module)  # type: ignore[arg-type]
-            outcome.blocked_by = None
-            moved.add(outcome.id)
-    return moved
+def decide_blame(outcomes: list[TestOutcome],
+                 uses: Mapping[str, tuple[str, ...]]) -> tuple[list[TestOutcome], set[str]]:
+    """The outcomes with the failures whose cause is in their own module unblocked, and those tests' ids."""
+    moved = {outcome.id for outcome in outcomes if caller_is_blamed(outcome, outcomes, uses)}
+    return [replace(o, error=in_caller(o.error, o.module), blocked_by=None)  # type: ignore[arg-type]
+            if o.id in moved else o for o in outcomes], moved
 
 
-def attribute_to_earlier_sections(outcomes: list[TestOutcome], uses: Mapping[str, tuple[str, ...]]) -> None:
+def attribute_to_earlier_sections(outcomes: list[TestOutcome],
+                                  uses: Mapping[str, tuple[str, ...]]) -> list[TestOutcome]:
     """A failure in a test that also runs code of an earlier section that fails its own tests is
     blamed on that section ("blocked by") when it has no diagnosis of its own, or when its
     diagnosis locates the cause in that section's file (the cause is there, not here)."""
-    for outcome in outcomes:
-        if outcome.status == "passed" or outcome.blocked_by:
-            continue
-        broken = failing_modules_relied_on(outcome, outcomes, uses)
-        location = outcome.diagnosis.location if outcome.diagnosis is not None else None
-        elsewhere = location.file.removesuffix(".py") if location is not None else ""
-        if outcome.misconception and not (elsewhere != outcome.module and elsewhere in broken):
-            continue
-        if broken:
-            outcome.blocked_by = elsewhere if elsewhere in broken else broken[0]
-            outcome.misconception = None  # that section's own tests name it; the diagnosis shows its line
+    return [_attributed(outcome, outcomes, uses) for outcome in outcomes]
+
+
+def _attributed(outcome: TestOutcome, outcomes: list[TestOutcome], uses: Mapping[str, tuple[str, ...]]) -> TestOutcome:
+    if outcome.status == "passed" or outcome.blocked_by:
+        return outcome
+    broken = failing_modules_relied_on(outcome, outcomes, uses)
+    location = outcome.diagnosis.location if outcome.diagnosis is not None else None
+    elsewhere = location.file.removesuffix(".py") if location is not None else ""
+    if not broken or outcome.misconception and not (elsewhere != outcome.module and elsewhere in broken):
+        return outcome
+    # that section's own tests name it; the diagnosis shows its line
+    return replace(outcome, blocked_by=elsewhere if elsewhere in broken else broken[0], misconception=None)
 
 
 def located_in_own_module(tests: tuple[str, ...], outcomes: list[TestOutcome]) -> TestOutcome | None:

@@ -93,12 +93,13 @@ def diagnosed(graded: Graded, diagnoser: Diagnoser, suites: HiddenSuites, traces
     outcomes = [_missing_module(o, submission) for o in graded.outcomes]
     partial: tuple[str, ...] = ()
     try:  # blame and diagnosis read the sandbox's own file names; the notebook's cells come after
-        diagnoser.diagnose_submission(outcomes, graded.outputs, suites.uses, submission.sources, traces, plan.shared)
+        outcomes = diagnoser.diagnose_submission(outcomes, graded.outputs, suites.uses, submission.sources, traces,
+                                                 plan.shared)
     except Exception:  # noqa: BLE001
         log.exception("diagnosis of %s failed", shown(submission.name))
         outcomes = [replace(o, misconception=None, diagnosis=None) for o in outcomes]
         partial = ("diagnosis",)
-    attribute_to_earlier_sections(outcomes, suites.uses)  # on the modules' own file names
+    outcomes = attribute_to_earlier_sections(outcomes, suites.uses)  # on the modules' own file names
     return tuple(_in_notebook_terms(o, submission) for o in outcomes), partial
 
 
