@@ -21,9 +21,8 @@ from grader.intake.discovery import Candidate, discover, read_candidate
 from grader.intake.text import MAX_NAME_CHARS, folder_names, shown
 from grader.i18n import TEMPLATES_DIR, Catalog
 from grader.records import GradeResult, IntegrityNote, SectionScore, Submission, TestOutcome
-from grader.frameworks import track_of
 from grader.sandbox.pool import Limits
-from grader.sandbox.pools import TrackPools
+from grader.sandbox.pools import TrackPools, planned_track
 
 SLOTS_PER_TRACK = 8  # at most this many workers per track (a run has 16 sandbox uids)
 CACHE_DIR = ".grader-cache"  # in the output folder: reference and variant outputs, per kit fingerprint
@@ -145,7 +144,7 @@ def _grade(loaders: list[Loader], out_dir: Path, is_class: bool, jobs: int | Non
     heads = []
     for load in loaders:
         submission = load()
-        heads.append((submission.name, submission.content_hash, track_of(submission.sources)))
+        heads.append((submission.name, submission.content_hash, planned_track(submission.sources)))
     names = _unique_names([name for name, _, _ in heads])
     folders = folder_names(names, CLASS_OUTPUTS) if is_class else {}
     pending: list[tuple[int, str]] = []  # (index, cache key)

@@ -45,7 +45,17 @@ class SuitesCannotRun(Exception):
 
 class GuardedPlugin(GradingPlugin):
     """The suites' plugin, with each test's run guarded: whatever one submission's results provoke
-    in a hidden test or in pytest's machinery is that test's `error`, never the session's end."""
+    in a hidden test or in pytest's machinery is that test's `error`, never the session's end; and
+    whatever else fails for a submission in the loop (its reference, say) is that submission's
+    (`guard(submission, stage, step, *args)`)."""
+
+    def __init__(self, *args: Any, guard: Callable[..., Any], **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.guard = guard
+
+    def grade(self, submission: Any, seam: Seam) -> None:
+        self.guard(submission, "suites", super().grade, submission, seam)
+        self.current = None
 
     def _run(self, item: pytest.Item, info: SuiteItem, seam: Seam, direct: dict | None = None) -> TestOutcome:
         try:
@@ -97,6 +107,31 @@ def grade_with_suites(pool: TrackPools, out_of: dict[str, Path], cache_dir: Path
 
         # trace job -> its submission, and the probes that share a traced one's trace (Diagnoser.trace_plan)
         waiting: dict[int, tuple[SandboxRun, Seam, list[TestOutcome], dict[str, str]]] = {}
+        # (grade job, "released" | "handed on" | "graded"): what is done for each submission, once
+        done: set[tuple[int, str]] = set()
+
+        def once(run: SandboxRun, what: str, action: Callable[..., None], *args: Any) -> None:
+            if (run.job, what) not in done:
+                done.add((run.job, what))
+                action(*args)
+
+        def guarded(run: SandboxRun, stage: str, step: Callable[..., Any], *args: Any) -> Any:
+            """`step(*args)` for the submission of `run` (its grade job): whatever it raises ends that
+            submission only (`give_up`), never the class's run."""
+            try:
+                return step(*args)
+            except Exception as exc:  # noqa: BLE001
+                log.exception("%s failed for %s", stage, shown(run.submission.name))
+                give_up(run, IntegrityNote("grader.failed", f"{stage}: {type(exc).__name__}"))
+                return None
+
+        def give_up(run: SandboxRun, note: IntegrityNote, key: str = "internal.grading-failed") -> None:
+            """The submission as a failed result (every test an error saying `key`, with `note`),
+            unless it has its result already; its slot released and the pool handed on, once."""
+            once(run, "released", pool.release, run)
+            if (run.job, "graded") not in done:
+                deliver(run, _failed_result(run.submission, plugin.infos, catalog, titles, protections, note, key))
+            once(run, "handed on", on_released)
 
         def source():
             # Traced runs are finished (diagnosis, reports) when no run waits: a grade run's slot
@@ -104,11 +139,12 @@ def grade_with_suites(pool: TrackPools, out_of: dict[str, Path], cache_dir: Path
             # so its suites go first. At most one traced run per worker waits to be finished.
             traced: list[SandboxRun] = []
             for run in pool.results():
-                if run.mode == "trace":  # the second pass of a submission whose tests failed
+                if run.not_run is not None:  # the sandbox could not take it (TrackPools.submit)
+                    give_up(run, run.not_run.note, run.not_run.key)
+                elif run.mode == "trace":  # the second pass of a submission whose tests failed
                     traced.append(run)
-                else:
-                    run.results = _screened(run.results)
-                    yield run, Seam(run.results)
+                elif (seam := guarded(run, "results", _seam_of, run)) is not None:
+                    yield run, seam
                 while traced and (not pool.ready() or len(traced) > pool.jobs):
                     finish_traced(traced.pop(0))
             for run in traced:
@@ -116,7 +152,8 @@ def grade_with_suites(pool: TrackPools, out_of: dict[str, Path], cache_dir: Path
 
         def finish_traced(run: SandboxRun) -> None:
             submission_run, seam, outcomes, shared = waiting.pop(run.job)
-            finish(submission_run, seam, outcomes, documents_of(run.results, run.digests), shared)
+            guarded(submission_run, "diagnosis", lambda: finish(
+                submission_run, seam, outcomes, documents_of(run.results, run.digests), shared))
 
         def sink(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome]) -> None:
             """The probes that failed go back to the sandbox, traced; the rest is `finish`'s."""
@@ -132,35 +169,37 @@ def grade_with_suites(pool: TrackPools, out_of: dict[str, Path], cache_dir: Path
             # whose code sleeps until its tests fail never takes twice `Limits.submission_seconds`
             left = pool.limits.submission_seconds - run.seconds
             if probes and left >= 1:
-                waiting[pool.follow_up(run, probes, mode="trace", seconds=left)] = (run, seam, outcomes, shared)
-                on_released()
+                job = pool.follow_up(run, probes, mode="trace", seconds=left)
+                done.add((run.job, "released"))
+                waiting[job] = (run, seam, outcomes, shared)
             else:
-                pool.release(run)
+                once(run, "released", pool.release, run)
                 finish(run, seam, outcomes, {}, {})
-                on_released()
+            once(run, "handed on", on_released)
 
         def finish(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome], traces: dict[str, dict],
                    shared: dict[str, str]) -> None:
-            """One submission's result and reports; nothing in them stops the class."""
-            submission = run.submission
-            track = run.track
+            """One submission's result and reports."""
+            deliver(run, _grade_result(run, seam, outcomes, plugin.infos, tracks.reference(run.track),
+                                       tracks.diagnoser(run.track), catalog, titles, protections, traces, shared))
+
+        def deliver(run: SandboxRun, result: GradeResult) -> None:
+            if (run.job, "graded") in done:
+                return  # a submission given up on keeps that result
+            done.add((run.job, "graded"))
+            result.track = run.track
             try:
-                result = _grade_result(run, seam, outcomes, plugin.infos, tracks.reference(track),
-                                       tracks.diagnoser(track), catalog, titles, protections, traces, shared)
-            except Exception as exc:  # noqa: BLE001
-                log.exception("grading %s failed", shown(submission.name))
-                result = _failed_result(submission, plugin.infos, catalog, titles, protections,
-                                        f"grading: {type(exc).__name__}")
-            result.track = track
-            try:
-                result = write_submission_reports(result, out_of[submission.name], catalog)
+                result = write_submission_reports(result, out_of[run.submission.name], catalog)
             except Exception as exc:  # noqa: BLE001 - e.g. the disk is full: the class still gets its gradebook
-                log.exception("the reports of %s could not be written", shown(submission.name))
+                log.exception("the reports of %s could not be written", shown(run.submission.name))
                 result.integrity.append(IntegrityNote("report.failed", type(exc).__name__))
             on_result(result)
 
-        plugin = GuardedPlugin(reference, source(), sink,
-                               reference_of=lambda run: tracks.reference(run.track))
+        def guarded_sink(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome]) -> None:
+            guarded(run, "grading", sink, run, seam, outcomes)
+
+        plugin = GuardedPlugin(reference, source(), guarded_sink,
+                               reference_of=lambda run: tracks.reference(run.track), guard=guarded)
         code = run_suites(plugin)
     finally:
         gc.unfreeze()
@@ -237,6 +276,11 @@ def _rounded(t: torch.Tensor) -> list[list[float]]:
     return [[round(v, 4) for v in row] for row in t.double().tolist()]
 
 
+def _seam_of(run: SandboxRun) -> Seam:
+    run.results = _screened(run.results)
+    return Seam(run.results)
+
+
 def _screened(results: dict[str, Any]) -> dict[str, Any]:
     """A child's errors never speak as the grader: an error that claims to be the grader's own
     (kind or key "internal") is a rejected result."""
@@ -310,12 +354,13 @@ def _grade_result(run: SandboxRun, seam: Seam, outcomes: list[TestOutcome], info
 
 
 def _failed_result(submission: Submission, infos: list[SuiteItem], catalog: Catalog, titles: dict[str, str],
-                   protections: list[IntegrityNote], detail: str) -> GradeResult:
-    """A submission the grader failed on: every test an error (0 points), with a note saying so."""
-    outcomes = [_internal_outcome(info, "internal.grading-failed") for info in infos]
+                   protections: list[IntegrityNote], note: IntegrityNote,
+                   key: str = "internal.grading-failed") -> GradeResult:
+    """A submission the grader could not grade: every test an error (0 points) saying `key`, and `note`."""
+    outcomes = [_internal_outcome(info, key) for info in infos]
     for outcome in outcomes:
-        outcome.message = words(catalog.t("internal.grading-failed"))
-    integrity = list(protections) + list(submission.problems) + [IntegrityNote("grader.failed", detail)]
+        outcome.message = words(catalog.t(key))
+    integrity = list(protections) + list(submission.problems) + [note]
     score, max_score = total(outcomes)
     return GradeResult(submission.name, submission.content_hash, score, max_score,
                        section_scores(outcomes, titles), outcomes, integrity)

@@ -95,13 +95,17 @@ class GradingPlugin:
         if session.testsfailed or session.config.option.collectonly:
             return True
         for submission, seam in self.source:
-            self.current = seam
-            self.current_reference = self.reference_of(submission)
-            outcomes = [self._run(item, info, seam, direct)
-                        for item, info, direct in zip(self.items, self.infos, self.direct)]
-            self.current = None
-            self.sink(submission, seam, outcomes)
+            self.grade(submission, seam)
         return True
+
+    def grade(self, submission: object, seam: Seam) -> None:
+        """Every collected test on one submission's seam; its outcomes go to `sink`."""
+        self.current = seam
+        self.current_reference = self.reference_of(submission)
+        outcomes = [self._run(item, info, seam, direct)
+                    for item, info, direct in zip(self.items, self.infos, self.direct)]
+        self.current = None
+        self.sink(submission, seam, outcomes)
 
     def _run(self, item: pytest.Item, info: SuiteItem, seam: Seam, direct: dict | None = None) -> TestOutcome:
         seam.accessed = []

@@ -58,8 +58,8 @@ class TrackBaselines:
         if track != MINDSPORE:
             raise ValueError(f"unknown track {track!r}")
         cache = None
-        if self.cache_dir is not None and self.fingerprint:
-            version = importlib.metadata.version("mindspore")
+        version = _version("mindspore")
+        if self.cache_dir is not None and self.fingerprint and version:
             cache = self.cache_dir / f"baselines-mindspore-{version}-{self.fingerprint}.bin"
         cached = baseline_cache.read(cache)
         if cached is not None:
@@ -76,3 +76,11 @@ class TrackBaselines:
                 return results
             baseline_cache.write(cache, data, "baselines-mindspore-*.bin")
         return results
+
+
+def _version(package: str) -> str:
+    """The installed version of `package`, or "" (importable without metadata: nothing is cached)."""
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return ""
