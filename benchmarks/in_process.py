@@ -83,7 +83,8 @@ class InProcess:
         sources = read_sources(directory)
         submission = Submission(directory.name, directory, sources,
                                 hashlib.sha256(repr(sorted(sources.items())).encode()).hexdigest())
-        return stages.outcomes(SandboxRun(submission, run_probes(directory)), self.suites, self.reference)
+        run = SandboxRun(submission, run_probes(directory))
+        return stages.outcomes(run, stages.probe_outputs(run), self.suites, self.reference)
 
     def diagnosed(self, graded: stages.Graded, trace: bool = True) -> tuple[TestOutcome, ...]:
         """The outcomes as the grading run diagnoses them, with traces of what failed (`trace`)."""

@@ -107,7 +107,8 @@ class AnswerKey:
         self._variants = runs
 
     def _mindspore_seeded(self) -> ProbeResults:
-        cache = self._cache_file(f"baselines-mindspore-{importlib.metadata.version('mindspore')}-{self.fingerprint}.bin")
+        version = _version("mindspore")  # importable without metadata: nothing is cached
+        cache = self._cache_file(f"baselines-mindspore-{version}-{self.fingerprint}.bin") if version else None
         document = _read(cache)
         try:
             return {name: result_from_record(record) for name, record in document.items()}
@@ -118,6 +119,13 @@ class AnswerKey:
 
     def _cache_file(self, name: str) -> Path | None:
         return self.cache_dir / name if self.cache_dir is not None else None
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return ""
 
 
 def _record(result: Any) -> dict:

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.frameworks import MINDSPORE, PYTORCH, imports_mindspore, track_of
+from grader.frameworks import MINDSPORE, PYTORCH, needs_mindspore, track_of
 
 IMPORTS = ["import mindspore", "import mindspore as ms", "from mindspore import nn, ops",
            "from mindspore.nn import Cell", "import numpy, mindspore", "import mindspore.ops as ops"]
@@ -20,7 +20,7 @@ NOT_IMPORTS = ["import torch", "import mindspore_like", "from .mindspore import 
 def test_a_module_importing_mindspore_anywhere_is_on_the_mindspore_track(line, others, position):
     lines = list(others)
     lines.insert(min(position, len(lines)), line)
-    assert imports_mindspore("\n".join(lines))
+    assert needs_mindspore("\n".join(lines))
     assert track_of({"sec3_3_simple_attention": "import mindspore\n", "sec3_4_self_attention": "\n".join(lines)}) == MINDSPORE
     assert track_of({"sec3_3_simple_attention": "x = 1\n", "sec3_4_self_attention": "\n".join(lines)}) == MINDSPORE
 
@@ -49,8 +49,8 @@ def test_detection_never_fails_on_any_text(text):
 
 
 def test_a_module_that_does_not_parse_still_shows_its_track():
-    assert imports_mindspore("import mindspore as ms\ndef broken(:\n")
-    assert not imports_mindspore("import torch\ndef broken(:\n")
+    assert needs_mindspore("import mindspore as ms\ndef broken(:\n")
+    assert not needs_mindspore("import torch\ndef broken(:\n")
 
 
 # -- the facade, in MindSpore terms ------------------------------------------------------------------

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Container
 
 from grader.i18n import Catalog, section_key
 from grader.records import MODULE_SECTIONS, SECTIONS, GradeResult, StudentFrame, TestOutcome
@@ -196,8 +196,14 @@ def _check_view(outcome: TestOutcome, catalog: Catalog, heatmap: "HeatmapView | 
                      diagnosis_view(outcome, catalog))
 
 
+def _graders_own(outcome: TestOutcome) -> bool:
+    """A check the grader itself could not run: it says nothing about the student's code."""
+    return outcome.error is not None and outcome.error.kind == "internal"
+
+
 def _start(tests: list[TestOutcome], catalog: Catalog) -> Guidance | None:
     """When nothing in a section works: which file and function to write (or fix) first."""
+    tests = [t for t in tests if not _graders_own(t)]
     if not tests or any(t.status in ("passed", "failed") for t in tests):
         return None
     for test in tests:
@@ -222,12 +228,13 @@ def _start(tests: list[TestOutcome], catalog: Catalog) -> Guidance | None:
     return Guidance(say(catalog, "report.start.generic", module=module_name(tests[0].module)))
 
 
-def _next_step(sections: list[SectionView], catalog: Catalog) -> Guidance | None:
-    """The first section in book order that is not complete, and its first check that did not pass."""
+def _next_step(sections: list[SectionView], catalog: Catalog, skip: Container[str] = frozenset()) -> Guidance | None:
+    """The first section in book order that is not complete, and its first check that did not pass
+    (not one of `skip`, which the grader itself could not run)."""
     for section in sections:
         if not section.max_score or section.score >= section.max_score:
             continue
-        first = next((t for t in section.tests if not t.passed), None)
+        first = next((t for t in section.tests if not t.passed and t.id not in skip), None)
         if first is None:
             continue
         return Guidance(say(catalog, "report.next-step", section_title=words(section.title), test=words(first.title)))
@@ -255,7 +262,8 @@ def feedback_view(result: GradeResult, catalog: Catalog) -> FeedbackView:
         if outcome.misconception:
             seen.setdefault(outcome.misconception, []).append(check_title(outcome.id, catalog))
     cards = [misconception_card(mid, catalog, tests) for mid, tests in seen.items()]
-    return FeedbackView(result, sections, _next_step(sections, catalog), cards, heatmaps,
+    skip = {o.id for o in result.tests if _graders_own(o)}
+    return FeedbackView(result, sections, _next_step(sections, catalog, skip), cards, heatmaps,
                         [_note(n, catalog) for n in result.integrity])
 
 

@@ -29,7 +29,7 @@ from grader.frameworks import PYTORCH
 from grader.i18n import Catalog, section_key
 from grader.intake.text import shown
 from grader.probes import load_all
-from grader.records import SECTIONS, GradeResult, IntegrityNote, Submission
+from grader.records import SECTIONS, GradeResult, IntegrityNote
 from grader.report.writers import write_submission_reports
 from grader.run import GraderError, stages
 from grader.run.plan import Plan, Planned
@@ -93,46 +93,63 @@ class Grading:
             self.pools.submit(self.plan.load(planned), self.probes, follow=True)
 
     def graded(self, run: SandboxRun) -> None:
-        """A grade run: the suites' outcomes, then its trace job, or its result at once."""
-        try:
-            graded = stages.outcomes(run, self.suites, self.answer_key.reference(run.track))
-            plan = stages.trace_plan(graded, self.diagnoser(run.track), self.suites)
-        except Exception as exc:  # noqa: BLE001 - one submission's data never stops the class
-            log.exception("grading %s failed", shown(run.submission.name))
-            self.pools.release(run)
-            self.on_result(self.written(self.failed(run.submission, run.track, exc)))
-            self.submit_next()
+        """A grade run: the suites' outcomes, then its trace job, or its result at once. Whatever
+        fails for one submission here ends that submission only (`give_up`), never the class's run."""
+        if run.not_run is not None:  # the sandbox could not take it (TrackPools.submit)
+            self.give_up(run, run.not_run.note, run.not_run.key)
             return
-        # the trace job gets what the grade job left of the submission's time: a submission whose
-        # code sleeps until its tests fail never takes twice `Limits.submission_seconds`
-        left = self.pools.limits.submission_seconds - run.seconds
-        if plan.probes and left >= 1:
-            job = self.pools.follow_up(run, list(plan.probes), mode="trace", seconds=left)
-            self.awaiting_trace[job] = (graded, plan)
-        else:
-            self.pools.release(run)
-            self.finish(graded, stages.TracePlan(shared={}), {})
+        stage = "results"
+        try:
+            outputs = stages.probe_outputs(run)
+            stage = "suites"
+            graded = stages.outcomes(run, outputs, self.suites, self.answer_key.reference(run.track))
+            stage = "grading"
+            plan = stages.trace_plan(graded, self.diagnoser(run.track), self.suites)
+            # the trace job gets what the grade job left of the submission's time: a submission whose
+            # code sleeps until its tests fail never takes twice `Limits.submission_seconds`
+            left = self.pools.limits.submission_seconds - run.seconds
+            if plan.probes and left >= 1:
+                self.awaiting_trace[self.pools.follow_up(run, list(plan.probes), mode="trace", seconds=left)] = \
+                    (graded, plan)
+                self.submit_next()
+                return
+        except Exception as exc:  # noqa: BLE001
+            self.give_up(run, _failure(stage, run, exc))
+            return
+        self.pools.release(run)
+        self.finish(graded, stages.TracePlan(shared={}), {})
         self.submit_next()
 
     def finish_traced(self, run: SandboxRun) -> None:
         graded, plan = self.awaiting_trace.pop(run.job)
-        self.finish(graded, plan, documents_of(run.results, run.digests))
+        try:
+            traces = documents_of(run.results, run.digests)
+        except Exception as exc:  # noqa: BLE001
+            self.on_result(self.written(self.failed(graded.run, _failure("diagnosis", graded.run, exc))))
+            return
+        self.finish(graded, plan, traces)
 
     def finish(self, graded: stages.Graded, plan: stages.TracePlan, traces: dict[str, dict]) -> None:
-        """One submission's result and reports; nothing in them stops the class."""
-        submission, track = graded.submission, graded.run.track
+        """One submission's result and reports."""
+        run = graded.run
         try:
-            outcomes, partial = stages.diagnosed(graded, self.diagnoser(track), self.suites, traces, plan)
-            result = stages.assembled(graded, outcomes, partial, self.suites, self.answer_key.reference(track),
+            outcomes, partial = stages.diagnosed(graded, self.diagnoser(run.track), self.suites, traces, plan)
+            result = stages.assembled(graded, outcomes, partial, self.suites, self.answer_key.reference(run.track),
                                       self.catalog, self.titles, self.protections)
         except Exception as exc:  # noqa: BLE001
-            log.exception("grading %s failed", shown(submission.name))
-            result = self.failed(submission, track, exc)
+            result = self.failed(run, _failure("grading", run, exc))
         self.on_result(self.written(result))
 
-    def failed(self, submission: Submission, track: str, exc: Exception) -> GradeResult:
-        return stages.failed_result(submission, self.suites, self.catalog, self.titles, self.protections,
-                                    f"grading: {type(exc).__name__}", track)
+    def give_up(self, run: SandboxRun, note: IntegrityNote, key: str = "internal.grading-failed") -> None:
+        """The submission of a grade run as a failed result (every test an error saying `key`, with
+        `note`); its slot released and the next submission submitted."""
+        self.pools.release(run)
+        self.on_result(self.written(self.failed(run, note, key)))
+        self.submit_next()
+
+    def failed(self, run: SandboxRun, note: IntegrityNote, key: str = "internal.grading-failed") -> GradeResult:
+        return stages.failed_result(run.submission, self.suites, self.catalog, self.titles, self.protections, note,
+                                    run.track, key)
 
     def written(self, result: GradeResult) -> GradeResult:
         """The result once its reports are written (with a note when they could not be)."""
@@ -147,3 +164,8 @@ class Grading:
             self.diagnosers[track] = Diagnoser(self.answer_key.reference(track), self.answer_key.variants,
                                                traced=track == PYTORCH)
         return self.diagnosers[track]
+
+
+def _failure(stage: str, run: SandboxRun, exc: Exception) -> IntegrityNote:
+    log.exception("%s failed for %s", stage, shown(run.submission.name))
+    return IntegrityNote("grader.failed", f"{stage}: {type(exc).__name__}")

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Callable
 
 import grader
-from grader.frameworks import track_of
 from grader.i18n import TEMPLATES_DIR
 from grader.intake.text import MAX_NAME_CHARS, folder_names, shown
 from grader.records import GradeResult, Submission
 from grader.report.results_file import read_results
+from grader.sandbox.pools import planned_track
 from grader.sandbox.runs import Limits
 
 CACHE_DIR = ".grader-cache"  # in the output folder: the answer key's outputs, per kit fingerprint
@@ -69,7 +69,7 @@ def plan_run(loaders: list[Loader], out_dir: Path, is_class: bool, fingerprint: 
     heads = []
     for load in loaders:
         submission = load()
-        heads.append((submission.name, submission.content_hash, track_of(submission.sources)))
+        heads.append((submission.name, submission.content_hash, planned_track(submission.sources)))
     names = unique_names([name for name, _, _ in heads])
     folders = {name: out_dir / folder for name, folder in folder_names(names, CLASS_OUTPUTS).items()} \
         if is_class else {name: out_dir for name in names}

@@ -1,6 +1,6 @@
 """The stages of grading one submission, in order, each a function of records that returns new ones:
 
-1. `outcomes`: the hidden suites on the sandbox's probe outputs -> one TestOutcome per test;
+1. `probe_outputs`, `outcomes`: the hidden suites on the sandbox's probe outputs -> one TestOutcome per test;
 2. `trace_plan`: which failing probes the sandbox should run again under the tracer;
 3. `diagnosed`: a missing module named as such, blame, the misconceptions and the student's line
    (from the traces, when there are some), blame on earlier sections, cells of notebooks;
@@ -55,8 +55,11 @@ class TracePlan:
 
 # -- 1. the hidden suites -------------------------------------------------------------------------
 
-def outcomes(run: SandboxRun, suites: HiddenSuites, reference: ProbeOutputs) -> Graded:
-    outputs = ProbeOutputs(screened(run.results))
+def probe_outputs(run: SandboxRun) -> ProbeOutputs:
+    return ProbeOutputs(screened(run.results))
+
+
+def outcomes(run: SandboxRun, outputs: ProbeOutputs, suites: HiddenSuites, reference: ProbeOutputs) -> Graded:
     return Graded(run, outputs, suites.run(outputs, reference))
 
 
@@ -151,13 +154,14 @@ def assembled(graded: Graded, outcomes: tuple[TestOutcome, ...], partial: tuple[
 
 
 def failed_result(submission: Submission, suites: HiddenSuites, catalog: Catalog, titles: dict[str, str],
-                  protections: list[IntegrityNote], detail: str, track: str) -> GradeResult:
-    """A submission the grader failed on: every test an error (0 points), with a note saying so."""
+                  protections: list[IntegrityNote], note: IntegrityNote, track: str,
+                  key: str = "internal.grading-failed") -> GradeResult:
+    """A submission the grader could not grade: every test an error (0 points) saying `key`, and `note`."""
     outcomes = [TestOutcome(id=info.id, module=info.module, name=info.name, section=info.section, status="error",
-                            points=0.0, max_points=info.max_points, message=words(catalog.t("internal.grading-failed")),
-                            error=ProbeError(kind="internal", key="internal.grading-failed"))
+                            points=0.0, max_points=info.max_points, message=words(catalog.t(key)),
+                            error=ProbeError(kind="internal", key=key))
                 for info in suites.infos]
-    integrity = list(protections) + list(submission.problems) + [IntegrityNote("grader.failed", detail)]
+    integrity = list(protections) + list(submission.problems) + [note]
     return _result(submission, outcomes, integrity, titles, track, [])
 
 

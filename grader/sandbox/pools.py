@@ -5,18 +5,28 @@ come back as one stream, in the order they finish.
 A track's workers start only when the class has submissions of that track (`workers`): a
 PyTorch-only class starts no MindSpore worker, which would cost ~5 s and ~600 MB to warm up.
 Same API as `SandboxPool` (submit, follow_up, release, results, protections, context manager).
+
+A submission the sandbox cannot take (its track's framework is not installed, or routing it
+failed) is never run: its run comes back in the same stream, with `SandboxRun.not_run` saying why.
 """
 from __future__ import annotations
 
+import collections
 import itertools
+import logging
 import queue
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Mapping
 
-from grader.frameworks import PYTORCH, TRACKS, track_of
+from grader import frameworks
+from grader.frameworks import MINDSPORE, PYTORCH, TRACKS, track_of
+from grader.intake.text import shown
 from grader.records import IntegrityNote, Submission
 from grader.sandbox.pool import Limits, SandboxPool, SandboxRun
+from grader.sandbox.runs import NotRun
 from grader.sandbox.slots import SLOTS_PER_RUN
+
+log = logging.getLogger("grader.sandbox")
 
 # The flavour of worker that grades each track (also known to `warmup`, which runs in the sandbox).
 FLAVOUR_OF_TRACK = {"pytorch": "torch", "mindspore": "mindspore"}
@@ -24,6 +34,17 @@ FLAVOUR_OF_TRACK = {"pytorch": "torch", "mindspore": "mindspore"}
 # the framework's own threads once it ran an op, so it is never kept, and its slot would wait for
 # nothing; its follow-ups run as jobs of their own.
 PARKING_TRACKS = {PYTORCH}
+# Each track whose framework is an extra of the kit: why its submissions are not run without it.
+MISSING = {MINDSPORE: NotRun(IntegrityNote("grader.mindspore-missing", "mindspore"), "internal.mindspore-missing")}
+
+
+def planned_track(sources: Mapping[str, str]) -> str:
+    """The track to start workers for: `track_of`, or PyTorch where routing fails (`submit` makes
+    that failure the submission's own note)."""
+    try:
+        return track_of(sources)
+    except Exception:  # noqa: BLE001
+        return PYTORCH
 
 
 class TrackPools:
@@ -34,7 +55,7 @@ class TrackPools:
         unknown = set(workers) - set(TRACKS)
         if unknown:
             raise ValueError(f"unknown tracks: {', '.join(sorted(unknown))}")
-        counts = {track: max(0, n) for track, n in workers.items() if n > 0} or {PYTORCH: 1}
+        counts = {track: n for track, n in workers.items() if n > 0 and frameworks.available(track)} or {PYTORCH: 1}
         if sum(counts.values()) > SLOTS_PER_RUN:
             raise ValueError(f"at most {SLOTS_PER_RUN} workers per grading run")
         self.limits, self.hide, self.probes = limits, list(hide), list(probes)
@@ -42,6 +63,7 @@ class TrackPools:
         self._next_slot = 0
         self._ids = itertools.count(1)  # job ids unique across the tracks' pools: one results stream
         self._pending = 0
+        self._not_run: collections.deque[SandboxRun] = collections.deque()  # delivered before any other
         self.pools: dict[str, SandboxPool] = {}
         try:
             for track, count in counts.items():
@@ -75,10 +97,26 @@ class TrackPools:
                track: str | None = None, seconds: float | None = None, follow: bool = False) -> int:
         """Queue a job on the pool of `track` (default: the one the submission's sources show),
         started now if the class was thought to have none of that track (a submission changed
-        between two reads)."""
-        track = track or track_of(submission.sources)
-        pool = self.pools.get(track) or self._start(track, 1)
+        between two reads). A job the sandbox cannot take comes back unrun (`SandboxRun.not_run`)."""
+        stage = "routing"
+        try:
+            track = track or track_of(submission.sources)
+            if not frameworks.available(track):
+                return self._unrun(submission, mode, track, MISSING[track])
+            stage = "sandbox"
+            pool = self.pools.get(track) or self._start(track, 1)
+        except Exception as exc:  # noqa: BLE001 - one submission's routing never stops the class
+            log.exception("%s of %s failed", stage, shown(submission.name))
+            return self._unrun(submission, mode, track or PYTORCH,
+                               NotRun(IntegrityNote("grader.failed", f"{stage}: {type(exc).__name__}")))
         job = pool.submit(submission, probes, mode, track, seconds, follow and track in PARKING_TRACKS)
+        self._pending += 1
+        return job
+
+    def _unrun(self, submission: Submission, mode: str, track: str, why: NotRun) -> int:
+        """A job that no sandbox runs: its run is the next one `results()` yields."""
+        job = next(self._ids)
+        self._not_run.append(SandboxRun(submission, mode=mode, job=job, track=track, not_run=why))
         self._pending += 1
         return job
 
@@ -96,13 +134,13 @@ class TrackPools:
 
     def results(self) -> Iterator[SandboxRun]:
         while self._pending:
-            run = self._results.get()
+            run = self._not_run.popleft() if self._not_run else self._results.get()
             self._pending -= 1
             yield run
 
     def ready(self) -> bool:
         """Whether a finished run is waiting to be taken from `results()`."""
-        return not self._results.empty()
+        return bool(self._not_run) or not self._results.empty()
 
     def close(self, kill: bool = False) -> None:
         for pool in self.pools.values():

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.records import ProbeError, Submission
+from grader.records import IntegrityNote, ProbeError, Submission
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,15 @@ class Limits:
     result_bytes: int = 8 * 1024**2
 
 
+@dataclass(frozen=True)
+class NotRun:
+    """Why a job was never run in the sandbox (`pools.TrackPools.submit`): the submission's note,
+    and the catalogue key of the error each of its checks gets."""
+
+    note: IntegrityNote
+    key: str = "internal.grading-failed"
+
+
 @dataclass
 class SandboxRun:
     """What came back from the sandbox for one job: per probe, outputs or an error."""
@@ -39,3 +48,4 @@ class SandboxRun:
     # a digest of each result's payload as it came from the sandbox: the same bytes, the same result
     digests: dict[str, bytes] = field(default_factory=dict)
     seconds: float = 0.0  # wall-clock seconds of the submission's time the job used
+    not_run: NotRun | None = None  # set when the sandbox never ran the job: `results` is empty
