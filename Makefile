@@ -10,13 +10,20 @@ MINDSPORE_STAMP := $(VENV)/.installed-mindspore
 
 setup: $(STAMP) sandbox-tools
 
-# torch first and pinned: 2.13.0 CPU is the build this kit is tested with (an unpinned torch
-# would pull gigabytes of CUDA packages).
+# torch first and pinned: 2.13.0 CPU, the build this kit is tested with, from PyTorch's CPU index
+# (PyPI's torch is the CUDA build: gigabytes more). Where that index is out of reach (a PyPI mirror
+# only), PyPI's build, and setup says which build it installed. torch's own dependencies come with
+# the kit's, from PyPI.
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet --no-deps --retries 1 --timeout 30 --index-url $(TORCH_CPU_INDEX) "torch==2.13.0+cpu" \
+	  || { echo "note: $(TORCH_CPU_INDEX) is out of reach: installing torch 2.13.0 from PyPI (its CUDA build, several GB)"; \
+	       $(BIN)/pip install --quiet torch==2.13.0; }
 	$(BIN)/pip install --quiet -e ".[classroom,test]"
+	@$(BIN)/python -c "import torch; print('installed torch', torch.__version__, '(CPU build)' if torch.version.cuda is None else '(CUDA build)')"
 	touch $(STAMP)
 
 # The MindSpore track (optional for users, always for the tests): MindSpore 2.10 CPU (~800 MB
