@@ -16,6 +16,7 @@ and this test is part of it.
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -63,12 +64,24 @@ def fresh_clone(tmp_path_factory):
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(base / "project")], check=True, timeout=300,
                    capture_output=True)
     (base / "home").mkdir()
+    keep_pip_configuration(base / "home")
     yield base / "project", base / "home"
     shutil.rmtree(base, ignore_errors=True)  # the clone's own .venv is large
 
 
+def keep_pip_configuration(home: Path) -> None:
+    """The machine's own pip configuration (its package index mirrors, its folders of wheels), as a
+    new user of this machine has it: nothing else of this shell or HOME."""
+    for name in (".config/pip/pip.conf", ".pip/pip.conf"):
+        found = Path.home() / name
+        if found.is_file():
+            (home / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(found, home / name)
+
+
 def run_block(code: str, clone: Path, home: Path) -> subprocess.CompletedProcess:
-    env = {"PATH": CLEAN_PATH, "HOME": str(home), "LANG": "C.UTF-8", "TERM": "dumb"}
+    env = {"PATH": CLEAN_PATH, "HOME": str(home), "LANG": "C.UTF-8", "TERM": "dumb",
+           **{key: value for key, value in os.environ.items() if key.startswith("PIP_")}}
     return subprocess.run(["bash", "-e", "-o", "pipefail", "-c", code], cwd=clone, env=env,
                           capture_output=True, text=True, timeout=3600)
 
