@@ -405,7 +405,7 @@ def test_course_config_handles_nbgraders_traps(tmp_path, monkeypatch):
 
 
 def test_cell_feedback_names_no_emoji_and_speaks_of_the_notebook():
-    from grader.classroom.nbgrader_course import cell_feedback_html
+    from grader.classroom.nbgrader_feedback import cell_feedback_html
     from grader.i18n import Catalog
 
     for lang in ("en", "zh"):

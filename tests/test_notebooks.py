@@ -109,7 +109,12 @@ def test_notebooks_score_exactly_what_the_py_files_score(graded):
     for name in ("sections", "chapter"):
         assert outcomes(graded[name]) == outcomes(py), name
         assert graded[name].score == py.score
-        assert not graded[name].integrity or all(n.kind.startswith("sandbox") for n in graded[name].integrity)
+        notes = [n for n in graded[name].integrity if not n.kind.startswith("sandbox")]
+        # each section notebook's one nbgrader test cell is left out, and said so (the chapter has none)
+        assert all(n.kind == "submission.notebook-test-cells" and re.fullmatch(r".*\.ipynb \(\d+\)", n.detail)
+                   for n in notes)
+        assert sorted(n.detail.split(" (")[0] for n in notes) == \
+            (sorted(f"{m}.ipynb" for m in MODULES) if name == "sections" else [])
 
 
 def test_a_broken_notebook_costs_only_its_own_tests(graded):
@@ -226,3 +231,65 @@ def test_discovery_of_notebook_submissions(tmp_path):
     both = klass / "ann"
     (both / "sec3_3_simple_attention.py").write_text("Y = 2\n")
     assert read_submission(both).sources["sec3_3_simple_attention"] == "Y = 2\n"  # .py wins
+
+
+def test_a_test_cell_in_a_notebook_named_like_a_module_is_left_out_with_a_note(tmp_path):
+    """A notebook named like a module holds no test cell of the course's: a cell marked as one (a
+    copy from somewhere, or the student's own cell marked by mistake) is left out, and a note says
+    which, in the student's language, with what to do."""
+    write(tmp_path / "sec3_5_causal_attention.ipynb", notebook([
+        code_cell("A = 1"),
+        code_cell("B = 2", nbgrader={"grade": True, "solution": False, "grade_id": "mine", "points": 5}),
+        markdown("notes"),
+        code_cell("C = 3", nbgrader={"grade": "yes", "grade_id": "t"}),
+        code_cell("D = 4", nbgrader={"grade": True, "solution": True, "grade_id": "answer"}),
+        code_cell("E = 5", nbgrader="not a dict"),
+    ]))
+    submission = read_submission(tmp_path)
+    source = submission.sources["sec3_5_causal_attention"]
+    assert "A = 1" in source and "D = 4" in source and "E = 5" in source
+    assert "B = 2" not in source and "C = 3" not in source
+    assert [(n.kind, n.detail) for n in submission.problems] == [
+        ("submission.notebook-test-cells", "sec3_5_causal_attention.ipynb (2, 4)")]
+    for lang in LANGUAGES:
+        text = Catalog(lang).t("integrity.submission.notebook-test-cells", detail=submission.problems[0].detail)
+        assert "sec3_5_causal_attention.ipynb (2, 4)" in text and "nbgrader" in text
+
+
+def test_a_note_lists_at_most_ten_test_cells(tmp_path):
+    write(tmp_path / "sec3_3_simple_attention.ipynb", notebook(
+        [code_cell(f"X{i} = {i}", nbgrader={"grade": True, "grade_id": f"t{i}"}) for i in range(50)]))
+    [note] = read_submission(tmp_path).problems
+    assert note.detail == "sec3_3_simple_attention.ipynb (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, …)"
+
+
+def test_a_chapter_notebooks_test_cells_need_no_note(tmp_path):
+    write(tmp_path / "chapter.ipynb", notebook([
+        code_cell("# module: sec3_3_simple_attention\nX = 1"),
+        code_cell("from ch3_checks import check_section\ncheck_section('sec3_3_simple_attention', globals())",
+                  nbgrader={"grade": True, "solution": False, "grade_id": "test_sec3_3_simple_attention",
+                            "points": 9}),
+    ]))
+    submission = read_submission(tmp_path)
+    assert submission.problems == () and "X = 1" in submission.sources["sec3_3_simple_attention"]
+
+
+@pytest.mark.parametrize("scratch", [
+    "from ch3_checks import check_section\ncheck_section('sec3_3_simple_attention', globals())",
+    "import ch3_checks\nch3_checks.check_section('sec3_3_simple_attention', globals())",
+    "import ch3_check_list as checks, ch3_check_tools\nprint(checks)",
+])
+def test_a_cell_that_runs_the_public_checks_costs_the_student_nothing(tmp_path, scratch):
+    """A cell that runs the course's public checks (a copy of a test cell without its nbgrader
+    metadata, or the student's own scratch cell) imports them; they are not the student's code and
+    not where the code is graded: the import is no part of the modules (it failed every module)."""
+    write(tmp_path / "chapter.ipynb", notebook([
+        code_cell("import torch"),
+        code_cell("# module: sec3_3_simple_attention\nX = torch.ones(1)"),
+        code_cell(scratch),
+    ]))
+    source = read_submission(tmp_path).sources["sec3_3_simple_attention"]
+    assert "ch3_check" not in source and "import torch" in source
+    namespace: dict = {}
+    exec(compile(source, "sec3_3_simple_attention", "exec"), namespace)
+    assert namespace["X"].tolist() == [1.0]

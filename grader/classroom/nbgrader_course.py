@@ -11,13 +11,16 @@ the kernel. The course's config adds the `GradeWithKit` preprocessor (after Exec
 runs): in the trusted nbgrader process it grades the notebook's code through the kit's sandboxed
 path (`grader.run.grade`, the same as ``grade`` on the command line) and *replaces* each test
 cell's outputs with the kit's HTML feedback plus the section's points as the cell's value
-(nbgrader's partial credit). In the kernel, under autograde, the test cell's public checks raise:
+(nbgrader's partial credit). A test cell's points are the gradebook's (the course's notebook),
+never the student's copy's. In the kernel, under autograde, the test cell's public checks raise:
 if the preprocessor is missing from the config, every test cell scores 0 (fail closed).
 
 What students did to their notebook is graded, not punished twice: a test cell the student
 deleted is put back (from the gradebook) and scored, so no section is left at "needs manual
 grade"; a section whose solution cell is gone is explained in notebook terms (which cell is
-missing and how to bring it back), not as a missing ``.py`` file.
+missing and how to bring it back), not as a missing ``.py`` file. Damaged or forged nbgrader data
+is repaired before nbgrader's own checks (nbgrader_repair.py); the first test cell's feedback says
+what was repaired, and a file that is no notebook at all is graded as the kit reads it (0, and why).
 
 The nbgrader traps this handles: ``IgnorePattern`` for torch's warnings on stderr (any stderr in a
 test cell scores 0), points as the test cell's value only ever written by the preprocessor, and
@@ -27,81 +30,19 @@ from __future__ import annotations
 
 import json
 import tempfile
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from grader.i18n import TEMPLATES_DIR, Catalog, section_key
-from grader.records import MODULE_SECTIONS, MODULES
+from grader.classroom.nbgrader_feedback import repair_text, test_outputs
+from grader.classroom.nbgrader_repair import UNREADABLE, course_cells, repairs_of
+from grader.i18n import Catalog
+from grader.records import MODULES
 
 NOTEBOOK_NAME = "ch3_attention"
 BOOK_ORDER = ("sec3_3_simple_attention", "sec3_4_self_attention", "exercise3_1_weight_transfer",
               "sec3_5_causal_attention", "sec3_6_multi_head_attention", "exercise3_2_two_dim_output",
               "exercise3_3_gpt2_attention")
 TEST_GRADE_ID = "test_{module}"
-
-
-# ------------------------------------------------------------------------------------------------
-# Feedback in a test cell
-# ------------------------------------------------------------------------------------------------
-
-@lru_cache(maxsize=None)
-def _cell_environment(lang: str) -> Any:
-    """The jinja2 environment of the test cells' feedback, built once per language (not per cell)."""
-    import jinja2
-
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), undefined=jinja2.StrictUndefined,
-                             autoescape=True)
-    env.globals["t"] = Catalog(lang).t
-    return env
-
-
-def _in_notebook_terms(message: str, missing: set[str], catalog: Catalog) -> str:
-    """A test message about a module the notebook does not define, said of the notebook, not of a .py file."""
-    for module in sorted(missing):
-        said = catalog.t("import.missing", module=module)
-        if said in message:
-            message = message.replace(said, catalog.t("classroom.nbgrader.module-missing-short", module=module,
-                                                      section=catalog.t(section_key(MODULE_SECTIONS[module]))))
-    return message
-
-
-def cell_feedback_html(document: dict[str, Any], module: str, catalog: Catalog, *,
-                       missing: set[str] = frozenset(), restored: bool = False) -> str:
-    """The kit's feedback for one module, as an HTML fragment for a notebook cell. `missing`: the
-    modules the notebook defines no code for; `restored`: this test cell had been deleted."""
-    env = _cell_environment(catalog.lang)
-    tests = []
-    for test in document.get("tests", []):
-        if test["id"].split("::")[0] != module:
-            continue
-        title_key = f"tests.{test['id']}.title"
-        test = {**test, "message": _in_notebook_terms(test.get("message") or "", set(missing), catalog)}
-        tests.append({**test, "title": catalog.t(title_key) if catalog.has(title_key) else test["id"].split("::")[-1],
-                      "misconception_text": catalog.t(f"misconceptions.{test['misconception']}.title")
-                      if test.get("misconception") and catalog.has(f"misconceptions.{test['misconception']}.title")
-                      else test.get("misconception")})
-    section = next((s for s in document.get("sections", []) if s["id"] == MODULE_SECTIONS[module]),
-                   {"score": 0.0, "max_score": 0.0, "title": catalog.t(section_key(MODULE_SECTIONS[module]))})
-    integrity = [n for n in document.get("integrity", []) if n["kind"].startswith("submission.")]
-    return env.get_template("nbgrader/cell_feedback.html.j2").render(
-        module=module, section=section, tests=tests, integrity=integrity, restored=restored,
-        module_missing=module in missing)
-
-
-def section_result(document: dict[str, Any], module: str) -> tuple[float, float]:
-    for section in document.get("sections", []):
-        if section["id"] == MODULE_SECTIONS[module]:
-            return float(section["score"]), float(section["max_score"])
-    return 0.0, 0.0
-
-
-def partial_credit(document: dict[str, Any], module: str, points: float) -> float:
-    """The test cell's points: the section's share of its hidden-test points."""
-    score, max_score = section_result(document, module)
-    if max_score <= 0 or points <= 0:
-        return 0.0
-    return round(points * min(score, max_score) / max_score, 4)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -219,46 +160,57 @@ if _Base is not object:
         jobs = Int(1, help="Sandbox workers used while grading one notebook.").tag(config=True)
 
         def preprocess(self, nb, resources):
-            import nbformat
-
             info = resources.get("nbgrader", {})
             name = info.get("notebook") or NOTEBOOK_NAME
-            restored = set()
-            if info.get("db_url") and info.get("assignment"):
-                try:
-                    restored = restore_test_cells(nb, info["db_url"], name, info["assignment"])
-                except Exception as exc:  # noqa: BLE001 - the cells present are still graded
-                    self.log.error("attention-kit could not put back deleted test cells of %s: %s", name, exc)
-                for module in sorted(restored):
-                    self.log.info("attention-kit: %s's test cell for %s was deleted; put back and graded",
-                                  info.get("student"), module)
+            repairs = repairs_of(info)
+            unreadable = any(repair.kind == UNREADABLE for repair in repairs)
+            restored = self._restore(nb, info, name)
             tests = [(_module_of_test(cell), cell) for cell in nb.cells if _is_kit_test_cell(cell)]
             if not tests:
                 return nb, resources
-            catalog = Catalog(self.lang)
+            points = self._points(info, name)
             try:
-                document = self._document(nb, name, info.get("student"), info.get("assignment"))
-                missing = set(MODULES) - notebook_modules(nb, name)
+                if unreadable:  # nothing of it is a notebook: graded as the kit reads the file
+                    document, missing, restored = self._submitted_document(name, info["student"],
+                                                                           info["assignment"]), set(), set()
+                else:
+                    document = self._document(nb, name, info.get("student"), info.get("assignment"))
+                    missing = set(MODULES) - notebook_modules(nb, name)
             except Exception as exc:  # noqa: BLE001 - any failure must score 0, never crash the run
                 self.log.error("attention-kit could not grade %s: %s", name, exc)
-                document = None
-            for module, cell in tests:
-                points = float(cell.metadata["nbgrader"].get("points", 0) or 0)
-                if document is None:
-                    cell.outputs = [nbformat.v4.new_output(
-                        "error", ename="GraderError", evalue=catalog.t("classroom.nbgrader.grader-failed"),
-                        traceback=[])]
-                    continue
-                credit = partial_credit(document, module, points)
-                html = cell_feedback_html(document, module, catalog, missing=missing, restored=module in restored)
-                score, max_score = section_result(document, module)
-                summary = catalog.t("classroom.nbgrader.cell-summary", score=f"{score:g}", max_score=f"{max_score:g}")
-                cell.outputs = [
-                    nbformat.v4.new_output("display_data", data={"text/html": html, "text/plain": summary}),
-                    nbformat.v4.new_output("execute_result", data={"text/plain": repr(credit)},
-                                           execution_count=cell.get("execution_count") or 1),
-                ]
+                document, missing = None, set()
+            catalog = Catalog(self.lang)
+            notes = [repair_text(repair, catalog) for repair in repairs]
+            for index, (module, cell) in enumerate(tests):
+                cell_points = points.get(cell.metadata["nbgrader"].get("grade_id"), 0.0)
+                cell.metadata["nbgrader"]["points"] = cell_points  # what SaveAutoGrades scores against
+                cell.outputs = test_outputs(cell, document, module, cell_points, catalog, missing=missing,
+                                            restored=module in restored, repairs=notes if index == 0 else [])
             return nb, resources
+
+        def _restore(self, nb, info: dict, name: str) -> set[str]:
+            """Put back the test cells the notebook lacks; returns their modules."""
+            if not (info.get("db_url") and info.get("assignment")):
+                return set()
+            try:
+                restored = restore_test_cells(nb, info["db_url"], name, info["assignment"])
+            except Exception as exc:  # noqa: BLE001 - the cells present are still graded
+                self.log.error("attention-kit could not put back deleted test cells of %s: %s", name, exc)
+                return set()
+            for module in sorted(restored):
+                self.log.info("attention-kit: %s's test cell for %s was deleted; put back and graded",
+                              info.get("student"), module)
+            return restored
+
+        def _points(self, info: dict, name: str) -> dict[str, float]:
+            """Test cell id -> its points, from the gradebook (the course's notebook), never from the
+            student's copy; {} (every test cell worth 0) when the gradebook cannot be read."""
+            try:
+                course = course_cells(info["db_url"], name, info["assignment"])
+            except Exception as exc:  # noqa: BLE001 - fail closed
+                self.log.error("attention-kit could not read the points of %s from the gradebook: %s", name, exc)
+                return {}
+            return {cell_id: float(cell.points or 0.0) for cell_id, cell in course.items() if cell.grade}
 
         # One `nbgrader autograde` run grades many students one notebook at a time; the kit grades
         # a whole class at once much faster (one sandbox pool, reference outputs computed once).
@@ -266,14 +218,32 @@ if _Base is not object:
         # autograde, and later notebooks reuse that result when their code is unchanged.
         _batches: dict = {}
 
-        def _document(self, nb, name: str, student: str | None, assignment: str | None) -> dict[str, Any]:
+        def _batch(self, name: str, student: str | None, assignment: str | None) -> tuple[str, dict] | None:
+            """This run's grading of the student's file as submitted: (its code's hash, results.json)."""
             key = (assignment, name)
             if student and assignment and key not in GradeWithKit._batches:
                 GradeWithKit._batches[key] = self._grade_batch(name, assignment)
-            cached = GradeWithKit._batches.get(key, {}).get(student)
+            return GradeWithKit._batches.get(key, {}).get(student)
+
+        def _document(self, nb, name: str, student: str | None, assignment: str | None) -> dict[str, Any]:
+            cached = self._batch(name, student, assignment)
             if cached is not None and cached[0] == _code_hash(nb, name):
                 return cached[1]
             return grade_notebook_document(nb, name, self.lang, self.jobs)
+
+        def _submitted_document(self, name: str, student: str, assignment: str) -> dict[str, Any]:
+            """The kit's grading of the student's file as submitted, whatever nbgrader made of it."""
+            cached = self._batch(name, student, assignment)
+            if cached is not None:
+                return cached[1]
+            return grade_notebooks({student: self._submitted(name, assignment, student)}, name, self.lang,
+                                   self.jobs)[student][1]
+
+        def _submitted(self, name: str, assignment: str, student: str) -> Path:
+            from nbgrader.coursedir import CourseDirectory
+
+            coursedir = CourseDirectory(config=self.config)
+            return Path(coursedir.format_path(coursedir.submitted_directory, student, assignment)) / f"{name}.ipynb"
 
         def _grade_batch(self, name: str, assignment: str) -> dict[str, tuple[str, dict[str, Any]]]:
             import fnmatch
@@ -287,8 +257,7 @@ if _Base is not object:
             for folder in sorted(root.iterdir()) if root.is_dir() else []:
                 if not folder.is_dir() or folder.name.startswith(".") or not fnmatch.fnmatch(folder.name, pattern):
                     continue
-                notebook = Path(coursedir.format_path(coursedir.submitted_directory, folder.name, assignment)) \
-                    / f"{name}.ipynb"
+                notebook = self._submitted(name, assignment, folder.name)
                 if notebook.is_file():
                     notebooks[folder.name] = notebook
             if not notebooks:

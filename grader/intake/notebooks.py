@@ -12,11 +12,14 @@ Two layouts are accepted, and graded exactly as the equivalent .py files would b
   statements (a preamble at the top of every module) and their function and class definitions
   (placed in notebook order among the module's own cells, each guarded so that a definition that
   needs something this module lacks costs nothing). Their other statements (scratch work, demos)
-  are not run.
+  are not run, nor are imports of the course's public checks (``from ch3_checks import ...``, a
+  copy of a test cell): they are not the student's code.
 
 Never part of a module: nbgrader test cells (graded, not a solution: they hold the checks, not the
-student's code), cells tagged ``kit:skip`` or with ``{"attention_kit": {"skip": true}}`` (set-up
-cells of generated notebooks), and cells whose body is not Python (``%%bash``, ``%%html``...).
+student's code; in a notebook named like a module, which holds no test cells of the course's, the
+numbers of such cells are given for a note, `NotebookCode.test_cells`), cells tagged ``kit:skip``
+or with ``{"attention_kit": {"skip": true}}`` (set-up cells of generated notebooks), and cells
+whose body is not Python (``%%bash``, ``%%html``...).
 IPython magics, shell escapes and ``obj?`` help lines become ``pass`` statements, so indentation
 stays valid and line counts do not change.
 
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +45,9 @@ from grader.intake.cells import (CHAPTER_NOTEBOOK_MARKER, GeneratedModule, chapt
 from grader.intake.text import replace_surrogates
 from grader.records import MODULES
 
-__all__ = ["CHAPTER_NOTEBOOK_MARKER", "MAX_NOTEBOOK_BYTES", "GeneratedModule", "NotebookError", "code_cells",
-           "modules_from_notebook", "notebook_modules", "parse_notebook", "python_code", "read_notebook"]
+__all__ = ["CHAPTER_NOTEBOOK_MARKER", "MAX_NOTEBOOK_BYTES", "GeneratedModule", "NotebookCode", "NotebookError",
+           "code_cells", "modules_from_notebook", "notebook_code", "notebook_modules", "parse_notebook", "python_code",
+           "read_notebook"]
 
 MAX_NOTEBOOK_BYTES = 8 * 1024 * 1024
 # JSON values (objects, arrays, strings, numbers...): json.loads makes an object of each, ~50 to
@@ -134,6 +139,17 @@ def _dict(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def _is_test_cell(metadata: dict) -> bool:
+    nbgrader = _dict(metadata.get("nbgrader"))
+    return bool(nbgrader.get("grade") and not nbgrader.get("solution"))
+
+
+def test_cell_numbers(document: dict[str, Any]) -> list[int]:
+    """The numbers of the code cells marked as nbgrader test cells."""
+    return [number for number, cell in enumerate(document.get("cells", []), start=1)
+            if isinstance(cell, dict) and cell.get("cell_type") == "code" and _is_test_cell(_dict(cell.get("metadata")))]
+
+
 def code_cells(document: dict[str, Any]) -> list[tuple[int, str, dict]]:
     """(cell number, source, metadata) of the code cells that can hold the student's code."""
     cells = []
@@ -141,8 +157,7 @@ def code_cells(document: dict[str, Any]) -> list[tuple[int, str, dict]]:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         metadata = _dict(cell.get("metadata"))
-        nbgrader = _dict(metadata.get("nbgrader"))
-        if nbgrader.get("grade") and not nbgrader.get("solution"):
+        if _is_test_cell(metadata):
             continue  # an nbgrader test cell
         kit = _dict(metadata.get("attention_kit"))
         if kit.get("skip") or SKIP_TAGS & set(tags(metadata)):
@@ -151,11 +166,26 @@ def code_cells(document: dict[str, Any]) -> list[tuple[int, str, dict]]:
     return cells
 
 
+@dataclass(frozen=True)
+class NotebookCode:
+    """What a notebook gives the grader: module name -> generated module, and in a notebook named
+    like a module, the numbers of the code cells left out as nbgrader test cells."""
+
+    modules: dict[str, GeneratedModule]
+    test_cells: tuple[int, ...] = ()
+
+
 def notebook_modules(raw: bytes, filename: str, shown_name: str | None = None) -> dict[str, GeneratedModule]:
     """Module name -> generated module, for the modules the notebook `filename` defines.
     `shown_name` is how feedback names the notebook (default: `filename`). Raises NotebookError."""
+    return notebook_code(raw, filename, shown_name).modules
+
+
+def notebook_code(raw: bytes, filename: str, shown_name: str | None = None) -> NotebookCode:
+    """The modules the notebook `filename` defines and the test cells it leaves out (see
+    `NotebookCode`). Raises NotebookError."""
     try:
-        return _notebook_modules(parse_notebook(raw), filename, shown_name or filename)
+        return _notebook_code(parse_notebook(raw), filename, shown_name or filename)
     except NotebookError:
         raise
     except (RecursionError, MemoryError):
@@ -164,13 +194,13 @@ def notebook_modules(raw: bytes, filename: str, shown_name: str | None = None) -
         raise NotebookError("malformed") from None
 
 
-def _notebook_modules(document: dict[str, Any], filename: str, shown_name: str) -> dict[str, GeneratedModule]:
+def _notebook_code(document: dict[str, Any], filename: str, shown_name: str) -> NotebookCode:
     cells = code_cells(document)
     stem = filename[:-len(".ipynb")] if filename.endswith(".ipynb") else filename
     if stem in MODULES:
         module = section_module(cells, shown_name)
-        return {stem: module} if module is not None else {}
-    return chapter_modules(cells, shown_name)
+        return NotebookCode({stem: module} if module is not None else {}, tuple(test_cell_numbers(document)))
+    return NotebookCode(chapter_modules(cells, shown_name))
 
 
 def modules_from_notebook(path: Path) -> dict[str, str]:

@@ -12,13 +12,14 @@ import hashlib
 import os
 from pathlib import Path
 
-from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, notebook_modules
+from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, notebook_code
 from grader.intake.text import decode_name, decode_source
 from grader.records import MODULES, IntegrityNote, LineOrigin, Submission
 
 MAX_SOURCE_BYTES = 512 * 1024
 MAX_NOTEBOOKS = 16
 MAX_SUBMISSION_BYTES = 24 * 1024 * 1024
+MAX_LISTED_CELLS = 10  # cell numbers a note lists
 
 
 def is_module_file(name: str) -> bool:
@@ -72,12 +73,15 @@ class Assembly:
     def _notebook(self, filename: str, data: bytes) -> None:
         shown_name = decode_name(filename)
         try:
-            modules = notebook_modules(data, filename, shown_name)
+            code = notebook_code(data, filename, shown_name)
         except NotebookError as exc:
             detail = shown_name + (f" ({exc.where})" if exc.where else "")
             self.problems.append(IntegrityNote(f"submission.notebook-{exc.reason}", detail))
             return
-        for module, generated in modules.items():
+        if code.test_cells:
+            detail = f"{shown_name} ({_listed(code.test_cells)})"
+            self.problems.append(IntegrityNote("submission.notebook-test-cells", detail))
+        for module, generated in code.modules.items():
             if module in self.generated:
                 continue  # an earlier notebook (a module-named one) has it
             if len(generated.source.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
@@ -98,6 +102,11 @@ class Assembly:
             digest.update(b"note\0" + f"{note.kind}\0{note.detail}".encode("utf-8", "surrogatepass") + b"\0")
         ordered = {module: sources[module] for module in MODULES if module in sources}
         return Submission(self.name, self.path, ordered, digest.hexdigest(), tuple(self.problems), origins)
+
+
+def _listed(numbers: tuple[int, ...]) -> str:
+    shown = ", ".join(str(n) for n in numbers[:MAX_LISTED_CELLS])
+    return shown + (", …" if len(numbers) > MAX_LISTED_CELLS else "")
 
 
 def submission_from_files(name: str, path: Path, files: dict[str, bytes],
