@@ -14,12 +14,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from grader.classroom.textsafe import spreadsheet_cell
 from grader.i18n import Catalog
 from grader.intake.text import shown
 from grader.records import SECTIONS, GradeResult, IntegrityNote, TestOutcome
 from grader.report.feedback import results_document
 from grader.report.render import render_feedback, render_summary
-from grader.report.text import number, spreadsheet_cell
+from grader.report.text import number
 
 log = logging.getLogger("grader.report")
 
