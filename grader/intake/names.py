@@ -42,6 +42,7 @@ DIGEST_DIGITS = 8
 _HEX_SUFFIX = re.compile(r"~[0-9a-fA-F]{8,}$")  # the form of an altered name's folder
 _WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
 _UNSAFE_IN_NAME = set('\\/:*?"<>|')
+_UNSAFE_ASCII = re.compile(r'[\\/:*?"<>|]')
 _FORMULA_START = set("=+-@\uff1d\uff0b\uff0d\uff20")  # a folder name a spreadsheet would run (see textsafe)
 # Default-ignorable characters that are not format characters (Unicode's DerivedCoreProperties),
 # and blanks that show nothing (the Braille blank).
@@ -92,6 +93,7 @@ def _mixes_scripts(raw: str) -> bool:
 
 
 NORMAL, STRICT, ASCII = 0, 1, 2  # how much of a name `shown_name` escapes
+_PLAIN = re.compile(r"[!-\[\]-~]+(?: [!-\[\]-~]+)*")  # printable ASCII but the backslash, single inner spaces
 
 
 def _escaped_at(char: str, level: int) -> bool:
@@ -104,6 +106,8 @@ def shown_name(raw: str, level: int = NORMAL) -> str:
     """RAW as listings show it (see the module's docstring). At level STRICT every combining mark,
     compatibility character and Latin-looking letter of another script is escaped as well; at
     level ASCII every character but printable ASCII."""
+    if _PLAIN.fullmatch(raw):
+        return raw  # nothing to escape at any level (most names)
     mixed = _mixes_scripts(raw)
     out: list[str] = []
     marks, base = 0, False  # combining marks on the last letter shown; whether there is one
@@ -139,6 +143,8 @@ def raw_name(shown: str) -> str:
 
 def looks(shown: str) -> str:
     """What a shown name looks like: its compatibility form with Latin-looking letters as Latin."""
+    if shown.isascii():
+        return shown
     return "".join(HOMOGLYPHS.get(c, c) for c in unicodedata.normalize("NFKC", shown))
 
 
@@ -218,7 +224,10 @@ def safe_component(name: str) -> str:
     Windows refuses, no controls or invisible characters; no leading dot, dash or space, no
     trailing dot or space; never starting like a spreadsheet formula; not a reserved device name;
     at most MAX_NAME_CHARS characters and MAX_FOLDER_BYTES bytes."""
-    text = "".join(_folder_char(c) for c in unicodedata.normalize("NFC", name)).strip(" .")
+    if name.isascii() and name.isprintable():
+        text = _UNSAFE_ASCII.sub("_", name).strip(" .")
+    else:
+        text = "".join(_folder_char(c) for c in unicodedata.normalize("NFC", name)).strip(" .")
     text = re.sub(r"^[-_.]+", "", text) if text.startswith(("-", ".")) else text
     if text[:1] in _FORMULA_START or text[:1].isspace():
         text = "_" + text
