@@ -31,7 +31,7 @@ from grader.i18n import Catalog
 from grader.intake.names import display_names, folder_names, raw_name
 from grader.records import GradeResult, IntegrityNote, SectionScore
 from grader.report.writers import gradebook_csv, results_json
-from grader.runner import CLASS_OUTPUTS
+from grader.run import CLASS_OUTPUTS
 from tests.conftest import MODULES, ROOT, solutions_as_submission
 
 EN = Catalog("en")
