@@ -163,3 +163,4 @@ class GradeResult:
     integrity: list[IntegrityNote]
     heatmaps: list[Heatmap] = field(default_factory=list)
     track: str = "pytorch"  # or "mindspore" (grader.frameworks.track_of)
+    folder: str | None = None  # in a class run, the folder of its reports (grader.intake.names)

@@ -7,6 +7,7 @@ clean run's."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
@@ -19,7 +20,8 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from tests.attacks.intake_class import (FORMULA_NAMES, INJECTION_TYPE, M33, build)
+from grader.intake.names import raw_name, shown_name
+from tests.attacks.intake_class import (FORMULA_NAMES, GBK_NAME, INJECTION_TYPE, M33, build)
 from tests.conftest import ROOT
 
 SECRET = "kit-secret-7f3a9c"  # in the grader's environment: must never reach a report
@@ -69,10 +71,12 @@ def graded(tmp_path_factory):
 
 
 def documents(out: Path) -> dict[str, dict]:
+    """Student (their folder's name in the class, read back from the name shown) -> results.json."""
     docs = {}
     for path in out.glob("*/results.json"):
         document = json.loads(path.read_text(encoding="utf-8"))
-        docs[document["submission"]] = document | {"_folder": path.parent.name}
+        assert document["folder"] == path.parent.name
+        docs[raw_name(document["submission"])] = document | {"_folder": path.parent.name}
     return docs
 
 
@@ -97,7 +101,7 @@ def test_the_batch_finishes_with_exit_0_and_every_class_report(graded):
                                   "sparse_module", "sparse_notebook", "json_bomb", "container_bomb",
                                   "worksheets_not_a_list", "wrong_types", "ast_bomb", "helpers",
                                   "surrogate_notebook", "gbk_declared",
-                                  "\\xd5\\xc5\\xc8\\xfd", "gradebook.csv", "summary.html", "canvas-grades.csv",
+                                  GBK_NAME, "gradebook.csv", "summary.html", "canvas-grades.csv",
                                   *FORMULA_NAMES])
 def test_an_attack_costs_exactly_its_file_and_says_so(graded, name):
     docs = documents(graded["out"])
@@ -150,17 +154,18 @@ def test_student_names_never_collide_with_class_outputs(graded):
     out = graded["out"]
     assert (out / "gradebook.csv").is_file() and (out / "summary.html").is_file()
     docs = documents(out)
-    assert docs["gradebook.csv"]["_folder"] == "gradebook.csv-2"
-    assert docs["summary.html"]["_folder"] == "summary.html-2"
-    assert docs["canvas-grades.csv"]["_folder"] == "canvas-grades.csv-2"  # grade export's default file
-    assert docs["\\xd5\\xc5\\xc8\\xfd"]["_folder"] == "_xd5_xc5_xc8_xfd"
+    # a name that cannot be its own folder takes a digest of itself (printf '%s' NAME | sha256sum)
+    assert docs["gradebook.csv"]["_folder"] == "gradebook.csv~db3707d1"
+    assert docs["summary.html"]["_folder"] == "summary.html~" + hashlib.sha256(b"summary.html").hexdigest()[:8]
+    assert docs["canvas-grades.csv"]["_folder"].startswith("canvas-grades.csv~")  # grade export's default file
+    assert docs[GBK_NAME]["_folder"] == graded["expect"][GBK_NAME].extra["folder"]
 
 
 def test_gradebook_cells_are_never_formulas(graded):
     rows = list(csv.reader(io.StringIO((graded["out"] / "gradebook.csv").read_text(encoding="utf-8"))))
     names = [row[0] for row in rows[1:]]
     for name in FORMULA_NAMES:
-        assert "'" + name in names
+        assert "'" + shown_name(name) in names
     for row in rows[1:]:
         for cell in row:
             assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")), cell

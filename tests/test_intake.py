@@ -19,7 +19,8 @@ from grader.intake.discovery import (MAX_SOURCE_BYTES, discover, find_submission
 from grader.intake.cells import origin_at
 from grader.intake.files import Folder, Refused, read_beneath
 from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, notebook_modules
-from grader.intake.text import display_names, folder_names, safe_component, shown
+from grader.intake.names import display_names, folder_names, raw_name, safe_component
+from grader.intake.text import shown
 from grader.run import CLASS_OUTPUTS
 from tests.conftest import ROOT
 
@@ -166,10 +167,12 @@ def test_nbgrader_copies_are_read_by_the_same_rules(tmp_path):
 def test_undecodable_and_odd_names_are_shown_escaped_and_stay_unique(tmp_path):
     names = display_names([GBK_NAME, "\\xd5\\xc5\\xc8\\xfd", "a\nb", "\u202eevil", "plain"])
     assert display_names([GBK_NAME]) == {GBK_NAME: "\\xd5\\xc5\\xc8\\xfd"}
-    assert {names[GBK_NAME], names["\\xd5\\xc5\\xc8\\xfd"]} == {"\\xd5\\xc5\\xc8\\xfd", "\\xd5\\xc5\\xc8\\xfd (2)"}
+    # a byte is \xd5, a backslash typed in the name shows doubled: the two never look alike
+    assert names[GBK_NAME] == "\\xd5\\xc5\\xc8\\xfd" and names["\\xd5\\xc5\\xc8\\xfd"] == "\\\\xd5\\\\xc5\\\\xc8\\\\xfd"
     assert names["a\nb"] == "a\\nb" and names["\u202eevil"] == "\\u202eevil" and names["plain"] == "plain"
-    for name in names.values():
+    for raw, name in names.items():
         name.encode("utf-8")
+        assert raw_name(name) == raw
 
 
 @given(st.lists(st.text(min_size=1, max_size=40) | st.binary(min_size=1, max_size=40).map(os.fsdecode),
@@ -178,10 +181,14 @@ def test_output_folders_are_safe_unique_and_never_a_class_output(raw):
     raw = [r for r in raw if "/" not in r and "\0" not in r and r not in (".", "..")]
     shown_names = display_names(raw)
     assert len(set(shown_names.values())) == len(raw)
-    folders = folder_names(list(shown_names.values()) + ["gradebook.csv", "Summary.HTML"], CLASS_OUTPUTS)
-    lowered = [f.casefold() for f in folders.values()]
-    assert len(set(lowered)) == len(lowered)  # unique even on a case-insensitive file system
-    assert not set(lowered) & {o.casefold() for o in CLASS_OUTPUTS}
+    folders = folder_names(raw + ["gradebook.csv", "Summary.HTML"], CLASS_OUTPUTS)
+    assert len(set(folders.values())) == len(folders)
+    kept = [f for r, f in folders.items() if f == r]
+    altered = [f.casefold() for r, f in folders.items() if f != r]
+    # a changed name never meets another folder, even on a case-insensitive file system (names kept
+    # as they are differ as their folders in the class did)
+    assert len(set(altered)) == len(altered) and not set(altered) & {k.casefold() for k in kept}
+    assert not {f.casefold() for f in folders.values()} & {o.casefold() for o in CLASS_OUTPUTS}
     for folder in folders.values():
         assert folder and "/" not in folder and "\\" not in folder and not folder.startswith((".", "-"))
         assert folder not in (".", "..") and len(folder.encode("utf-8")) <= 200
@@ -190,10 +197,10 @@ def test_output_folders_are_safe_unique_and_never_a_class_output(raw):
 
 def test_safe_component_examples():
     assert safe_component("gradebook.csv") == "gradebook.csv"  # not reserved on its own...
-    assert folder_names(["gradebook.csv"], CLASS_OUTPUTS) == {"gradebook.csv": "gradebook.csv-2"}  # ...but taken
+    assert folder_names(["gradebook.csv"], CLASS_OUTPUTS) == {"gradebook.csv": "gradebook.csv~db3707d1"}  # ...but taken
     assert safe_component("../../etc") == "_.._etc"
     assert safe_component("CON") == "student_CON"
-    assert safe_component("=HYPERLINK()") == "=HYPERLINK()"
+    assert safe_component("=HYPERLINK()") == "_=HYPERLINK()"  # a folder the gradebook can name as it is
     assert shown("ok\udcff\x1b[31m") == "ok\\xff\\x1b[31m"
 
 

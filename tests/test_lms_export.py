@@ -169,7 +169,8 @@ def odd_class(base: Path) -> Path:
 
 
 def inert(cell: str) -> bool:
-    return not cell.startswith(FORMULA_STARTS) and "\n" not in cell and "\r" not in cell
+    """The strict rule: no formula sign (ASCII or full-width) and no whitespace first, one line."""
+    return not cell.startswith(FORMULA_STARTS) and not cell[:1].isspace() and "\n" not in cell and "\r" not in cell
 
 
 @pytest.mark.parametrize("lms", ["canvas", "moodle"])

@@ -16,6 +16,10 @@ identifier matches no user stops the whole import. The maximum is the grade item
 item; grades above it are refused unless the site allows unlimited grades).
 
 Every text cell (names, titles) is neutralised for spreadsheets (see textsafe.spreadsheet_cell).
+
+A student is the `submission` of a results.json (the name as `grade` shows it: escapes read back
+with grader.intake.names.raw_name), in the folder its `folder` field names: a results.json whose
+`folder` is another folder's (a report copied or moved) is left out as unusable.
 """
 from __future__ import annotations
 
@@ -30,8 +34,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.classroom.textsafe import clean, spreadsheet_cell
+from grader.classroom.textsafe import spreadsheet_cell
 from grader.i18n import Catalog, section_key
+from grader.intake.names import raw_name, shown_name
 from grader.records import SECTIONS
 
 LMS = ("canvas", "moodle")
@@ -56,10 +61,21 @@ class ExportError(Exception):
 
 @dataclass
 class StudentGrades:
-    name: str
+    name: str  # as shown (results.json's "submission")
     score: float
     max_score: float
     sections: dict[str, tuple[float, float]]  # section id -> (score, max)
+    folder: str = ""  # the folder of the student's reports, as listed ("" for one submission's)
+
+    @property
+    def raw(self) -> str:
+        """The name as the student's folder had it: what an LMS knows them by."""
+        return raw_name(self.name)
+
+    @property
+    def listed(self) -> str:
+        """The name with its folder where the two differ (to find a student left out)."""
+        return self.name if self.folder in ("", self.raw) else f"{self.name} ({shown_name(self.folder)})"
 
 
 @dataclass
@@ -102,9 +118,12 @@ def _number(value: object) -> float | None:
     return float(value)
 
 
-def _grades(document: dict | None, folder_name: str) -> StudentGrades | None:
+def _grades(document: dict | None, folder_name: str, folder: str | None = None) -> StudentGrades | None:
+    """The grades of a results.json in FOLDER (None: one submission's, in the output folder itself)."""
     if document is None:
         return None
+    if folder is not None and isinstance(document.get("folder"), str) and document["folder"] != folder:
+        return None  # written for another student's folder
     score, max_score = _number(document.get("score")), _number(document.get("max_score"))
     if score is None or max_score is None:
         return None
@@ -116,7 +135,8 @@ def _grades(document: dict | None, folder_name: str) -> StudentGrades | None:
                 return None
             sections[section["id"]] = (got, most)
     name = document.get("submission")
-    return StudentGrades(name if isinstance(name, str) and name.strip() else folder_name, score, max_score, sections)
+    return StudentGrades(name if isinstance(name, str) and name.strip() else folder_name, score, max_score, sections,
+                         folder or "")
 
 
 def _is_file(path: Path) -> bool:
@@ -142,8 +162,8 @@ def read_output(out_dir: Path) -> tuple[list[StudentGrades], list[str]]:
         for entry in sorted(entries, key=lambda e: e.name):
             if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
                 continue
-            name = clean(entry.name)
-            grades = _grades(_read_json(Path(entry.path) / "results.json"), name)
+            name = shown_name(entry.name)
+            grades = _grades(_read_json(Path(entry.path) / "results.json"), name, entry.name)
             if grades:
                 students.append(grades)
             else:
@@ -196,8 +216,8 @@ def match_roster(students: list[StudentGrades], header: list[str], rows: list[di
                  key: str | None) -> tuple[str, dict[str, dict[str, str]]]:
     """(the roster column that holds the students' folder names, student name -> roster row).
     Without KEY, the column that matches the most names is used."""
-    exact = {unicodedata.normalize("NFC", s.name).strip() for s in students}
-    names = {_key(s.name) for s in students}
+    exact = {unicodedata.normalize("NFC", s.raw).strip() for s in students}
+    names = {_key(s.raw) for s in students}
     if key is not None:
         if key not in header:
             raise ExportError("roster-no-column", column=key, columns=", ".join(header))
@@ -216,7 +236,7 @@ def match_roster(students: list[StudentGrades], header: list[str], rows: list[di
     by_key: dict[str, dict[str, str]] = {}
     for row in rows:
         by_key.setdefault(_key(row.get(best, "")), row)
-    return best, {s.name: by_key[_key(s.name)] for s in students if _key(s.name) in by_key}
+    return best, {s.name: by_key[_key(s.raw)] for s in students if _key(s.raw) in by_key}
 
 
 # -- writing ---------------------------------------------------------------------------------------
@@ -240,7 +260,7 @@ def _num(value: float) -> str:
 
 
 def _name(text: str) -> str:
-    cell = spreadsheet_cell(text)
+    cell = spreadsheet_cell(unicodedata.normalize("NFC", text))
     return cell if len(cell) <= MAX_NAME else cell[: MAX_NAME - 1] + "…"
 
 
@@ -254,9 +274,9 @@ def export(out_dir: Path, *, lms: str, by: str = "assignment", assignment: str, 
     students, unreadable = read_output(out_dir)
     # names an LMS would take for one student (case, Unicode form, spaces): neither grade may
     # overwrite the other, so both are left out and named
-    keys = Counter(_key(s.name) for s in students)
-    ambiguous = sorted(s.name for s in students if keys[_key(s.name)] > 1)
-    students = [s for s in students if keys[_key(s.name)] == 1]
+    keys = Counter(_key(s.raw) for s in students)
+    ambiguous = sorted(s.listed for s in students if keys[_key(s.raw)] > 1)
+    students = [s for s in students if keys[_key(s.raw)] == 1]
     target = to if to is not None else out_dir / f"{lms}-grades.csv"
     if os.path.isdir(target) or (os.path.lexists(target) and not os.path.isfile(target)):
         raise ExportError("target-is-folder", path=target)
@@ -266,7 +286,7 @@ def export(out_dir: Path, *, lms: str, by: str = "assignment", assignment: str, 
         header, rows = read_roster(roster)
         key, matched = match_roster(students, header, rows, roster_key)
         report.unmatched = [s.name for s in students if s.name not in matched]
-        graded = {_key(s.name) for s in students}
+        graded = {_key(s.raw) for s in students}
         report.not_submitted = [r[key] for r in rows if r.get(key) and _key(r[key]) not in graded]
         students = [s for s in students if s.name in matched]
         identity = CANVAS_IDENTITY if lms == "canvas" else tuple(c for c in MOODLE_IDENTITY if c in header) or (key,)
@@ -279,7 +299,7 @@ def export(out_dir: Path, *, lms: str, by: str = "assignment", assignment: str, 
     lines: list[list[str]] = [[*identity, *(_name(title) for title, _ in report.columns)]]
     if lms == "canvas":
         lines.append([CANVAS_POINTS_ROW, *[""] * (len(identity) - 1), *(_num(p) for _, p in report.columns)])
-    for student in sorted(students, key=lambda s: _key(s.name)):
+    for student in sorted(students, key=lambda s: (_key(s.raw), s.name)):
         if matched is not None:
             values = [matched[student.name].get(column, "") for column in identity]
             if lms == "canvas" and not any(values[1:4]):
@@ -287,7 +307,9 @@ def export(out_dir: Path, *, lms: str, by: str = "assignment", assignment: str, 
         else:
             values = [student.name, "", "", student.name, ""] if lms == "canvas" else [student.name]
         cells = [_name(v) if v else "" for v in values]
-        if any(cell != unicodedata.normalize("NFC", clean(v)) for cell, v in zip(cells, values) if v):
+        # what the LMS knows: the roster's text, or the student's name as their folder had it
+        known = [student.raw if v == student.name else v for v in values]
+        if any(cell != unicodedata.normalize("NFC", k) for cell, k, v in zip(cells, known, values) if v):
             report.altered_ids.append(student.name)
         lines.append([*cells, *_cells(student, by)])
     buffer = io.StringIO()

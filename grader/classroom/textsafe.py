@@ -1,5 +1,6 @@
 """Text that came from a submission, made safe for what the platforms read: JSON documents with a
-size limit (Gradescope's and PrairieLearn's results.json) and spreadsheet cells (LMS gradebooks)."""
+size limit (Gradescope's and PrairieLearn's results.json) and spreadsheet cells (every CSV the kit
+writes: the gradebook, the LMS exports)."""
 from __future__ import annotations
 
 import copy
@@ -8,12 +9,17 @@ import re
 import unicodedata
 from typing import Any
 
+from grader.intake.text import shown
+
 ELLIPSIS = "\n[…]"
 # C0 and C1 controls except tab and newline: terminal escapes (ANSI colours that PrairieLearn would
 # render), carriage returns that overwrite a line, NULs.
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-# Cells a spreadsheet would take for a formula, or that it strips before one (OWASP, "CSV Injection").
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
+# What starts a formula in a spreadsheet (OWASP, "CSV Injection"), with the full-width forms that
+# spreadsheets with East Asian input normalise to them.
+FORMULA_STARTS = ("=", "+", "-", "@", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+# Line breaks (Python's and Unicode's) and tabs: a cell is one line.
+_BREAKS = re.compile("\r\n|[\t\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 
 
 def clean(text: Any) -> str:
@@ -65,10 +71,21 @@ def fit_json(document: dict, limit: int, *, shrink: tuple[str, ...] = ("output",
     return document
 
 
-def spreadsheet_cell(text: Any) -> str:
-    """A text cell that a spreadsheet shows as text, on one line: line breaks and tabs become spaces,
-    other control characters U+FFFD, and a cell that would start a formula (= + - @, or tab, CR, LF
-    before one) gets a leading apostrophe, as spreadsheets expect for text."""
-    text = re.sub(r"[\t\r\n]", " ", str(text))
-    text = unicodedata.normalize("NFC", clean(text))
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
+def starts_formula(text: str) -> bool:
+    """The strict rule: a cell is not safe as it is when it starts with = + - @ (or a full-width
+    form of one), or with anything a spreadsheet may skip before one: any whitespace (tab, CR,
+    no-break and ideographic spaces...), a control, an invisible format character or a lone mark."""
+    if not text:
+        return False
+    first = text[0]
+    return first in FORMULA_STARTS or first.isspace() or unicodedata.category(first) in (
+        "Cc", "Cf", "Zs", "Zl", "Zp", "Mn", "Me")
+
+
+def spreadsheet_cell(value: Any) -> str:
+    """VALUE as a CSV cell that every spreadsheet shows as text, on one line: line breaks and tabs
+    become spaces, control characters, bidirectional controls and undecodable bytes visible
+    escapes (`grader.intake.text.shown`), and a cell that `starts_formula` gets a leading
+    apostrophe, as spreadsheets expect for text. The one rule for every CSV the kit writes."""
+    text = shown(_BREAKS.sub(" ", value if isinstance(value, str) else shown(value)))
+    return "'" + text if starts_formula(text) else text

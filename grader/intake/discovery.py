@@ -20,7 +20,7 @@ from pathlib import Path
 from grader.intake.files import Folder, Refused, read_file
 from grader.intake.submission import (MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES, Assembly, is_module_file, reading_order,
                                       submission_from_files)
-from grader.intake.text import decode_name, display_names, shown
+from grader.intake.text import decode_name, shown
 from grader.records import IntegrityNote, Submission
 
 __all__ = ["MAX_SOURCE_BYTES", "Candidate", "Discovery", "DiscoveryError", "discover", "find_submissions",
@@ -41,8 +41,9 @@ class DiscoveryError(Exception):
 
 @dataclass(frozen=True)
 class Candidate:
-    """A folder to grade: where it is, the name reports use, and why it is refused as a whole
-    (a student folder that is a link), if it is."""
+    """A folder to grade: where it is, its name (as the OS lists it: a byte that is not UTF-8 as a
+    surrogate escape; `grader.intake.names` shows it and names its report folder), and why it is
+    refused as a whole (a student folder that is a link), if it is."""
 
     path: Path
     name: str
@@ -88,8 +89,7 @@ def holds_submission(path: Path) -> bool:
 
 def discover(path: Path) -> Discovery:
     """One submission when PATH holds modules itself; otherwise every folder in PATH is one
-    student's (a student "folder" that is a link to a folder is listed, refused as a whole).
-    Names are unique and printable (undecodable bytes escaped)."""
+    student's (a student "folder" that is a link to a folder is listed, refused as a whole)."""
     path = Path(path)
     if not path.exists():
         raise DiscoveryError("discovery.missing", path=shown(path))
@@ -101,7 +101,7 @@ def discover(path: Path) -> Discovery:
         raise DiscoveryError("discovery.missing", path=shown(path)) from None
     with root:
         if _holds(root):
-            return Discovery(False, [Candidate(path, decode_name(Path(os.path.abspath(path)).name or "submission"))])
+            return Discovery(False, [Candidate(path, Path(os.path.abspath(path)).name or "submission")])
         found: dict[str, str] = {}
         for entry in root.entries(limit=MAX_STUDENTS, keep=lambda name: not name.startswith(".")):
             if entry.name in IGNORED_FOLDERS:
@@ -112,8 +112,7 @@ def discover(path: Path) -> Discovery:
                 found[entry.name] = "link"
     if not found:
         raise DiscoveryError("discovery.empty", path=shown(path))
-    names = display_names(list(found))
-    candidates = [Candidate(path / raw, names[raw], refused) for raw, refused in found.items()]
+    candidates = [Candidate(path / raw, raw, refused) for raw, refused in found.items()]
     return Discovery(True, sorted(candidates, key=lambda c: os.fsencode(c.path.name)))
 
 

@@ -6,27 +6,19 @@ Everything here is pure and standard-library only (the student bundle ships a co
   control characters, lone surrogates, bidirectional overrides) as printable text: those characters
   become visible escapes (``\\xc4``, ``\\n``, ``\\u202e``), nothing else changes, and the result
   can always be encoded as UTF-8.
-* `display_names(raw)`: one unique display name per student folder.
-* `folder_names(names, reserved)`: one output folder name per student: a safe path component on
-  Linux, macOS and Windows, unique even on case-insensitive file systems, never one of the class
-  outputs written beside it.
+* Student names (how each is shown, the folder of its reports): see `grader.intake.names`.
 * `decode_source(data)`: a .py file's bytes as the text Python would read (PEP 263), always
   encodable as UTF-8; `replace_surrogates(text)`: any text made so.
 """
 from __future__ import annotations
 
 import codecs
-import hashlib
 import os
 import re
-import unicodedata
 
 # Characters that change how text around them is shown (bidirectional controls, line separators),
 # besides the C0/C1 control characters.
 _INVISIBLE = {0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A), 0xFEFF}
-_WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
-_UNSAFE_IN_NAME = re.compile(r'[\\/:*?"<>|\x00-\x1f\x7f]')
-MAX_NAME_CHARS = 120
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # PEP 263: a comment on line 1 or 2 naming the file's encoding ("# -*- coding: gbk -*-").
 _CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
@@ -86,56 +78,6 @@ def decode_name(raw: str | bytes) -> str:
     """A file or folder name as listed by the OS (str with surrogateescape, or bytes) as text."""
     data = raw if isinstance(raw, bytes) else os.fsencode(raw)
     return shown(data.decode("utf-8", "surrogateescape"))
-
-
-def display_names(raw_names: list[str]) -> dict[str, str]:
-    """Raw folder name -> unique display name (escaped; a suffix " (2)" where two raw names would
-    otherwise look alike, e.g. the bytes C4 and a name spelled with a backslash)."""
-    taken: set[str] = set()
-    names: dict[str, str] = {}
-    for raw in sorted(raw_names, key=os.fsencode):
-        base = shown(decode_name(raw), limit=MAX_NAME_CHARS)
-        name, n = base, 1
-        while name in taken:
-            n += 1
-            name = f"{base} ({n})"
-        taken.add(name)
-        names[raw] = name
-    return names
-
-
-def safe_component(name: str) -> str:
-    """`name` as a file name that is safe and portable: no path separators or characters Windows
-    refuses, no leading dot or dash, no trailing dot or space, not a reserved device name, at most
-    MAX_NAME_CHARS characters (a digest keeps long names apart)."""
-    text = unicodedata.normalize("NFC", shown(name))
-    text = _UNSAFE_IN_NAME.sub("_", text).strip(" .")
-    text = re.sub(r"^[-_.]+", "", text) if text.startswith(("-", ".")) else text
-    if not text or text.split(".")[0].lower() in _WINDOWS_RESERVED:
-        text = f"student_{text}" if text else "student"
-    if len(text) > MAX_NAME_CHARS or len(text.encode("utf-8")) > 200:
-        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-        cut = text[: MAX_NAME_CHARS - 11]
-        while len(cut.encode("utf-8")) > 180:
-            cut = cut[:-1]
-        text = f"{cut.rstrip(' .')}-{digest}"
-    return text
-
-
-def folder_names(names: list[str], reserved: set[str]) -> dict[str, str]:
-    """Display name -> output folder name: safe components, unique when compared without case,
-    never one of `reserved` (the class outputs: gradebook.csv, summary.html, ...)."""
-    taken = {r.casefold() for r in reserved}
-    out: dict[str, str] = {}
-    for name in sorted(names):
-        base = safe_component(name)
-        candidate, n = base, 1
-        while candidate.casefold() in taken:
-            n += 1
-            candidate = f"{base}-{n}"
-        taken.add(candidate.casefold())
-        out[name] = candidate
-    return out
 
 
 def replace_surrogates(text: str) -> str:

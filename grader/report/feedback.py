@@ -20,6 +20,7 @@ def results_document(result: GradeResult, catalog: Catalog) -> dict:
     spans); `output` is the student's own text that came with an error, shown apart."""
     return {
         "submission": result.submission,
+        "folder": result.folder,
         "track": result.track,
         "score": result.score,
         "max_score": result.max_score,

@@ -27,6 +27,7 @@ def results_document(result: GradeResult, catalog: Catalog) -> dict:
     spans); `output` is the student's own text that came with an error, shown apart."""
     return {
         "submission": result.submission,
+        "folder": result.folder,
         "track": result.track,
         "score": result.score,
         "max_score": result.max_score,
@@ -100,11 +101,11 @@ def _result(document: dict) -> GradeResult:
                          max_points=_points(t["max_points"]), message=str(t.get("message", "")),
                          misconception=t.get("misconception"), blocked_by=t.get("blocked_by"))
              for t in document.get("tests") or []]
-    name = document.get("submission")
+    name, folder = document.get("submission"), document.get("folder")
     return GradeResult(name if isinstance(name, str) else "", str(document.get("content_hash", "")),
                        _points(document["score"]), _points(document["max_score"]), sections, tests,
                        [IntegrityNote(str(n["kind"]), str(n["detail"])) for n in document.get("integrity") or []],
-                       track=str(document.get("track", "pytorch")))
+                       track=str(document.get("track", "pytorch")), folder=folder if isinstance(folder, str) else None)
 
 
 def _points(value: Any) -> float:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from urllib.parse import quote
 
 from grader.i18n import Catalog, section_key
 from grader.intake.text import shown
@@ -37,6 +38,12 @@ class StudentRow:
     integrity: list[NoteView]
     misconceptions: list[str]  # titles
     track: str = "pytorch"
+    folder: str | None = None  # the folder of the student's reports (shown beside the name when it differs)
+
+    @property
+    def href(self) -> str:
+        """The student's feedback page, relative to the summary ("" when there is no folder)."""
+        return f"{quote(self.folder, errors='surrogateescape')}/feedback.html" if self.folder else ""
 
     @property
     def fraction(self) -> float:
@@ -107,7 +114,7 @@ def class_view(results: list[GradeResult], catalog: Catalog) -> ClassView:
                                [_note(n, catalog) for n in result.integrity],
                                [misconception_card(mid, catalog).title for mid in
                                 sorted({o.misconception for o in result.tests if o.misconception})],
-                               result.track))
+                               result.track, result.folder))
     fractions = sorted(row.fraction for row in rows)
     mean = sum(fractions) / len(fractions) if fractions else 0.0
     median = (fractions[(len(fractions) - 1) // 2] + fractions[len(fractions) // 2]) / 2 if fractions else 0.0

@@ -295,12 +295,3 @@ def _words_html(text: str) -> str:
 def plain(value: Any) -> str:
     return value.plain() if isinstance(value, Said) else str(value)
 
-
-_FORMULA = ("=", "+", "-", "@", "\t", "\r")
-
-
-def spreadsheet_cell(value: Any) -> str:
-    """A CSV cell a spreadsheet shows as text, never runs as a formula (OWASP's advice: a cell that
-    starts with = + - @, tab or carriage return gets a leading apostrophe)."""
-    text = shown(str(value), keep="\n")
-    return "'" + text if text.startswith(_FORMULA) or text.lstrip().startswith(_FORMULA) else text

@@ -14,12 +14,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from grader.classroom.textsafe import spreadsheet_cell
 from grader.i18n import Catalog
 from grader.intake.text import shown
 from grader.records import SECTIONS, GradeResult, IntegrityNote, TestOutcome
 from grader.report.feedback import results_document
 from grader.report.render import render_feedback, render_summary
-from grader.report.text import number, spreadsheet_cell
+from grader.report.text import number
 
 log = logging.getLogger("grader.report")
 
@@ -100,17 +101,19 @@ def _plain_pages(result: GradeResult, catalog: Catalog) -> tuple[str, str]:
 
 
 def gradebook_csv(results: list[GradeResult]) -> str:
-    """One row per student, one column per section, total; every text cell inert in a spreadsheet."""
+    """One row per student (as shown), one column per section, total, and the folder of the
+    student's reports; every text cell inert in a spreadsheet (a folder's name never needs a change:
+    grader.intake.names)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     section_ids = list(SECTIONS)
-    writer.writerow(["student", *section_ids, "total", "max_total", "track", "integrity"])
+    writer.writerow(["student", *section_ids, "total", "max_total", "track", "integrity", "folder"])
     for result in sorted(results, key=lambda r: r.submission):
         scores = {s.id: s.score for s in result.sections}
         notes = "; ".join(f"{n.kind}: {n.detail}" for n in result.integrity)
         writer.writerow([spreadsheet_cell(result.submission), *[_score(scores.get(s, 0.0)) for s in section_ids],
                          _score(result.score), _score(result.max_score), spreadsheet_cell(result.track),
-                         spreadsheet_cell(notes)])
+                         spreadsheet_cell(notes), spreadsheet_cell(result.folder or "")])
     return buffer.getvalue()
 
 

@@ -48,8 +48,8 @@ class RunSummary:
     reused: int
     seconds: float
     protections: list[IntegrityNote] = field(default_factory=list)
-    names: list[str] = field(default_factory=list)  # the submissions' names as graded, in the order given
-    out_of: dict[str, Path] = field(default_factory=dict)  # name -> the folder of its reports
+    names: list[str] = field(default_factory=list)  # the submissions' names as shown, in the order given
+    out_of: dict[str, Path] = field(default_factory=dict)  # name as shown -> the folder of its reports
 
     @property
     def report_path(self) -> Path:
@@ -79,7 +79,8 @@ def grade_submissions(submissions: list[Submission], out_dir: Path, *, is_class:
                       on_progress: Callable[[int, int], None] | None = None,
                       hide: list[Path] | None = None) -> RunSummary:
     """Grade submissions already read (by grader.intake) into OUT_DIR: for a class one folder per
-    student (a safe name that never collides with the class outputs) plus gradebook.csv and
+    student (`grader.intake.names.folder_names`: the student's own name when it is safe as it is,
+    else a safe form with a digest of the name; never a class output's) plus gradebook.csv and
     summary.html; a single submission straight into OUT_DIR. `hide` lists folders the sandbox must
     not show student code (default: the submissions' parent folders and OUT_DIR)."""
     if hide is None:

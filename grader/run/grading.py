@@ -152,7 +152,9 @@ class Grading:
                                     run.track, key)
 
     def written(self, result: GradeResult) -> GradeResult:
-        """The result once its reports are written (with a note when they could not be)."""
+        """The result, naming its report folder, once its reports are written (with a note when they
+        could not be)."""
+        result = self.plan.with_folder(result)
         try:
             return write_submission_reports(result, self.plan.folders[result.submission], self.catalog)
         except Exception as exc:  # noqa: BLE001 - e.g. the disk is full: the class still gets its gradebook

@@ -10,13 +10,13 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
 import grader
 from grader.i18n import TEMPLATES_DIR
-from grader.intake.text import MAX_NAME_CHARS, folder_names, shown
+from grader.intake.names import display_names, folder_names
 from grader.records import GradeResult, Submission
 from grader.report.results_file import read_results
 from grader.sandbox.pools import planned_track
@@ -36,7 +36,7 @@ class Planned:
     """One submission as the run sees it before grading it."""
 
     index: int  # its place among the run's loaders
-    name: str  # unique and printable: how its reports name it
+    name: str  # as shown: unique, printable, no two alike (grader.intake.names): how its reports name it
     folder: Path  # where its reports go
     key: str  # its content hash with the kit's fingerprint: an unchanged result is reused by it
     content_hash: str  # of its files as first read
@@ -48,9 +48,14 @@ class Plan:
     loaders: tuple[Loader, ...]
     to_grade: tuple[Planned, ...]  # in the order given
     reused: tuple[GradeResult, ...]  # results of an earlier run, for exactly these files and kit
-    names: tuple[str, ...]  # every submission's, in the order given
+    names: tuple[str, ...]  # every submission's, as shown, in the order given
     folders: dict[str, Path]  # name -> the folder of its reports
     fingerprint: str
+    class_folders: dict[str, str] = field(default_factory=dict)  # name -> its report folder's name (a class)
+
+    def with_folder(self, result: GradeResult) -> GradeResult:
+        """RESULT naming the folder of its reports (results.json's `folder`; none for one submission)."""
+        return replace(result, folder=self.class_folders.get(result.submission))
 
     def workers(self, jobs: int) -> dict[str, int]:
         """Warm workers per track: as many as `jobs`, fewer for a track with fewer submissions."""
@@ -66,29 +71,36 @@ class Plan:
 
 
 def plan_run(loaders: list[Loader], out_dir: Path, is_class: bool, fingerprint: str, force: bool) -> Plan:
+    """Names (grader.intake.names: each student's folder name as shown, look-alikes told apart) and
+    report folders (a class: the student's own name when it is safe as it is, else its safe form
+    and a digest of it, whoever else is in the class) of every submission; what to grade."""
     heads = []
     for load in loaders:
         submission = load()
         heads.append((submission.name, submission.content_hash, planned_track(submission.sources)))
-    names = unique_names([name for name, _, _ in heads])
-    folders = {name: out_dir / folder for name, folder in folder_names(names, CLASS_OUTPUTS).items()} \
-        if is_class else {name: out_dir for name in names}
+    raw = distinct_names([name for name, _, _ in heads])
+    shown = display_names(raw)
+    names = [shown[r] for r in raw]
+    by_raw = folder_names(raw, CLASS_OUTPUTS) if is_class else {}
+    class_folders = {shown[r]: folder for r, folder in by_raw.items()}
+    folders = {name: out_dir / class_folders[name] if is_class else out_dir for name in names}
     to_grade: list[Planned] = []
     reused: list[GradeResult] = []
     for index, (name, (_, content_hash, track)) in enumerate(zip(names, heads, strict=True)):
         key = cache_key(content_hash, fingerprint)
-        previous = None if force else reusable(folders[name], key, name)
+        previous = None if force else reusable(folders[name], key, name, class_folders.get(name))
         if previous is not None:
             reused.append(previous)
         else:
             to_grade.append(Planned(index, name, folders[name], key, content_hash, track))
-    return Plan(tuple(loaders), tuple(to_grade), tuple(reused), tuple(names), folders, fingerprint)
+    return Plan(tuple(loaders), tuple(to_grade), tuple(reused), tuple(names), folders, fingerprint, class_folders)
 
 
-def reusable(folder: Path, key: str, name: str) -> GradeResult | None:
-    """A previous result for exactly this content, kit and student, if its reports are complete."""
+def reusable(folder: Path, key: str, name: str, folder_name: str | None = None) -> GradeResult | None:
+    """A previous result for exactly this content, kit and student (their name and report folder),
+    if its reports are complete."""
     result = read_results(folder)
-    if result is None or result.content_hash != key or result.submission != name \
+    if result is None or result.content_hash != key or result.submission != name or result.folder != folder_name \
             or not (folder / "feedback.html").is_file():
         return None
     return result
@@ -98,19 +110,22 @@ def cache_key(content_hash: str, fingerprint: str) -> str:
     return hashlib.sha256((content_hash + fingerprint).encode()).hexdigest()
 
 
-def unique_names(raw: list[str]) -> list[str]:
-    """Printable, unique names (a suffix " (2)" where two are alike), in the order given."""
-    seen: set[str] = set()
-    unique = []
+def distinct_names(raw: list[str]) -> list[str]:
+    """The submissions' names, in the order given, a number added to a name given twice (never by
+    a class folder: two submissions handed to `grade_submissions` under one name) or empty."""
+    seen = set(raw)
+    used: set[str] = set()
+    distinct: list[str] = []
     for name in raw:
-        base = shown(name, limit=MAX_NAME_CHARS) or "submission"
-        candidate, n = base, 1
-        while candidate in seen:
-            n += 1
-            candidate = f"{base} ({n})"
-        seen.add(candidate)
-        unique.append(candidate)
-    return unique
+        if not name or name in used:
+            base, n = name or "submission", 2
+            while f"{base} ({n})" in seen:
+                n += 1
+            name = f"{base} ({n})"
+            seen.add(name)
+        used.add(name)
+        distinct.append(name)
+    return distinct
 
 
 def _version(package: str) -> str:
