@@ -30,7 +30,8 @@ from grader.classroom.lms_export import export
 from grader.i18n import Catalog
 from grader.intake.names import display_names, folder_names, raw_name
 from grader.records import GradeResult, IntegrityNote, SectionScore
-from grader.report.writers import gradebook_csv, results_json
+from grader.report.results_file import results_json
+from grader.report.writers import gradebook_csv
 from grader.run import CLASS_OUTPUTS
 from tests.conftest import MODULES, ROOT, solutions_as_submission
 

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-import math
 import os
 import stat
 import unicodedata
@@ -38,10 +36,10 @@ from grader.classroom.textsafe import spreadsheet_cell
 from grader.i18n import Catalog, section_key
 from grader.intake.names import raw_name, shown_name
 from grader.records import SECTIONS
+from grader.report.results_file import read_results
 
 LMS = ("canvas", "moodle")
 GROUPINGS = ("assignment", "section")
-MAX_RESULTS_BYTES = 32 * 1024**2
 MAX_ROSTER_BYTES = 16 * 1024**2
 MAX_NAME = 255
 CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
@@ -93,50 +91,15 @@ class Export:
 
 # -- reading an output folder -------------------------------------------------------------------
 
-def _read_json(path: Path) -> dict | None:
-    """A results.json of the grader's output folder, read without following a link, size-capped."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
+def _grades(folder_path: Path, folder_name: str, folder: str | None = None) -> StudentGrades | None:
+    """The grades of the results.json in FOLDER_PATH (FOLDER None: one submission's, in the output
+    folder itself); None when it is missing, unusable or written for another student's folder."""
+    result = read_results(folder_path)
+    if result is None or folder is not None and result.folder is not None and result.folder != folder:
         return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_RESULTS_BYTES:
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            document = json.loads(handle.read(MAX_RESULTS_BYTES + 1))
-    except (OSError, ValueError, RecursionError):
-        return None
-    finally:
-        os.close(fd)
-    return document if isinstance(document, dict) else None
-
-
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        return None
-    return float(value)
-
-
-def _grades(document: dict | None, folder_name: str, folder: str | None = None) -> StudentGrades | None:
-    """The grades of a results.json in FOLDER (None: one submission's, in the output folder itself)."""
-    if document is None:
-        return None
-    if folder is not None and isinstance(document.get("folder"), str) and document["folder"] != folder:
-        return None  # written for another student's folder
-    score, max_score = _number(document.get("score")), _number(document.get("max_score"))
-    if score is None or max_score is None:
-        return None
-    sections: dict[str, tuple[float, float]] = {}
-    for section in document.get("sections") or []:
-        if isinstance(section, dict) and section.get("id") in SECTIONS:
-            got, most = _number(section.get("score")), _number(section.get("max_score"))
-            if got is None or most is None:
-                return None
-            sections[section["id"]] = (got, most)
-    name = document.get("submission")
-    return StudentGrades(name if isinstance(name, str) and name.strip() else folder_name, score, max_score, sections,
-                         folder or "")
+    sections = {section.id: (section.score, section.max_score) for section in result.sections}
+    return StudentGrades(result.submission if result.submission.strip() else folder_name, result.score,
+                         result.max_score, sections, folder or "")
 
 
 def _is_file(path: Path) -> bool:
@@ -155,7 +118,7 @@ def read_output(out_dir: Path) -> tuple[list[StudentGrades], list[str]]:
     except OSError:
         raise ExportError("missing", path=out_dir) from None
     if _is_file(out_dir / "results.json"):  # one submission's reports (a student *folder* named so is a class)
-        grades = _grades(_read_json(out_dir / "results.json"), out_dir.name)
+        grades = _grades(out_dir, out_dir.name)
         return ([grades], []) if grades else ([], [out_dir.name])
     students, unreadable = [], []
     with os.scandir(out_dir) as entries:
@@ -163,7 +126,7 @@ def read_output(out_dir: Path) -> tuple[list[StudentGrades], list[str]]:
             if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
                 continue
             name = shown_name(entry.name)
-            grades = _grades(_read_json(Path(entry.path) / "results.json"), name, entry.name)
+            grades = _grades(Path(entry.path), name, entry.name)
             if grades:
                 students.append(grades)
             else:

@@ -1,40 +1,18 @@
-"""The views of one submission's report (sections, checks, tables, guidance) and its results.json."""
+"""The views of one submission's report (sections, checks, tables, guidance)."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Container
 
 from grader.i18n import Catalog, section_key
 from grader.records import MODULE_SECTIONS, SECTIONS, GradeResult, StudentFrame, TestOutcome
-from grader.report.diagnosis import DiagnosisView, diagnosis_record, diagnosis_view, outcome_hint
+from grader.report.diagnosis import DiagnosisView, diagnosis_view, outcome_hint
 from grader.report.heatmaps import HeatmapView, heatmap_view
 from grader.report.messages import (Card, NoteView, _not_implemented, _note, check_title, error_message,
                                     error_output, location_params, misconception_card, module_name,
                                     outcome_message)
 from grader.report.text import Said, inline, number, say, student, words
-
-
-def results_document(result: GradeResult, catalog: Catalog) -> dict:
-    """results.json: `message` is the grader's sentence (the student's text in it quoted as code
-    spans); `output` is the student's own text that came with an error, shown apart."""
-    return {
-        "submission": result.submission,
-        "folder": result.folder,
-        "track": result.track,
-        "score": result.score,
-        "max_score": result.max_score,
-        "sections": [asdict(section) for section in result.sections],
-        "tests": [
-            {"id": o.id, "section": o.section, "points": o.points, "max_points": o.max_points,
-             "status": o.status, "message": str(o.message), "output": error_output(o.error),
-             "misconception": o.misconception, "blocked_by": o.blocked_by, "diagnosis": diagnosis_record(o)}
-            for o in result.tests
-        ],
-        "integrity": [asdict(note) for note in result.integrity],
-        "content_hash": result.content_hash,
-        "lang": catalog.lang,
-    }
 
 
 # -- views of one submission -------------------------------------------------------------------

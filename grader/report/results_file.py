@@ -94,7 +94,7 @@ def _read_document(path: Path) -> Any:
 
 
 def _result(document: dict) -> GradeResult:
-    sections = [SectionScore(s["id"], str(s["title"]), _points(s["score"]), _points(s["max_score"]))
+    sections = [SectionScore(s["id"], str(s.get("title", s["id"])), _points(s["score"]), _points(s["max_score"]))
                 for s in document.get("sections") or [] if isinstance(s, dict) and s.get("id") in SECTIONS]
     tests = [TestOutcome(id=t["id"], module=t["id"].split("::")[0], name=t["id"].split("::")[-1],
                          section=t["section"], status=t["status"], points=_points(t["points"]),

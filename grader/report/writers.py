@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import logging
-import math
 import os
 import tempfile
 from dataclasses import replace
@@ -18,7 +16,7 @@ from grader.classroom.textsafe import spreadsheet_cell
 from grader.i18n import Catalog
 from grader.intake.text import shown
 from grader.records import SECTIONS, GradeResult, IntegrityNote, TestOutcome
-from grader.report.feedback import results_document
+from grader.report import results_file
 from grader.report.render import render_feedback, render_summary
 from grader.report.text import number
 
@@ -39,27 +37,6 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def clean(value: Any) -> Any:
-    """A JSON document with every string encodable as UTF-8 and no NaN or infinity (strict JSON)."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-            return str(value)
-        except UnicodeEncodeError:
-            return shown(value, keep="\n\t")
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {clean(str(k)): clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [clean(v) for v in value]
-    return value
-
-
-def results_json(result: GradeResult, catalog: Catalog) -> str:
-    return json.dumps(clean(results_document(result, catalog)), indent=2, ensure_ascii=False)
-
-
 def write_submission_reports(result: GradeResult, out_dir: Path, catalog: Catalog) -> GradeResult:
     """feedback.html, feedback.md and results.json in `out_dir`. When the full pages cannot be
     rendered, plainer ones are written and the result gains a note (`report.failed`); the result
@@ -73,7 +50,7 @@ def write_submission_reports(result: GradeResult, out_dir: Path, catalog: Catalo
     write_atomic(out_dir / "feedback.html", html)
     write_atomic(out_dir / "feedback.md", markdown)
     # results.json last: its presence with a matching content hash means the folder is complete.
-    write_atomic(out_dir / "results.json", results_json(result, catalog))
+    write_atomic(out_dir / results_file.NAME, results_file.results_json(result, catalog))
     return result
 
 
