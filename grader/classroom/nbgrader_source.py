@@ -26,6 +26,7 @@ from pathlib import Path
 from grader.classroom.nbgrader_course import BOOK_ORDER, NOTEBOOK_NAME, TEST_GRADE_ID
 from grader.classroom.release import write_public_checks
 from grader.i18n import TEMPLATES_DIR, Catalog, section_key
+from grader.intake.lines import source_lines
 from grader.records import MODULE_SECTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,8 +68,8 @@ def solution_cell_source(module: str) -> str:
     one namespace: earlier sections' classes are already defined)."""
     stub = (ROOT / "exercises" / f"{module}.py").read_text(encoding="utf-8")
     solution = (ROOT / "solutions" / f"{module}.py").read_text(encoding="utf-8")
-    stub_lines = stub.splitlines()
-    solution_lines = solution.splitlines()
+    stub_lines = source_lines(stub)  # numbered as ast numbers them
+    solution_lines = source_lines(solution)
     stub_tree, solution_tree = ast.parse(stub), ast.parse(solution)
     solved = _functions(solution_tree)
     edits = []
@@ -81,7 +82,7 @@ def solution_cell_source(module: str) -> str:
             continue
         indent = " " * body[0].col_offset
         answer_text = textwrap.dedent("\n".join(solution_lines[answer[0].lineno - 1: answer[-1].end_lineno]))
-        replacement = [f"{indent}### BEGIN SOLUTION", *textwrap.indent(answer_text, indent).splitlines(),
+        replacement = [f"{indent}### BEGIN SOLUTION", *source_lines(textwrap.indent(answer_text, indent)),
                        f"{indent}### END SOLUTION"]
         edits.append((body[0].lineno - 1, body[-1].end_lineno, replacement))
     for start, end, replacement in sorted(edits, reverse=True):

@@ -28,9 +28,10 @@ from grader.diagnosis.blame import (BUILDERS, caller_is_blamed, decide_blame, de
 from grader.diagnosis.catalogue import CATALOGUE, Misconception
 from grader.diagnosis.paths import same_lines_for_every_input, uses_modules
 from grader.diagnosis.patterns import all_patterns
+from grader.diagnosis.quotes import frame
 from grader.diagnosis.signatures import configuration_differs, signatures
 from grader.diagnosis.variants import VariantRun
-from grader.records import Diagnosis, ProbeError, StudentFrame, TestOutcome
+from grader.records import Diagnosis, ProbeError, TestOutcome
 from grader.probe_outputs import ProbeOutputs
 
 MATCH_ATOL = 1e-4
@@ -295,12 +296,4 @@ def _general(outcome: TestOutcome, named: set[str]) -> TestOutcome:
     return replace(outcome, diagnosis=replace(diagnosis, misconceptions=tuple(causes)), misconception=causes[0])
 
 
-__all__ = ["CATALOGUE", "Diagnoser", "Misconception"]
-
-
-def frame(file: str, line: int, function: str, sources: Mapping[str, str]) -> StudentFrame:
-    """A student's line with its code, read from the submission's own sources."""
-    module = file.removesuffix(".py")
-    lines = sources.get(module, "").splitlines()
-    code = lines[line - 1].strip() if 0 < line <= len(lines) else ""
-    return StudentFrame(file, line, function, code[:300])
+__all__ = ["CATALOGUE", "Diagnoser", "Misconception", "frame"]

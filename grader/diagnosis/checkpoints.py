@@ -21,6 +21,7 @@ import torch.nn.functional as F
 import solutions
 from grader.diagnosis.pipeline import Context, stage_order
 from grader.diagnosis.traces import Op, Ref, Trace, parse_trace
+from grader.intake.lines import source_lines
 from grader.probes import PROBES, load_all
 from grader.probes.trace import traced
 
@@ -36,7 +37,7 @@ def declarations() -> dict[tuple[str, int], dict[str, str]]:
     """(file, line) -> {op name or "": checkpoint} for every declared checkpoint of the solutions."""
     found: dict[tuple[str, int], dict[str, str]] = {}
     for path in sorted(SOLUTIONS_DIR.glob("*.py")):
-        for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        for number, text in enumerate(source_lines(path.read_text(encoding="utf-8")), start=1):
             match = DECLARATION.search(text)
             if not match:
                 continue

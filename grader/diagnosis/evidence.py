@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping
 from grader.diagnosis import recognise
 from grader.diagnosis.blame import BUILDERS
 from grader.diagnosis.checkpoints import reference
+from grader.diagnosis.quotes import frame
 from grader.diagnosis.traces import Received, Site, TraceError, fingerprint, parse_trace
 from grader.records import StudentFrame, TestOutcome
 
@@ -114,8 +115,6 @@ class Evidence:
     def frame(self, site: Site | None) -> StudentFrame | None:
         if site is None:
             return None
-        from grader.diagnosis import frame
-
         return frame(site.file, site.line, site.function, self.sources)
 
     def seeded_only(self, module: str, outcomes: list[TestOutcome]) -> bool:

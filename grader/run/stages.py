@@ -19,6 +19,7 @@ import torch
 
 from grader.diagnosis import Diagnoser
 from grader.diagnosis.blame import attribute_to_earlier_sections
+from grader.diagnosis.quotes import quoted
 from grader.i18n import Catalog
 from grader.intake.cells import in_notebook_terms, message_in_notebook_terms
 from grader.intake.text import shown
@@ -103,7 +104,7 @@ def diagnosed(graded: Graded, diagnoser: Diagnoser, suites: HiddenSuites, traces
         outcomes = [replace(o, misconception=None, diagnosis=None) for o in outcomes]
         partial = ("diagnosis",)
     outcomes = attribute_to_earlier_sections(outcomes, suites.uses)  # on the modules' own file names
-    return tuple(_in_notebook_terms(o, submission) for o in outcomes), partial
+    return tuple(_in_notebook_terms(_quoted(o, submission), submission) for o in outcomes), partial
 
 
 def _missing_module(outcome: TestOutcome, submission: Submission) -> TestOutcome:
@@ -111,6 +112,12 @@ def _missing_module(outcome: TestOutcome, submission: Submission) -> TestOutcome
         return outcome
     return replace(outcome, blocked_by=None, error=ProbeError(kind="import", key="import.missing",
                                                               module=outcome.module, params={"module": outcome.module}))
+
+
+def _quoted(outcome: TestOutcome, submission: Submission) -> TestOutcome:
+    """Each error frame's code read from the submission's own sources (`grader.diagnosis.quotes`)."""
+    error = quoted(outcome.error, submission.sources)
+    return outcome if error is outcome.error else replace(outcome, error=error)
 
 
 def _in_notebook_terms(outcome: TestOutcome, submission: Submission) -> TestOutcome:
