@@ -422,11 +422,16 @@ def test_a_declared_encoding_is_read_as_python_reads_it(tmp_path):
     assert decode_source(gbk.encode("gbk")) == gbk.replace("gbk", "utf-8")
     latin = "#!/usr/bin/env python\n# vim: set fileencoding=latin-1 :\nNAME = 'é'\n"
     assert decode_source(latin.encode("latin-1")) == latin.replace("latin-1", "utf-8")
-    # only line 1 or 2 declares, line 2 only after a comment or a blank line; unknown or non-text
-    # codecs, and a BOM, mean UTF-8 (undecodable bytes replaced, as before)
-    for raw in (b"x = 1\n# coding: gbk\n\xd6\xd0\n", b"# coding: nope\n\xd6\xd0\n", b"# coding: hex\nx = 1\n",
-                b"\xef\xbb\xbf# coding: gbk\nx = 1\n", b"\n\n# coding: gbk\n\xd6\xd0\n"):
+    # only line 1 or 2 declares, line 2 only after a comment or a blank line; a BOM means UTF-8
+    # (undecodable bytes replaced, as before)
+    for raw in (b"x = 1\n# coding: gbk\n\xd6\xd0\n", b"\xef\xbb\xbf# coding: gbk\nx = 1\n",
+                b"\n\n# coding: gbk\n\xd6\xd0\n", b"# coding: utf-8-unix\n\xd6\xd0\n"):
         assert decode_source(raw) == raw.decode("utf-8", errors="replace")
+    # an encoding outside SOURCE_ENCODINGS (unknown, not text, or slow) is not used: UTF-8, and the
+    # declaration says so, for the sandbox to read the same text
+    for raw in (b"# coding: nope\n\xd6\xd0\n", b"# coding: hex\nx = 1\n", b"# coding: punycode\nx = 1\n"):
+        assert decode_source(raw) == raw.decode("utf-8", errors="replace").replace(raw[10:raw.index(b"\n")].decode(),
+                                                                              "utf-8", 1)
     folder = tmp_path / "s"
     folder.mkdir()
     (folder / f"{M33}.py").write_bytes(gbk.encode("gbk"))

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, notebook_code
-from grader.intake.text import decode_name, decode_source
+from grader.intake.text import decode_name, read_source, shown
 from grader.records import MODULES, IntegrityNote, LineOrigin, Submission
 
 MAX_SOURCE_BYTES = 512 * 1024
@@ -68,7 +68,11 @@ class Assembly:
             self.notebooks += 1
             self._notebook(filename, data)
         elif is_module_file(filename):
-            self.py[filename[:-3]] = decode_source(data)
+            source = read_source(data)
+            if source.ignored:
+                self.problems.append(IntegrityNote("submission.encoding-not-read",
+                                                   f"{decode_name(filename)} ({shown(source.declared, limit=40)})"))
+            self.py[filename[:-3]] = source.text
 
     def _notebook(self, filename: str, data: bytes) -> None:
         shown_name = decode_name(filename)
