@@ -16,7 +16,8 @@ between lines at run time:
 - a loop whose number of turns can be zero for some inputs and not others: any `for` or
   comprehension over something other than a name, an attribute or `range` of those (and `len`);
 - a decorator other than `staticmethod`, `classmethod`, `property` (a cache skips the body).
-A source that does not parse is never shared. Conservative by design: a branch-free submission
+A source that does not parse (or is too long to be parsed in the trusted process:
+`grader.intake.parsing`) is never shared. Conservative by design: a branch-free submission
 loses nothing (its probes run the same lines), any other has each probe traced on its own. Not
 seen: a choice hidden in data (a list of functions built at run time and stored in a variable, a
 loop over such a list), in operators a class of the student's overloads, or in state that one call
@@ -32,6 +33,7 @@ import ast
 import functools
 from typing import Iterable, Mapping
 
+from grader.intake.parsing import parsed
 from grader.records import MODULES
 
 CHOICES = (ast.IfExp, ast.While, ast.Break, ast.Continue, ast.Try, ast.Match, ast.BoolOp) \
@@ -77,7 +79,7 @@ def uses_modules(module: str, others: Iterable[str], sources: Mapping[str, str])
 
 def _used(text: str) -> tuple[str, ...]:
     """The submission's modules whose imported names (or the module itself, imported as a name)
-    a module's code uses; none when it does not parse."""
+    a module's code uses; none when it does not parse (`parsed`)."""
     return _facts(text)[1]
 
 
@@ -89,9 +91,8 @@ def _verdict(text: str) -> tuple[str, ...] | None:
 @functools.lru_cache(maxsize=256)
 def _facts(text: str) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
     """(`_verdict`, `_used`) of a module's source, from one parse (a trace plan asks both of most modules)."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parsed(text)
+    if tree is None:
         return None, ()
     try:
         verdict = _read(tree)

@@ -6,10 +6,11 @@
 cell number, line in the cell) or None for lines the grader adds, and `in_notebook_terms` turns a
 traceback frame of a generated module back into the cell and line the student wrote.
 
-Python code is parsed in this (trusted) process only in small pieces: an unmarked cell is searched
-for its imports and definitions only when it is at most MAX_SCANNED_CELL characters long, and at
-most MAX_SCANNED_TOTAL characters per notebook (``ast.parse`` takes ~500 bytes of memory per byte
-of a hostile expression).
+Python code is parsed in this (trusted) process only in small pieces (`grader.intake.parsing`): an
+unmarked cell is searched for its imports and definitions only when it is at most MAX_SCANNED_CELL
+characters long, and at most MAX_SCANNED_TOTAL characters per notebook (``ast.parse`` takes ~500
+bytes of memory per byte of a hostile expression). Lines are the tokenizer's (`grader.intake.lines`;
+a notebook's "\r" and "\r\n" are "\n" by now).
 """
 from __future__ import annotations
 
@@ -21,10 +22,12 @@ import tokenize
 from dataclasses import dataclass, replace
 from typing import Any
 
+from grader.intake.lines import source_lines
+from grader.intake.parsing import MAX_PARSED_CHARS, parsed
 from grader.records import MODULES, LineOrigin, StudentFrame
 
 CHAPTER_NOTEBOOK_MARKER = re.compile(r"^#\s*module:\s*([A-Za-z0-9_]+)\s*$")
-MAX_SCANNED_CELL = 32 * 1024  # an unmarked cell longer than this is not searched for definitions
+MAX_SCANNED_CELL = MAX_PARSED_CHARS  # an unmarked cell longer than this is not searched for definitions
 MAX_SCANNED_TOTAL = 128 * 1024  # nor any once this much unmarked code has been searched
 # Cell magics whose body is still Python; any other cell magic makes the cell non-Python.
 PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug"}
@@ -100,9 +103,8 @@ class _Scan:
 def _scan(code: str) -> _Scan:
     """The top-level imports and definitions of a cell; statements that share a line with another
     are left out (their lines cannot be taken alone)."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+    tree = parsed(code)
+    if tree is None:
         return _Scan([], [])
     spans = []
     for node in tree.body:
@@ -220,7 +222,7 @@ def chapter_modules(cells: list[tuple[int, str, dict]], shown_name: str) -> dict
     seen: set[str] = set()
     for number, module, code, scan in order:
         if module is None and scan is not None:
-            lines = code.split("\n")
+            lines = source_lines(code)
             for first, last in scan.imports:
                 text = "\n".join(lines[first - 1:last])
                 if text not in seen:
@@ -250,7 +252,7 @@ def _definitions(builder: _Builder, number: int, code: str, definitions: list[tu
     definition needs a name this module lacks is skipped here, as it would have been unusable."""
     if not definitions:
         return
-    lines = code.split("\n")
+    lines = source_lines(code)
     strings = _string_continuations(lines)
     builder.generated("")
     builder.generated(f"# --- definitions from notebook cell {number} ---")
