@@ -461,3 +461,22 @@ def test_the_self_check_quotes_the_line_that_raised_and_notes_an_encoding_it_did
     assert DECOY not in run.stdout
     note = Catalog("en").t("integrity.submission.encoding-not-read", detail=f"{M34}.py (punycode)")
     assert note in run.stdout
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.sampled_from(["latin-1", "gbk", "punycode", "utf-16", "utf-8"]), st.sampled_from(["", "#!python\n"]),
+       st.sampled_from([f"{M33}.ipynb", "chapter.ipynb"]), st.booleans())
+def test_a_coding_line_in_a_cell_never_decides_how_the_sandbox_reads_the_module(encoding, before, name, marked):
+    """A notebook's code is text already (the kernel decodes nothing): the module made of it is
+    read as UTF-8 whatever its first cell declares (a latin-1 line once made 'é' into 'Ã©', and a
+    punycode line had the sandbox decode the whole module with punycode)."""
+    first = f"# module: {M33}\n" if marked else ""
+    cell = f"{first}{before}# -*- coding: {encoding} -*-\nNAME = 'é注意'\n"
+    generated = notebook_modules(json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "source": cell}]}).encode(),
+                                 name).get(M33)
+    if generated is None:
+        return  # an unmarked cell of a chapter notebook is no module
+    assert tokenize.detect_encoding(io.BytesIO(generated.source.encode("utf-8")).readline)[0] == "utf-8"
+    namespace: dict = {}
+    exec(compile(generated.source.encode("utf-8"), "m.py", "exec"), namespace)
+    assert namespace["NAME"] == "é注意"

@@ -264,9 +264,11 @@ def _definitions(builder: _Builder, number: int, code: str, definitions: list[tu
 
 
 def section_module(cells: list[tuple[int, str, dict]], shown_name: str) -> GeneratedModule | None:
-    """Every Python code cell of a notebook named like its module, in order."""
+    """Every Python code cell of a notebook named like its module, in order. The module is read
+    as UTF-8 (a cell is text already), whatever a cell declares."""
     builder = _Builder(shown_name)
     parts = [(n, code) for n, source, _ in cells if (code := python_code(source)) is not None]
+    builder.generated("")  # the first cell starts on line 3: a coding line in it is no declaration (PEP 263)
     for index, (number, code) in enumerate(parts):
         if index:
             builder.generated("")
