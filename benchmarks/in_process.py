@@ -18,7 +18,7 @@ from grader.answer_key import AnswerKey
 from grader.diagnosis import Diagnoser
 from grader.probe_outputs import ProbeOutputs, ProbeResults
 from grader.probes import PROBES, load_all
-from grader.probes.trace import traced
+from grader.probes.tracer import traced
 from grader.records import MODULES, Submission, TestOutcome
 from grader.run import stages
 from grader.sandbox import driver
@@ -53,7 +53,7 @@ def run_probes(directory: Path, probes: list[str] | None = None) -> ProbeResults
 
 
 def trace_probes(directory: Path, probes: list[str] | tuple[str, ...]) -> dict[str, dict]:
-    """The tracer's documents of `probes` run on the submission in `directory` (see grader.probes.trace)."""
+    """The tracer's documents of `probes` run on the submission in `directory` (see grader.probes.tracer)."""
     load_all()
     with student_modules(directory) as ns:
         documents = {}

@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grader.classroom.nbgrader_course import NOTEBOOK_NAME  # noqa: E402
+from grader.classroom.nbgrader_autograde import NOTEBOOK_NAME  # noqa: E402
 from grader.classroom.nbgrader_env import tools_dir  # noqa: E402
 
 ASSIGNMENT = "ch3"

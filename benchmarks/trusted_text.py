@@ -27,7 +27,7 @@ from grader.frameworks import track_of  # noqa: E402
 from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, notebook_modules  # noqa: E402
 from grader.intake.parsing import MAX_PARSED_CHARS, parsed  # noqa: E402
 from grader.intake.submission import MAX_SOURCE_BYTES  # noqa: E402
-from grader.intake.text import SOURCE_ENCODINGS, read_source  # noqa: E402
+from grader.intake.source_text import SOURCE_ENCODINGS, read_source  # noqa: E402
 
 
 def cpu(function, argument, repeat: int) -> float:

@@ -92,7 +92,7 @@ class AnswerKey:
 
     def _load_pytorch(self) -> None:
         variants = all_variants()
-        cache = self._cache_file(f"baselines-{self.fingerprint}.bin")
+        cache = self._cache_file(f"answer-key-{self.fingerprint}.bin")
         document = _read(cache)
         try:
             reference = {name: result_from_record(r) for name, r in document["reference"].items()}
@@ -102,19 +102,19 @@ class AnswerKey:
             reference, runs = reference_results(), variant_runs()
             _write(cache, {"reference": {name: _record(r) for name, r in reference.items()},
                            "variants": [{name: _record(r) for name, r in run.results.items()} for run in runs]},
-                   "baselines-[!m]*.bin")  # not the MindSpore track's
+                   "answer-key-[!m]*.bin")  # not the MindSpore track's
         self._references[PYTORCH] = ProbeOutputs(reference)
         self._variants = runs
 
     def _mindspore_seeded(self) -> ProbeResults:
         version = _version("mindspore")  # importable without metadata: nothing is cached
-        cache = self._cache_file(f"baselines-mindspore-{version}-{self.fingerprint}.bin") if version else None
+        cache = self._cache_file(f"answer-key-mindspore-{version}-{self.fingerprint}.bin") if version else None
         document = _read(cache)
         try:
             return {name: result_from_record(record) for name, record in document.items()}
         except (KeyError, TypeError, ValueError, AttributeError):
             results = mindspore_seeded_results()
-            _write(cache, {name: {"ok": r} for name, r in results.items()}, "baselines-mindspore-*.bin")
+            _write(cache, {name: {"ok": r} for name, r in results.items()}, "answer-key-mindspore-*.bin")
             return results
 
     def _cache_file(self, name: str) -> Path | None:

@@ -43,7 +43,7 @@ def run_grade(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from grader.intake.discovery import DiscoveryError
-    from grader.intake.text import shown
+    from grader.intake.shown import shown
     from grader.run import GraderError, grade
 
     catalog = Catalog(args.lang)

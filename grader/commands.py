@@ -41,7 +41,7 @@ def _nbgrader(argv: list[str]) -> int:
     import shlex
 
     from grader.classroom.nbgrader_env import nbgrader_executable
-    from grader.classroom.nbgrader_source import create_course
+    from grader.classroom.nbgrader_course import create_course
 
     notebook = create_course(args.course_dir, assignment=args.assignment, course_id=args.course_id, lang=args.lang,
                              run_student_kernel=args.run_student_kernel)

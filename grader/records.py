@@ -43,7 +43,7 @@ class Submission:
     problems: tuple["IntegrityNote", ...] = ()  # e.g. an unreadable notebook, a refused link
     # module -> where the lines of its source came from, for modules made from notebooks, as runs
     # (first line of the run, its LineOrigin or None for lines the grader added); look a line up
-    # with grader.intake.cells.origin_at. Modules from .py files have no entry.
+    # with grader.intake.notebook_cells.origin_at. Modules from .py files have no entry.
     origins: dict[str, tuple[tuple[int, LineOrigin | None], ...]] = field(default_factory=dict)
 
 

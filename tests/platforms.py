@@ -87,7 +87,7 @@ def _look(path):
         info = os.stat(path)
         if not stat.S_ISREG(info.st_mode) or info.st_size > (4 << 20):
             return
-        if os.path.basename(path).startswith("baselines-"):
+        if os.path.basename(path).startswith("answer-key-"):
             with open(path, "rb") as handle:
                 handle.read(16)
             _found.append(path)
@@ -105,7 +105,7 @@ def _look(path):
 def _walk(top):
     for folder, dirs, names in os.walk(top):
         for name in names:
-            if name.startswith("baselines-") or os.path.splitext(name)[1] in _TEXT:
+            if name.startswith("answer-key-") or os.path.splitext(name)[1] in _TEXT:
                 _look(os.path.join(folder, name))
 
 

@@ -30,9 +30,9 @@ from grader import frameworks
 from grader.frameworks import MINDSPORE, PYTORCH, track_of
 from grader.i18n import Catalog
 from grader.sandbox import pool as sandbox_pool
-from grader.sandbox import pools
+from grader.sandbox import tracks as sandbox_tracks
 from grader.run import grade
-from grader.sandbox.pools import TrackPools
+from grader.sandbox.tracks import TrackPools
 from tests.conftest import MODULES, ROOT, mindspore_solutions_as_submission, solutions_as_submission
 
 WITHOUT_MINDSPORE = ROOT / "tests" / "attacks" / "round3" / "without_mindspore.py"
@@ -190,13 +190,13 @@ def test_no_mindspore_worker_starts_where_the_kit_has_no_mindspore(tmp_path, mon
     """The kit's one "is MindSpore there" question (`frameworks.available`) says no: no MindSpore
     worker is started (it would fail to warm up), the student is refused before the sandbox."""
     started = []
-    real = pools.SandboxPool.__init__
+    real = sandbox_tracks.SandboxPool.__init__
 
     def spy(self, jobs, *args, flavour="torch", **kwargs):
         started.append(flavour)
         real(self, jobs, *args, flavour=flavour, **kwargs)
 
-    monkeypatch.setattr(pools.SandboxPool, "__init__", spy)
+    monkeypatch.setattr(sandbox_tracks.SandboxPool, "__init__", spy)
     monkeypatch.setattr(frameworks, "available", lambda track: track != MINDSPORE)
     solutions_as_submission(tmp_path / "class" / "torch")
     mindspore_solutions_as_submission(tmp_path / "class" / "ms")
@@ -251,7 +251,7 @@ def isolated(tmp_path_factory):
     owner: dict[int, str] = {}  # id of a run's results -> its student
     monkeypatch = pytest.MonkeyPatch()
     real_results, real_screened, real_documents = TrackPools.results, stages.screened, grading.documents_of
-    real_follow_up, real_track_of = TrackPools.follow_up, pools.track_of
+    real_follow_up, real_track_of = TrackPools.follow_up, sandbox_tracks.track_of
     traced: list[str] = []
 
     def results(self):
@@ -287,7 +287,7 @@ def isolated(tmp_path_factory):
     monkeypatch.setattr(stages, "screened", screened)
     monkeypatch.setattr(grading, "documents_of", documents)
     monkeypatch.setattr(TrackPools, "follow_up", follow_up)
-    for module in (plan, pools, sandbox_pool):  # wherever the kit routes
+    for module in (plan, sandbox_tracks, sandbox_pool):  # wherever the kit routes
         monkeypatch.setattr(module, "track_of", route, raising=False)
     monkeypatch.setattr(answer_key, "mindspore_seeded_results", seeded)
     try:

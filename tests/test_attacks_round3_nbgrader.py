@@ -375,10 +375,10 @@ def test_a_notebook_that_is_no_regular_file_is_read_as_none(tmp_path, make):
 def test_the_course_config_guards_the_sanitize_pass(tmp_path, monkeypatch):
     from nbgrader.preprocessors import CheckCellMetadata, DeduplicateIds, OverwriteCells
 
-    from grader.classroom.nbgrader_course import BOOK_ORDER
+    from grader.classroom.nbgrader_autograde import BOOK_ORDER
     from grader.classroom.nbgrader_read import ReadSubmittedNotebook
     from grader.classroom.nbgrader_repair import RepairNbgraderMetadata
-    from grader.classroom.nbgrader_source import create_course as write_course
+    from grader.classroom.nbgrader_course import create_course as write_course
     from tests.test_nbgrader_e2e import course_config
 
     write_course(tmp_path / "course", points={m: 2.0 for m in BOOK_ORDER})

@@ -38,12 +38,12 @@ from hypothesis import strategies as st
 from grader.diagnosis.paths import same_lines_for_every_input, uses_modules
 from grader.diagnosis.quotes import code_at
 from grader.frameworks import track_of
-from grader.intake.cells import in_notebook_terms
+from grader.intake.notebook_cells import in_notebook_terms
 from grader.intake.lines import source_line, source_lines
 from grader.intake.notebooks import notebook_modules
 from grader.intake.parsing import MAX_PARSED_CHARS
 from grader.intake.submission import submission_from_files
-from grader.intake.text import SOURCE_ENCODINGS, read_source
+from grader.intake.source_text import SOURCE_ENCODINGS, read_source
 from grader.records import StudentFrame
 from tests.conftest import MODULES, ROOT, solutions_as_submission
 

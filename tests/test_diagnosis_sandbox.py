@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from grader.diagnosis.traces import parse_trace
+from grader.diagnosis.trace_documents import parse_trace
 from grader.probes import PROBES, load_all
-from grader.probes.trace import traced
+from grader.probes.tracer import traced
 from grader.run import grade
 from grader.sandbox import codec, driver
 from in_process import student_modules
@@ -145,7 +145,7 @@ def test_a_hostile_trace_changes_no_score_and_no_status(tmp_path, monkeypatch, j
 
 
 def test_only_trace_records_are_read_from_a_trace_job():
-    from grader.diagnosis.traces import documents_of
+    from grader.diagnosis.trace_documents import documents_of
     from grader.records import ProbeError
 
     good = {"ops": [], "nodes": [], "calls": [], "truncated": False}

@@ -1,4 +1,4 @@
-"""The tracer (grader/probes/trace.py) and the validation of what it sends (grader/diagnosis/traces.py).
+"""The tracer (grader/probes/tracer.py) and the validation of what it sends (grader/diagnosis/trace_documents.py).
 
 A trace comes from student code: it must never change what the probe returns, must stay within
 its caps however much the code computes, and the trusted side accepts only the documented
@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from grader.diagnosis.checkpoints import SOLUTIONS_DIR, reference
 from in_process import run_probes, student_modules, trace_probes
 from grader.diagnosis.recognise import analyse
-from grader.diagnosis.traces import Received, TraceError, documents_of, fingerprint, parse_trace
+from grader.diagnosis.trace_documents import Received, TraceError, documents_of, fingerprint, parse_trace
 from grader.probes import PROBES, load_all
-from grader.probes import trace as tracer
-from grader.probes.trace import traced
+from grader.probes import tracer
+from grader.probes.tracer import traced
 from grader.sandbox import codec, driver
 from grader.sandbox.driver import run_probe
 from grader.reference_code import ModuleNamespace

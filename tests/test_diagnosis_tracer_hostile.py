@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from in_process import run_probes, student_modules, trace_probes
-from grader.diagnosis.traces import fingerprint
+from grader.diagnosis.trace_documents import fingerprint
 from grader.probes import PROBES, load_all
-from grader.probes.trace import traced
+from grader.probes.tracer import traced
 from grader.sandbox import driver
 from grader.sandbox.pool import result_from_record
 from tests.conftest import solutions_as_submission

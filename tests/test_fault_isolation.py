@@ -14,7 +14,7 @@ import grader.run.stages as stages
 import grader.suites.hidden_suites as hidden_suites
 from grader.diagnosis import Diagnoser
 from grader.run import grade
-from grader.sandbox.pools import TrackPools
+from grader.sandbox.tracks import TrackPools
 from tests.conftest import solutions_as_submission
 
 VICTIMS = {  # student -> the stage that fails for them, and what they must end with

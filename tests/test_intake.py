@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 
 from grader.intake.discovery import (MAX_SOURCE_BYTES, discover, find_submissions, find_upload, holds_submission,
                                      notebook_submission, read_submission)
-from grader.intake.cells import origin_at
+from grader.intake.notebook_cells import origin_at
 from grader.intake.files import Folder, Refused, read_beneath
 from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, notebook_modules
 from grader.intake.names import display_names, folder_names, raw_name, safe_component
-from grader.intake.text import shown
+from grader.intake.shown import shown
 from grader.run import CLASS_OUTPUTS
 from tests.conftest import ROOT
 
@@ -337,7 +337,7 @@ def test_origins_take_memory_per_cell_not_per_line():
 
 def test_intake_imports_only_the_standard_library_and_records():
     code = ("import sys; import grader.intake.discovery, grader.intake.notebooks, grader.intake.files, "
-            "grader.intake.text, grader.intake.cells; "
+            "grader.intake.shown, grader.intake.source_text, grader.intake.names, grader.intake.notebook_cells; "
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'jinja2', 'numpy', 'markupsafe', "
             "'rich', 'pytest') or (m.startswith('grader.') "
             "and not m.startswith(('grader.intake', 'grader.records')))); "
@@ -416,7 +416,7 @@ def test_a_lone_surrogate_in_a_notebook_is_graded_as_the_kernel_would_see_it(tmp
 
 
 def test_a_declared_encoding_is_read_as_python_reads_it(tmp_path):
-    from grader.intake.text import decode_source
+    from grader.intake.source_text import decode_source
 
     gbk = "# -*- coding: gbk -*-\n# 注意力\nTITLE = '第三章'\n"
     assert decode_source(gbk.encode("gbk")) == gbk.replace("gbk", "utf-8")

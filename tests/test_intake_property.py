@@ -156,7 +156,7 @@ def check_tree(tree: dict, base: Path, clean: dict) -> int:
     outside = base / "outside.py"
     outside.write_text("SECRET = 'the kit'\n")
     materialise(klass, tree, outside)
-    shutil.copytree(clean["out"] / ".grader-cache", out / ".grader-cache")  # the baselines, computed once
+    shutil.copytree(clean["out"] / ".grader-cache", out / ".grader-cache")  # the answer key's outputs, computed once
     before = snapshot(base, out, base / "rss")
     run = grade_in_subprocess(klass, out, base / "rss")
     assert run.returncode == 0, run.stderr[-3000:]

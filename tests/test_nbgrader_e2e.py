@@ -27,7 +27,7 @@ import pytest
 
 pytest.importorskip("nbgrader")
 
-from grader.classroom.nbgrader_course import BOOK_ORDER, NOTEBOOK_NAME  # noqa: E402
+from grader.classroom.nbgrader_autograde import BOOK_ORDER, NOTEBOOK_NAME  # noqa: E402
 from grader.classroom.nbgrader_env import tools_dir  # noqa: E402
 from grader.records import MODULE_SECTIONS  # noqa: E402
 from grader.run import grade  # noqa: E402
@@ -370,8 +370,8 @@ def course_config(course: Path, monkeypatch) -> dict:
 def test_by_default_student_code_never_runs_outside_the_sandbox(tmp_path, monkeypatch):
     from nbgrader.preprocessors import Execute, SaveAutoGrades
 
-    from grader.classroom.nbgrader_course import GradeWithKit
-    from grader.classroom.nbgrader_source import create_course
+    from grader.classroom.nbgrader_autograde import GradeWithKit
+    from grader.classroom.nbgrader_course import create_course
 
     points = {m: 2.0 for m in BOOK_ORDER}
     create_course(tmp_path / "default", points=points)
@@ -383,7 +383,7 @@ def test_by_default_student_code_never_runs_outside_the_sandbox(tmp_path, monkey
 
 
 def test_course_config_handles_nbgraders_traps(tmp_path, monkeypatch):
-    from grader.classroom.nbgrader_source import create_course
+    from grader.classroom.nbgrader_course import create_course
 
     notebook = create_course(tmp_path / "course", points={m: 2.0 for m in BOOK_ORDER})
     c = course_config(tmp_path / "course", monkeypatch)

@@ -340,7 +340,7 @@ def test_the_reference_cache_is_readable_by_the_grader_alone(hostile):
     """The cached reference outputs are the answer key: without bubblewrap a child runs as another
     user on the same file system, so the cache folder and files are the grader's only."""
     cache = hostile["out"] / CACHE_DIR
-    files = list(cache.glob("baselines-*.bin"))
+    files = list(cache.glob("answer-key-*.bin"))
     assert files
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700
     assert all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in files)

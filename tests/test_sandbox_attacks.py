@@ -148,7 +148,7 @@ def test_the_answer_key_the_class_and_the_reports_are_out_of_reach(tmp_path, mon
     klass, out = tmp_path / "class", tmp_path / "reports"
     solutions_as_submission(klass / "classmate")
     (out / ".grader-cache").mkdir(parents=True)
-    (out / ".grader-cache" / "baselines-test.bin").write_bytes(b"the reference's outputs")
+    (out / ".grader-cache" / "answer-key-test.bin").write_bytes(b"the reference's outputs")
     git = mounts.git_folders(ROOT)[-1]
     paths = {"REPO": str(ROOT), "CLASS": str(klass), "OUT": str(out), "GIT": str(git), "GRADER": str(os.getpid())}
     thief = attacked(klass, "thief", "reach_answer_key.py", **paths)

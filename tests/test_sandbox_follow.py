@@ -18,7 +18,7 @@ if str(ROOT) not in sys.path:
 
 
 from cpu import tree_cpu  # noqa: E402
-from grader.diagnosis.traces import parse_trace  # noqa: E402
+from grader.diagnosis.trace_documents import parse_trace  # noqa: E402
 from grader.intake.discovery import read_submission  # noqa: E402
 from grader.probes import PROBES, load_all  # noqa: E402
 from grader.records import ProbeError  # noqa: E402

@@ -1,4 +1,4 @@
-"""Each track's submissions go to workers warmed up for it (grader/sandbox/pools.py), and a
+"""Each track's submissions go to workers warmed up for it (grader/sandbox/tracks.py), and a
 track's workers start only when the class has submissions of it: a PyTorch-only class starts no
 MindSpore worker."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from grader.intake.discovery import read_submission
 from grader.run import grade
-from grader.sandbox import pools
+from grader.sandbox import tracks
 from grader.sandbox.pool import Limits
 from tests.conftest import ROOT, mindspore_solutions_as_submission, solutions_as_submission
 
@@ -21,13 +21,13 @@ PROBE = "sec3_3_simple_attention:attention_scores"
 def started(monkeypatch):
     """(flavour, workers) of every SandboxPool started, in order."""
     calls = []
-    real = pools.SandboxPool.__init__
+    real = tracks.SandboxPool.__init__
 
     def spy(self, jobs, *args, flavour="torch", **kwargs):
         calls.append((flavour, jobs))
         real(self, jobs, *args, flavour=flavour, **kwargs)
 
-    monkeypatch.setattr(pools.SandboxPool, "__init__", spy)
+    monkeypatch.setattr(tracks.SandboxPool, "__init__", spy)
     return calls
 
 
@@ -57,7 +57,7 @@ def test_a_track_the_class_was_not_thought_to_have_gets_its_workers_when_it_arri
     on its track: its pool starts then, with slots (uids) of its own."""
     torch_student = read_submission(solutions_as_submission(tmp_path / "torch-student"))
     ms_student = read_submission(mindspore_solutions_as_submission(tmp_path / "ms-student"))
-    with pools.TrackPools({"pytorch": 1}, Limits(), probes=[PROBE]) as pool:
+    with tracks.TrackPools({"pytorch": 1}, Limits(), probes=[PROBE]) as pool:
         assert set(pool.pools) == {"pytorch"}
         jobs = [pool.submit(torch_student), pool.submit(ms_student)]
         runs = {run.submission.path.name: run for run in pool.results()}
@@ -89,6 +89,6 @@ def test_in_a_mixed_class_each_students_second_pass_comes_back_to_them(tmp_path)
 
 def test_unknown_tracks_and_too_many_workers_are_refused():
     with pytest.raises(ValueError, match="unknown tracks"):
-        pools.TrackPools({"jax": 1})
+        tracks.TrackPools({"jax": 1})
     with pytest.raises(ValueError, match="at most"):
-        pools.TrackPools({"pytorch": 9, "mindspore": 9})
+        tracks.TrackPools({"pytorch": 9, "mindspore": 9})

@@ -32,7 +32,7 @@ from grader.classroom.deployment import (ROOT, TORCH_INDEX, TORCH_REQUIREMENT, a
                                          runtime_requirements)
 from grader.classroom.textsafe import clean, clip, fit_json
 from grader.i18n import LANGUAGES, TEMPLATES_DIR, Catalog
-from grader.report.text import fenced
+from grader.report.said import fenced
 
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 VENV = "/opt/attention-kit-venv"  # where setup.sh installs Python's packages (never the kit)

@@ -203,7 +203,7 @@ class Diagnoser:
                             shared: Mapping[str, str] | None = None) -> list[TestOutcome]:
         """Blame, then a misconception and a `Diagnosis` for every failing test of one submission:
         the outcomes anew. `traces`: probe -> the tracer's document (untrusted; see
-        grader.diagnosis.traces); `shared`: probe -> the traced probe whose trace stands for it
+        grader.diagnosis.trace_documents); `shared`: probe -> the traced probe whose trace stands for it
         (`trace_plan`'s, worked out again when not given)."""
         from grader.diagnosis.evidence import Evidence
 

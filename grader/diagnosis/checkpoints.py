@@ -20,10 +20,10 @@ import torch.nn.functional as F
 
 import solutions
 from grader.diagnosis.pipeline import Context, stage_order
-from grader.diagnosis.traces import Op, Ref, Trace, parse_trace
+from grader.diagnosis.trace_documents import Op, Ref, Trace, parse_trace
 from grader.intake.lines import source_lines
 from grader.probes import PROBES, load_all
-from grader.probes.trace import traced
+from grader.probes.tracer import traced
 
 SOLUTIONS_DIR = Path(solutions.__file__).resolve().parent
 DECLARATION = re.compile(r"\[checkpoint: ([\w=, ]+)\]")

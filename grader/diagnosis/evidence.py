@@ -14,7 +14,7 @@ from grader.diagnosis import recognise
 from grader.diagnosis.blame import BUILDERS
 from grader.diagnosis.checkpoints import reference
 from grader.diagnosis.quotes import frame
-from grader.diagnosis.traces import Received, Site, TraceError, fingerprint, parse_trace
+from grader.diagnosis.trace_documents import Received, Site, TraceError, fingerprint, parse_trace
 from grader.records import StudentFrame, TestOutcome
 
 log = logging.getLogger(__name__)

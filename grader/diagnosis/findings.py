@@ -8,7 +8,7 @@ import torch
 
 from grader.diagnosis import locate
 from grader.diagnosis.pipeline import Context, State
-from grader.diagnosis.traces import Op, Ref, Site, Trace
+from grader.diagnosis.trace_documents import Op, Ref, Site, Trace
 
 PROJECTIONS = ("queries", "keys", "values")
 MASK_STAGES = ("mask", "masked", "masked_weights")

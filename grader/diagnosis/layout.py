@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import torch
 
-from grader.diagnosis.traces import Trace
+from grader.diagnosis.trace_documents import Trace
 
 RTOL = 1e-4
 ATOL = 1e-5
@@ -112,7 +112,7 @@ class _Sums:
 
 
 _PREPARED: "OrderedDict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor, _Sums]]" = OrderedDict()
-MAX_PREPARED = 4096  # tensors of at most MAX_VALUE elements each (grader.probes.trace)
+MAX_PREPARED = 4096  # tensors of at most MAX_VALUE elements each (grader.probes.tracer)
 
 
 def _prepared(value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, _Sums]:

@@ -18,7 +18,7 @@ from typing import Callable
 
 import torch
 
-from grader.diagnosis.traces import LAYOUT_OPS, Node, Op, Ref, Site, Trace
+from grader.diagnosis.trace_documents import LAYOUT_OPS, Node, Op, Ref, Site, Trace
 
 # ops that create parameters (how they are drawn is the initialisation)
 PARAMETER_INIT = frozenset({"rand", "randn", "randint", "rand_like", "randn_like", "empty", "kaiming_uniform_",

@@ -11,7 +11,7 @@ from grader.diagnosis import locate
 from grader.diagnosis.checkpoints import Reference
 from grader.diagnosis.findings import Departure, Finding, Mistake, align_calls, call_nodes
 from grader.diagnosis.layout import Finder
-from grader.diagnosis.traces import Trace
+from grader.diagnosis.trace_documents import Trace
 from grader.diagnosis.walk import Walk
 
 __all__ = ["Departure", "Finding", "Mistake", "align_calls", "analyse", "call_nodes", "failure"]

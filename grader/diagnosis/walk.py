@@ -26,7 +26,7 @@ from grader.diagnosis.checkpoints import Instance, Reference
 from grader.diagnosis.findings import MASK_STAGES, Departure, Mistake, _safely
 from grader.diagnosis.layout import ORDERED, Finder, close, comparable
 from grader.diagnosis.pipeline import AFTER_SOFTMAX, COPIES, MASKS, STAGES, Alternative, Context, State, depends
-from grader.diagnosis.traces import Site, Trace
+from grader.diagnosis.trace_documents import Site, Trace
 from grader.diagnosis.walk_follow import Following
 from grader.diagnosis.walk_place import Placing
 

@@ -9,7 +9,7 @@ from grader.diagnosis.checkpoints import DROPOUT_OPS
 from grader.diagnosis.findings import WRITES, Departure, Mistake, _first_tensor, _safely
 from grader.diagnosis.layout import close, comparable
 from grader.diagnosis.pipeline import AFTER_SOFTMAX, COPIES, STAGES, Alternative, mask_misconception
-from grader.diagnosis.traces import Op
+from grader.diagnosis.trace_documents import Op
 
 
 class Following:

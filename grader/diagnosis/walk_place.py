@@ -5,7 +5,7 @@ from grader.diagnosis import locate
 from grader.diagnosis.findings import MASK_STAGES, PROJECTIONS, SKIPPED_OPS, Departure, call_nodes
 from grader.diagnosis.layout import ORDERED, Finder, close, comparable
 from grader.diagnosis.pipeline import MASKS, STAGES, Alternative
-from grader.diagnosis.traces import Op, Ref, Site
+from grader.diagnosis.trace_documents import Op, Ref, Site
 
 
 class Placing:

@@ -20,7 +20,7 @@ from pathlib import Path
 from grader.intake.files import Folder, Refused, read_file
 from grader.intake.submission import (MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES, Assembly, is_module_file, reading_order,
                                       submission_from_files)
-from grader.intake.text import decode_name, shown
+from grader.intake.shown import decode_name, shown
 from grader.records import IntegrityNote, Submission
 
 __all__ = ["MAX_SOURCE_BYTES", "Candidate", "Discovery", "DiscoveryError", "discover", "find_submissions",

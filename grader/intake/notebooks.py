@@ -40,9 +40,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.intake.cells import (CHAPTER_NOTEBOOK_MARKER, GeneratedModule, chapter_modules, python_code,
+from grader.intake.notebook_cells import (CHAPTER_NOTEBOOK_MARKER, GeneratedModule, chapter_modules, python_code,
                                  section_module, tags)
-from grader.intake.text import replace_surrogates
+from grader.intake.shown import replace_surrogates
 from grader.records import MODULES
 
 __all__ = ["CHAPTER_NOTEBOOK_MARKER", "MAX_NOTEBOOK_BYTES", "GeneratedModule", "NotebookCode", "NotebookError",

@@ -13,7 +13,8 @@ import os
 from pathlib import Path
 
 from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, notebook_code
-from grader.intake.text import decode_name, read_source, shown
+from grader.intake.shown import decode_name, shown
+from grader.intake.source_text import read_source
 from grader.records import MODULES, IntegrityNote, LineOrigin, Submission
 
 MAX_SOURCE_BYTES = 512 * 1024

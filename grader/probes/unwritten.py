@@ -1,7 +1,7 @@
 """Which memory the code under test made uninitialised (torch.empty) and has not written since.
 
 Such memory holds whatever was there before, which differs from run to run: the tracer
-(grader/probes/trace.py) records no value for a tensor that shows any of it, whether the tensor
+(grader/probes/tracer.py) records no value for a tensor that shows any of it, whether the tensor
 is the one torch.empty made, a view of it, or a Parameter that wraps it. Memory counts as written
 once an in-place op (`copy_`, `uniform_`, `out[i] = ...`, an `out=` argument...) writes it, element
 by element: a preallocated output filled row by row shows no value until its last row is in.

@@ -12,7 +12,7 @@ from grader.report.heatmaps import HeatmapView, heatmap_view
 from grader.report.messages import (Card, NoteView, _not_implemented, _note, check_title, error_message,
                                     error_output, location_params, misconception_card, module_name,
                                     outcome_message)
-from grader.report.text import Said, inline, number, say, student, words
+from grader.report.said import Said, inline, number, say, student, words
 
 
 # -- views of one submission -------------------------------------------------------------------

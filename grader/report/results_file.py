@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.i18n import Catalog
-from grader.intake.text import shown
+from grader.intake.shown import shown
 from grader.records import SECTIONS, GradeResult, IntegrityNote, SectionScore, TestOutcome
 from grader.report.diagnosis import diagnosis_record
 from grader.report.messages import error_output

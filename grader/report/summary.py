@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from grader.i18n import Catalog, section_key
-from grader.intake.text import shown
+from grader.intake.shown import shown
 from grader.records import SECTIONS, GradeResult, IntegrityNote
 from grader.report.messages import NoteView, _note, check_title, misconception_card
 

@@ -14,11 +14,11 @@ from typing import Any
 
 from grader.classroom.textsafe import spreadsheet_cell
 from grader.i18n import Catalog
-from grader.intake.text import shown
+from grader.intake.shown import shown
 from grader.records import SECTIONS, GradeResult, IntegrityNote, TestOutcome
 from grader.report import results_file
 from grader.report.render import render_feedback, render_summary
-from grader.report.text import number
+from grader.report.said import number
 
 log = logging.getLogger("grader.report")
 

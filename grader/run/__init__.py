@@ -3,7 +3,7 @@
     grade(PATH)
       intake      discover PATH: one submission, or a class of them      grader.intake
       plan        names, report folders, what an earlier run graded        grader.run.plan
-      sandbox     warm workers per track start (importing torch)          grader.sandbox.pools
+      sandbox     warm workers per track start (importing torch)          grader.sandbox.tracks
       grading     per submission, as its sandbox run comes back:          grader.run.grading
         outcomes    the hidden suites on its probe outputs                 grader.run.stages
         trace plan  failing probes run again under the tracer
@@ -27,7 +27,7 @@ from grader.i18n import Catalog
 from grader.intake.discovery import Candidate, discover, read_candidate
 from grader.records import GradeResult, IntegrityNote, Submission
 from grader.run.plan import CACHE_DIR, CLASS_OUTPUTS, Loader, kit_fingerprint, plan_run
-from grader.sandbox.pools import TrackPools
+from grader.sandbox.tracks import TrackPools
 from grader.sandbox.runs import Limits
 
 __all__ = ["CACHE_DIR", "CLASS_OUTPUTS", "GraderError", "RunSummary", "grade", "grade_submissions"]

@@ -24,16 +24,16 @@ import torch
 
 from grader.answer_key import AnswerKey
 from grader.diagnosis import Diagnoser
-from grader.diagnosis.traces import documents_of
+from grader.diagnosis.trace_documents import documents_of
 from grader.frameworks import PYTORCH
 from grader.i18n import Catalog, section_key
-from grader.intake.text import shown
+from grader.intake.shown import shown
 from grader.probes import load_all
 from grader.records import SECTIONS, GradeResult, IntegrityNote
 from grader.report.writers import write_submission_reports
 from grader.run import GraderError, stages
 from grader.run.plan import Plan, Planned
-from grader.sandbox.pools import TrackPools
+from grader.sandbox.tracks import TrackPools
 from grader.sandbox.runs import SandboxRun
 from grader.suites.hidden_suites import SuitesCannotRun, collect
 

@@ -19,7 +19,7 @@ from grader.i18n import TEMPLATES_DIR
 from grader.intake.names import display_names, folder_names
 from grader.records import GradeResult, Submission
 from grader.report.results_file import read_results
-from grader.sandbox.pools import planned_track
+from grader.sandbox.tracks import planned_track
 from grader.sandbox.runs import Limits
 
 CACHE_DIR = ".grader-cache"  # in the output folder: the answer key's outputs, per kit fingerprint

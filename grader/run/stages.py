@@ -21,14 +21,14 @@ from grader.diagnosis import Diagnoser
 from grader.diagnosis.blame import attribute_to_earlier_sections
 from grader.diagnosis.quotes import quoted
 from grader.i18n import Catalog
-from grader.intake.cells import in_notebook_terms, message_in_notebook_terms
-from grader.intake.text import shown
+from grader.intake.notebook_cells import in_notebook_terms, message_in_notebook_terms
+from grader.intake.shown import shown
 from grader.probe_outputs import ProbeOutputs
 from grader.probes import BOOK_TOKENS
 from grader.records import GradeResult, Heatmap, IntegrityNote, ProbeError, SectionScore, Submission, \
     TestOutcome
 from grader.report.messages import outcome_message
-from grader.report.text import words
+from grader.report.said import words
 from grader.sandbox.runs import SandboxRun
 from grader.suites.hidden_suites import HiddenSuites, SuiteItem
 

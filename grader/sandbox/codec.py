@@ -71,7 +71,7 @@ def encode(value: Any) -> bytes:
 
 
 def encode_plain(value: Any) -> bytes:
-    """`encode` for a document built of exact JSON types and tensors only (the tracer's: grader.probes.trace
+    """`encode` for a document built of exact JSON types and tensors only (the tracer's: grader.probes.tracer
     makes every string, number and list itself), in one `json.dumps`: the same bytes as `encode`,
     or its CodecError, for anything. Whatever json.dumps would write otherwise than `encode` is
     left to `encode`: a subclass of str, int, float, list or dict, a key that is not a string

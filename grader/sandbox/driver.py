@@ -199,11 +199,11 @@ TRACE_JSON = 64 * 1024
 
 
 def trace_probe(probe: Probe, ns: Namespace, directory: str) -> Encoded:
-    """Mode "trace": the probe run again under the tracer (grader.probes.trace); its record is
+    """Mode "trace": the probe run again under the tracer (grader.probes.tracer); its record is
     {"ok": {"trace": document}} whether the probe passed or raised (the grade run has its outputs).
     A document too large to send keeps its first ops only, marked truncated. Returned encoded: it
     was encoded to measure it."""
-    from grader.probes.trace import traced
+    from grader.probes.tracer import traced
 
     document = traced(run_probe, probe, ns, directory)["trace"]
     return _fit(document, TRACE_JSON)[1]
@@ -246,7 +246,7 @@ def _call_within(call: dict, nodes: int) -> dict:
 def packed(document: dict) -> dict:
     """The tracer's document as it is sent: the nodes' recorded values joined into one flat tensor per
     dtype under "values", each node's "value" its offset there (one tensor to encode, send and decode
-    per dtype instead of one per node; grader.diagnosis.traces reads both forms)."""
+    per dtype instead of one per node; grader.diagnosis.trace_documents reads both forms)."""
     parts: dict[str, list] = {}
     sizes: dict[str, int] = {}
     nodes = []
@@ -296,5 +296,5 @@ def serialise(result: dict | Encoded) -> bytes:
 
 
 def run_probes(probes: Iterable[Probe], ns: Namespace, directory: str) -> dict[str, dict]:
-    """In-process execution of probes (the reference, the variants, and the baseline seam)."""
+    """In-process execution of probes (the reference and the variants: grader.reference_code)."""
     return {probe.name: run_probe(probe, ns, directory) for probe in probes}

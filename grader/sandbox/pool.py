@@ -47,7 +47,7 @@ class SandboxPool:
 
     The workers start as soon as the pool exists (each imports torch: about two seconds), so that
     their start-up overlaps whatever the caller does before submitting. `flavour` selects the
-    workers' warm-up (`warmup.FLAVOURS`). Pools that work side by side (`pools.TrackPools`) share
+    workers' warm-up (`warmup.FLAVOURS`). Pools that work side by side (`tracks.TrackPools`) share
     one `results` queue and take different `first_slot`s (each slot has its own uid).
     """
 

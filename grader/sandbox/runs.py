@@ -29,7 +29,7 @@ class Limits:
 
 @dataclass(frozen=True)
 class NotRun:
-    """Why a job was never run in the sandbox (`pools.TrackPools.submit`): the submission's note,
+    """Why a job was never run in the sandbox (`tracks.TrackPools.submit`): the submission's note,
     and the catalogue key of the error each of its checks gets."""
 
     note: IntegrityNote

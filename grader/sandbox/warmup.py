@@ -44,7 +44,7 @@ def torch_flavour() -> None:
     x = torch.randn(2, 3, 4)
     (torch.softmax(layer(x) @ x.transpose(1, 2), dim=-1).sum()).backward()
     driver.serialise({"ok": {"x": x}})
-    from grader.probes.trace import Tracer
+    from grader.probes.tracer import Tracer
 
     with Tracer("/nonexistent"):  # the trace mode's first use (TorchFunctionMode, the trace hook)
         torch.softmax(layer(x), dim=-1)

@@ -33,10 +33,10 @@ def kit(name):
     """A function of the grader's own intake, from the copy in _kit/."""
     sys.path.insert(0, str(KIT))
     try:
-        from grader.intake import cells, discovery
+        from grader.intake import discovery, notebook_cells
     finally:
         sys.path.remove(str(KIT))
-    return {"read_submission": discovery.read_submission, "origin_at": cells.origin_at}[name]
+    return {"read_submission": discovery.read_submission, "origin_at": notebook_cells.origin_at}[name]
 
 
 def read_submission(folder):

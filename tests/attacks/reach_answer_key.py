@@ -7,7 +7,7 @@ import os as _os
 
 _REACH = ["{REPO}/solutions/sec3_3_simple_attention.py", "{REPO}/grader/suites/hidden",
           "{REPO}/.git", "{GIT}", "{REPO}", "{CLASS}", "{CLASS}/classmate/sec3_3_simple_attention.py",
-          "{OUT}", "{OUT}/.grader-cache", "{OUT}/.grader-cache/baselines-test.bin",
+          "{OUT}", "{OUT}/.grader-cache", "{OUT}/.grader-cache/answer-key-test.bin",
           "/proc/{GRADER}/cmdline"]
 
 

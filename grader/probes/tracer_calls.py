@@ -1,4 +1,4 @@
-"""Calls into the code under test, for the tracer (grader.probes.trace): which are outermost,
+"""Calls into the code under test, for the tracer (grader.probes.tracer): which are outermost,
 their arguments, their returned tensors and the line they returned from, and where code runs.
 
 A global trace function (sys.settrace) sees every Python call of the run; all but the code under

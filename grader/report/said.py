@@ -26,7 +26,7 @@ from typing import Any, Callable
 from markupsafe import Markup, escape
 
 from grader.i18n import Catalog
-from grader.intake.text import shown
+from grader.intake.shown import shown
 
 INLINE_LIMIT = 200  # characters of student text inside a sentence
 OUTPUT_LIMIT = 2000  # characters of a block of student output

@@ -20,7 +20,7 @@ from typing import Iterator, Mapping
 
 from grader import frameworks
 from grader.frameworks import MINDSPORE, PYTORCH, TRACKS, track_of
-from grader.intake.text import shown
+from grader.intake.shown import shown
 from grader.records import IntegrityNote, Submission
 from grader.sandbox.pool import Limits, SandboxPool, SandboxRun
 from grader.sandbox.runs import NotRun

@@ -12,8 +12,8 @@ Calls into the code under test (an outermost frame in `directory`) are numbered;
 tensor and number arguments and its returned tensors.
 
 The trace only ever shapes a student's feedback text: the trusted side validates it
-(grader.diagnosis.traces) and never scores from it. It runs in the sandbox, so this module imports
-nothing but the standard library, torch and its two helpers: grader.probes.trace_calls (the calls
+(grader.diagnosis.trace_documents) and never scores from it. It runs in the sandbox, so this module imports
+nothing but the standard library, torch and its two helpers: grader.probes.tracer_calls (the calls
 into the code under test) and grader.probes.unwritten (memory nobody wrote).
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any, Callable
 import torch
 from torch.overrides import TorchFunctionMode
 
-from grader.probes.trace_calls import (MAX_ARGS, MAX_OPS, MAX_STACK, MAX_TEXT, CallRecorder, gettrace, settrace,
+from grader.probes.tracer_calls import (MAX_ARGS, MAX_OPS, MAX_STACK, MAX_TEXT, CallRecorder, gettrace, settrace,
                                        tensors)
 from grader.probes.unwritten import UnwrittenMemory, storage_of
 

@@ -1,6 +1,6 @@
 """Traces as the trusted side holds them: validated, typed, with the dataflow graph worked out.
 
-A trace comes from code under test (see grader.probes.trace): it is untrusted data. `parse_trace`
+A trace comes from code under test (see grader.probes.tracer): it is untrusted data. `parse_trace`
 accepts only the documented structure, within the tracer's own caps, with every reference in range;
 anything else raises `TraceError` and the trace is ignored (the test keeps its plain feedback).
 A trace only ever shapes feedback text, never a score.
@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 import torch
 
-from grader.probes import trace as tracer
+from grader.probes import tracer
 
 MAX_NAME = tracer.MAX_TEXT
 LAYOUT_OPS = frozenset({"view", "reshape", "transpose", "permute", "contiguous", "T", "mT", "unsqueeze", "squeeze",

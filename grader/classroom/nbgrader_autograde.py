@@ -1,0 +1,293 @@
+"""nbgrader's autograde for Chapter 3, graded by the kit (the course itself: nbgrader_course.py).
+
+Who runs student code. By default the course's config drops nbgrader's Execute preprocessor from
+``nbgrader autograde``: student code then runs only in the kit's sandbox, never as the grading
+user (``grade nbgrader --run-student-kernel`` keeps Execute, for feedback with the students' own
+outputs, at the price of an unsandboxed kernel).
+
+Who decides the score. A test cell's code runs in the student's own kernel, where the student can
+replace any function, module or output. So in ``nbgrader autograde`` the score never comes from
+the kernel. The course's config adds the `GradeWithKit` preprocessor (after Execute, when that
+runs): in the trusted nbgrader process it grades the notebook's code through the kit's sandboxed
+path (`grader.run.grade`, the same as ``grade`` on the command line) and *replaces* each test
+cell's outputs with the kit's HTML feedback plus the section's points as the cell's value
+(nbgrader's partial credit). A test cell's points are the gradebook's (the course's notebook),
+never the student's copy's. In the kernel, under autograde, the test cell's public checks raise:
+if the preprocessor is missing from the config, every test cell scores 0 (fail closed).
+
+What students did to their notebook is graded, not punished twice: a test cell the student
+deleted is put back (from the gradebook) and scored, so no section is left at "needs manual
+grade"; a section whose solution cell is gone is explained in notebook terms (which cell is
+missing and how to bring it back), not as a missing ``.py`` file. Damaged or forged nbgrader data
+is repaired before nbgrader's own checks (nbgrader_repair.py); the first test cell's feedback says
+what was repaired, and a file that is no notebook at all is graded as the kit reads it (0, and why).
+
+The nbgrader traps this handles: ``IgnorePattern`` for torch's warnings on stderr (any stderr in a
+test cell scores 0), points as the test cell's value only ever written by the preprocessor, and
+``nbgrader validate`` exiting 0 on failure (check its output, not its exit status).
+"""
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from grader.classroom.nbgrader_feedback import repair_text, test_outputs
+from grader.classroom.nbgrader_repair import UNREADABLE, course_cells, repairs_of
+from grader.i18n import Catalog
+from grader.records import MODULES
+
+NOTEBOOK_NAME = "ch3_attention"
+BOOK_ORDER = ("sec3_3_simple_attention", "sec3_4_self_attention", "exercise3_1_weight_transfer",
+              "sec3_5_causal_attention", "sec3_6_multi_head_attention", "exercise3_2_two_dim_output",
+              "exercise3_3_gpt2_attention")
+TEST_GRADE_ID = "test_{module}"
+
+
+# ------------------------------------------------------------------------------------------------
+# The trusted side: an nbgrader preprocessor
+# ------------------------------------------------------------------------------------------------
+
+try:
+    from nbgrader.preprocessors import NbGraderPreprocessor as _Base
+    from traitlets import Int, Unicode
+except ImportError:  # nbgrader is an optional extra; the rest of this module works without it
+    _Base = object  # type: ignore[assignment,misc]
+    Int = Unicode = None  # type: ignore[assignment]
+
+
+def _write_notebook(nb: Any, directory: Path, name: str) -> None:
+    import nbformat
+
+    directory.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(directory / f"{name}.ipynb"))
+
+
+def grade_notebooks(notebooks: dict[str, Path], name: str, lang: str = "en",
+                    jobs: int = 1) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Grade several students' copies of one notebook in a single run of the kit's path.
+    Each notebook is read by intake's rules (no link, no special file, size capped).
+
+    Returns student -> (hash of the code graded, results.json)."""
+    from grader.intake.discovery import notebook_submission
+    from grader.run import grade_submissions
+
+    submissions = [notebook_submission(student, notebook) for student, notebook in notebooks.items()]
+    with tempfile.TemporaryDirectory(prefix="kit-nbgrader-") as scratch:
+        summary = grade_submissions(submissions, Path(scratch) / "out", jobs=jobs, lang=lang, force=True)
+        return {student: (submission.content_hash, json.loads((summary.out_of[graded] / "results.json").read_text(
+                    encoding="utf-8"))) for student, submission, graded in zip(notebooks, submissions, summary.names)}
+
+
+def grade_notebook_document(nb: Any, name: str, lang: str = "en", jobs: int = 1) -> dict[str, Any]:
+    """Grade the code of one in-memory notebook through the kit's path; returns results.json."""
+    from grader.run import grade
+
+    with tempfile.TemporaryDirectory(prefix="kit-nbgrader-") as scratch:
+        submission = Path(scratch) / "submission"
+        _write_notebook(nb, submission, name)
+        out = Path(scratch) / "out"
+        grade(submission, out, jobs=jobs, lang=lang, force=True)
+        return json.loads((out / "results.json").read_text(encoding="utf-8"))
+
+
+def notebook_modules(nb: Any, name: str) -> set[str]:
+    """The modules this notebook defines code for, read by the kit's intake rules."""
+    from grader.intake.discovery import read_submission
+
+    with tempfile.TemporaryDirectory(prefix="kit-nbgrader-") as scratch:
+        _write_notebook(nb, Path(scratch) / "s", name)
+        return set(read_submission(Path(scratch) / "s").sources)
+
+
+def restore_test_cells(nb: Any, db_url: str, notebook: str, assignment: str) -> set[str]:
+    """Put back the kit's test cells a student deleted, as the gradebook holds them; returns their
+    modules. Each goes after its section's solution cell (or after the cells of the sections
+    before it, or at the end). Without it, nbgrader leaves a deleted cell's grade unscored."""
+    import nbformat
+    from nbgrader.api import Gradebook, MissingEntry
+
+    present = {_nbgrader_metadata(cell).get("grade_id") for cell in nb.cells}
+    restored: set[str] = set()
+    with Gradebook(db_url) as gradebook:
+        try:
+            source = gradebook.find_notebook(notebook, assignment)
+        except MissingEntry:
+            return restored
+        source_cells = {cell.name: cell for cell in source.source_cells}
+        for grade_cell in source.grade_cells:
+            module = grade_cell.name.removeprefix("test_")
+            if module not in MODULES or grade_cell.name != TEST_GRADE_ID.format(module=module) \
+                    or grade_cell.name in present or grade_cell.name not in source_cells:
+                continue
+            original = source_cells[grade_cell.name]
+            cell = nbformat.v4.new_code_cell(source=original.source, metadata={
+                "editable": False, "deletable": False,
+                "nbgrader": {"grade": True, "solution": False, "locked": True, "task": False, "schema_version": 3,
+                             "grade_id": grade_cell.name, "points": grade_cell.max_score,
+                             "checksum": original.checksum, "cell_type": "code"}})
+            nb.cells.insert(_restore_position(nb.cells, module), cell)
+            restored.add(module)
+    return restored
+
+
+def _restore_position(cells: list, module: str) -> int:
+    """After the module's own cells, else after the last cell of an earlier section, else at the end."""
+    order = BOOK_ORDER[: BOOK_ORDER.index(module) + 1]
+    best = None
+    for index, cell in enumerate(cells):
+        grade_id = str(_nbgrader_metadata(cell).get("grade_id", ""))
+        owner = grade_id.removeprefix("test_").removeprefix("intro_")
+        if owner in order and (best is None or order.index(owner) >= best[0]):
+            best = (order.index(owner), index)
+    return best[1] + 1 if best else len(cells)
+
+
+def _code_hash(nb: Any, name: str) -> str:
+    import nbformat
+
+    from grader.intake.discovery import submission_from_files
+
+    return submission_from_files(name, Path(name), {f"{name}.ipynb": nbformat.writes(nb).encode()}).content_hash
+
+
+if _Base is not object:
+    class GradeWithKit(_Base):  # type: ignore[misc,valid-type]
+        """Scores the test cells of an executed notebook with the kit, ignoring what the kernel said."""
+
+        lang = Unicode("en", help="Language of the feedback shown in test cells (en or zh).").tag(config=True)
+        jobs = Int(1, help="Sandbox workers used while grading one notebook.").tag(config=True)
+
+        def preprocess(self, nb, resources):
+            info = resources.get("nbgrader", {})
+            name = info.get("notebook") or NOTEBOOK_NAME
+            repairs = repairs_of(info)
+            unreadable = any(repair.kind == UNREADABLE for repair in repairs)
+            restored = self._restore(nb, info, name)
+            tests = [(_module_of_test(cell), cell) for cell in nb.cells if _is_kit_test_cell(cell)]
+            if not tests:
+                return nb, resources
+            points = self._points(info, name)
+            try:
+                if unreadable:  # nothing of it is a notebook: graded as the kit reads the file
+                    document, missing, restored = self._submitted_document(name, info["student"],
+                                                                           info["assignment"]), set(), set()
+                else:
+                    document = self._document(nb, name, info.get("student"), info.get("assignment"))
+                    missing = set(MODULES) - notebook_modules(nb, name)
+            except Exception as exc:  # noqa: BLE001 - any failure must score 0, never crash the run
+                self.log.error("attention-kit could not grade %s: %s", name, exc)
+                document, missing = None, set()
+            catalog = Catalog(self.lang)
+            notes = [repair_text(repair, catalog) for repair in repairs]
+            for index, (module, cell) in enumerate(tests):
+                cell_points = points.get(cell.metadata["nbgrader"].get("grade_id"), 0.0)
+                cell.metadata["nbgrader"]["points"] = cell_points  # what SaveAutoGrades scores against
+                cell.outputs = test_outputs(cell, document, module, cell_points, catalog, missing=missing,
+                                            restored=module in restored, repairs=notes if index == 0 else [])
+            return nb, resources
+
+        def _restore(self, nb, info: dict, name: str) -> set[str]:
+            """Put back the test cells the notebook lacks; returns their modules."""
+            if not (info.get("db_url") and info.get("assignment")):
+                return set()
+            try:
+                restored = restore_test_cells(nb, info["db_url"], name, info["assignment"])
+            except Exception as exc:  # noqa: BLE001 - the cells present are still graded
+                self.log.error("attention-kit could not put back deleted test cells of %s: %s", name, exc)
+                return set()
+            for module in sorted(restored):
+                self.log.info("attention-kit: %s's test cell for %s was deleted; put back and graded",
+                              info.get("student"), module)
+            return restored
+
+        def _points(self, info: dict, name: str) -> dict[str, float]:
+            """Test cell id -> its points, from the gradebook (the course's notebook), never from the
+            student's copy; {} (every test cell worth 0) when the gradebook cannot be read."""
+            try:
+                course = course_cells(info["db_url"], name, info["assignment"])
+            except Exception as exc:  # noqa: BLE001 - fail closed
+                self.log.error("attention-kit could not read the points of %s from the gradebook: %s", name, exc)
+                return {}
+            return {cell_id: float(cell.points or 0.0) for cell_id, cell in course.items() if cell.grade}
+
+        # One `nbgrader autograde` run grades many students one notebook at a time; the kit grades
+        # a whole class at once much faster (one sandbox pool, reference outputs computed once).
+        # So the first notebook of a run grades every submitted copy of it that this run will
+        # autograde, and later notebooks reuse that result when their code is unchanged.
+        _batches: dict = {}
+
+        def _batch(self, name: str, student: str | None, assignment: str | None) -> tuple[str, dict] | None:
+            """This run's grading of the student's file as submitted: (its code's hash, results.json)."""
+            key = (assignment, name)
+            if student and assignment and key not in GradeWithKit._batches:
+                GradeWithKit._batches[key] = self._grade_batch(name, assignment)
+            return GradeWithKit._batches.get(key, {}).get(student)
+
+        def _document(self, nb, name: str, student: str | None, assignment: str | None) -> dict[str, Any]:
+            cached = self._batch(name, student, assignment)
+            if cached is not None and cached[0] == _code_hash(nb, name):
+                return cached[1]
+            return grade_notebook_document(nb, name, self.lang, self.jobs)
+
+        def _submitted_document(self, name: str, student: str, assignment: str) -> dict[str, Any]:
+            """The kit's grading of the student's file as submitted, whatever nbgrader made of it."""
+            cached = self._batch(name, student, assignment)
+            if cached is not None:
+                return cached[1]
+            return grade_notebooks({student: self._submitted(name, assignment, student)}, name, self.lang,
+                                   self.jobs)[student][1]
+
+        def _submitted(self, name: str, assignment: str, student: str) -> Path:
+            from nbgrader.coursedir import CourseDirectory
+
+            coursedir = CourseDirectory(config=self.config)
+            return Path(coursedir.format_path(coursedir.submitted_directory, student, assignment)) / f"{name}.ipynb"
+
+        def _grade_batch(self, name: str, assignment: str) -> dict[str, tuple[str, dict[str, Any]]]:
+            import fnmatch
+
+            from nbgrader.coursedir import CourseDirectory
+
+            coursedir = CourseDirectory(config=self.config)
+            pattern = coursedir.student_id or "*"
+            notebooks = {}
+            root = Path(coursedir.root) / coursedir.submitted_directory
+            for folder in sorted(root.iterdir()) if root.is_dir() else []:
+                if not folder.is_dir() or folder.name.startswith(".") or not fnmatch.fnmatch(folder.name, pattern):
+                    continue
+                notebook = self._submitted(name, assignment, folder.name)
+                if notebook.is_file():
+                    notebooks[folder.name] = notebook
+            if not notebooks:
+                return {}
+            try:
+                import time
+
+                started = time.perf_counter()
+                graded = grade_notebooks(notebooks, name, self.lang, self.jobs)
+                self.log.info("attention-kit graded %d copies of %s in %.1f s", len(graded), name,
+                              time.perf_counter() - started)
+                return graded
+            except Exception as exc:  # noqa: BLE001 - fall back to grading one notebook at a time
+                self.log.warning("attention-kit: batch grading failed (%s); grading notebooks one by one", exc)
+                return {}
+
+
+def _nbgrader_metadata(cell: Any) -> dict:
+    """A cell's nbgrader metadata, or {} when the student's notebook holds something else there."""
+    metadata = cell.get("metadata") if isinstance(cell, dict) else None
+    nbgrader = metadata.get("nbgrader") if isinstance(metadata, dict) else None
+    return nbgrader if isinstance(nbgrader, dict) else {}
+
+
+def _is_kit_test_cell(cell: Any) -> bool:
+    meta = _nbgrader_metadata(cell)
+    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution") \
+        and _module_of_test(cell) is not None
+
+
+def _module_of_test(cell: Any) -> str | None:
+    module = str(_nbgrader_metadata(cell).get("grade_id", "")).removeprefix("test_")
+    return module if module in MODULES else None
