@@ -56,12 +56,13 @@ class Watch:
 
     def watch(self) -> Ending:
         """Until the child ends, fails or has sent every result (or leaves something running)."""
+        read, clock, remaining, frame = self.reader.header, self.clock, self.remaining, self._frame
         try:
-            while self.remaining:
-                header = self.reader.header(self.clock)
+            while remaining:
+                header = read(clock)
                 if header is None:
                     return None, self.current, self.importing
-                ending = self._frame(header)
+                ending = frame(header)
                 if ending is not None:
                     return ending
         except TimeoutError:
