@@ -1,12 +1,16 @@
 """The framework adapter: track detection, and MindSpore Cells seen by the probes in MindSpore terms."""
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import grader.frameworks.mindspore_adapter
 from grader.frameworks import MINDSPORE, PYTORCH, needs_mindspore, track_of
 
 IMPORTS = ["import mindspore", "import mindspore as ms", "from mindspore import nn, ops",
@@ -180,3 +184,32 @@ def test_the_track_is_read_from_the_code_python_runs_not_its_spelling(line):
     sources = {"sec3_3_simple_attention": line + "\n", "sec3_4_self_attention": "# ｍｉｎｄｓｐｏｒｅ ok\nx = 1\n"}
     assert track_of(sources) == MINDSPORE
     assert track_of({"sec3_3_simple_attention": "import torch  # ｍｉｎｄｓｐｏｒｅ\n"}) == PYTORCH
+
+
+def _sibling_imports(package: Path) -> dict[str, set[str]]:
+    """module -> the modules of the same package it imports, anywhere in it (inside functions too)."""
+    prefix = "grader.frameworks." + package.name + "."
+    found: dict[str, set[str]] = {}
+    for path in package.glob("*.py"):
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            imported |= {name.removeprefix(prefix) for name in names if name.startswith(prefix)}
+        found[path.stem] = imported
+    return found
+
+
+def test_the_adapters_modules_import_one_way():
+    """No module of the adapter imports one that imports it back (through any others): each can
+    be read knowing only the ones below it."""
+    imports = _sibling_imports(Path(grader.frameworks.mindspore_adapter.__file__).parent)
+    assert {"cells", "shells", "convert"} <= imports.keys()
+
+    def below(module: str, path: tuple[str, ...]) -> None:
+        for other in imports.get(module, ()):
+            assert other not in path, " -> ".join(path + (other,))
+            below(other, path + (other,))
+
+    for module in imports:
+        below(module, (module,))

@@ -1,5 +1,5 @@
-"""The job process's outbox (grader.sandbox.job.post/send/flush): results wait and go to the pool
-in one write, in the order they were given, never after a frame sent at once."""
+"""The job process's outbox (grader.sandbox.channel.Outbox: post/send/flush): results wait and go
+to the pool in one write, in the order they were given, never after a frame sent at once."""
 from __future__ import annotations
 
 import fcntl
@@ -10,20 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.sandbox import job
-from grader.sandbox.channel import FrameReader, until
+from grader.sandbox.channel import OUTBOX_BYTES, FrameReader, Outbox, until
 
 
 @pytest.fixture
-def result_pipe(monkeypatch):
+def result_pipe():
     read_fd, write_fd = os.pipe()
-    fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, 4 * job.OUTBOX_BYTES)  # a flush never waits for the reader
+    fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, 4 * OUTBOX_BYTES)  # a flush never waits for the reader
     os.set_blocking(read_fd, False)
-    monkeypatch.setattr(job, "RESULT_FD", write_fd)
-    job.flush()  # nothing from another test
-    yield read_fd
-    job._outbox.clear()
-    job._outbox_size = 0
+    yield read_fd, Outbox(write_fd)
     os.close(read_fd)
     os.close(write_fd)
 
@@ -37,7 +32,7 @@ def written(fd: int) -> bytes:
 
 def frames(data: bytes) -> list[dict]:
     read_fd, write_fd = os.pipe()
-    fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, 4 * job.OUTBOX_BYTES)
+    fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, 4 * OUTBOX_BYTES)
     os.write(write_fd, data)
     os.close(write_fd)
     reader, found = FrameReader(read_fd), []
@@ -48,36 +43,41 @@ def frames(data: bytes) -> list[dict]:
 
 
 def test_posted_results_wait_and_go_before_a_frame_sent_at_once(result_pipe):
-    job.post({"id": 1, "probe": "a", "status": "ok"}, b"AAA")
-    job.post({"id": 1, "probe": "b", "status": "timeout"})
-    assert written(result_pipe) == b""
-    job.send({"id": 1, "status": "done"})
-    got = frames(written(result_pipe))
+    pipe, outbox = result_pipe
+    outbox.post({"id": 1, "probe": "a", "status": "ok"}, b"AAA")
+    outbox.post({"id": 1, "probe": "b", "status": "timeout"})
+    assert written(pipe) == b""
+    outbox.send({"id": 1, "status": "done"})
+    got = frames(written(pipe))
     assert [(f.get("probe"), f["status"], f["payload"]) for f in got] == \
         [("a", "ok", b"AAA"), ("b", "timeout", b""), (None, "done", b"")]
-    assert written(result_pipe) == b""
+    assert written(pipe) == b""
 
 
 def test_flush_writes_the_outbox_once_and_empties_it(result_pipe):
-    job.post({"id": 2, "probe": "a", "status": "ok"}, b"1")
-    job.flush()
-    job.flush()
-    assert [f["probe"] for f in frames(written(result_pipe))] == ["a"]
+    pipe, outbox = result_pipe
+    outbox.post({"id": 2, "probe": "a", "status": "ok"}, b"1")
+    outbox.flush()
+    outbox.flush()
+    assert [f["probe"] for f in frames(written(pipe))] == ["a"]
 
 
 def test_a_full_outbox_is_written_without_waiting(result_pipe):
-    payload = b"x" * (job.OUTBOX_BYTES // 2)
-    job.post({"id": 3, "probe": "a", "status": "ok"}, payload)
-    assert written(result_pipe) == b""
-    job.post({"id": 3, "probe": "b", "status": "ok"}, payload)
-    assert [f["probe"] for f in frames(written(result_pipe))] == ["a", "b"]
+    pipe, outbox = result_pipe
+    payload = b"x" * (OUTBOX_BYTES // 2)
+    outbox.post({"id": 3, "probe": "a", "status": "ok"}, payload)
+    assert written(pipe) == b""
+    outbox.post({"id": 3, "probe": "b", "status": "ok"}, payload)
+    assert [f["probe"] for f in frames(written(pipe))] == ["a", "b"]
 
 
 END_WITH_THE_POOL_GONE = """
 import os, sys, tempfile
 from grader.sandbox import job
-gone, job.RESULT_FD = os.pipe()
+from grader.sandbox.channel import Outbox
+gone, result_fd = os.pipe()
 os.close(gone)  # the pool stopped reading: every write fails (EPIPE)
+outbox = Outbox(result_fd)
 ready, said = os.pipe()
 pid = os.fork()
 if pid == 0:
@@ -87,9 +87,9 @@ if pid == 0:
         os.pause()
 os.read(ready, 1)
 read_fd, write_fd = os.pipe()
-job.post({"id": 1, "probe": "p", "status": "ok"}, b"x")
+outbox.post({"id": 1, "probe": "p", "status": "ok"}, b"x")
 try:
-    job._end(job.Child(pid, read_fd, -1), int(sys.argv[1]), tempfile.mkdtemp())
+    job.JobProcess(outbox, int(sys.argv[1]), tempfile.mkdtemp(), False).end(job.Child(pid, read_fd, -1))
 except BrokenPipeError:
     pass
 else:
@@ -135,34 +135,31 @@ def test_any_sequence_arrives_whole_and_in_order(steps):
     given; after a send (or a flush) nothing is held back, and the outbox never holds
     OUTBOX_BYTES or more."""
     read_fd, write_fd = os.pipe()
-    fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, 4 * job.OUTBOX_BYTES)
+    fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, 4 * OUTBOX_BYTES)
     os.set_blocking(read_fd, False)
-    saved = job.RESULT_FD
-    job.RESULT_FD = write_fd
+    outbox = Outbox(write_fd)
     try:
         given_frames, data = [], b""
         for index, (kind, size) in enumerate(steps):
             header, payload = {"id": 1, "probe": f"p{index}", "status": kind}, bytes([index % 256]) * size
             given_frames.append((header["probe"], payload))
             if kind == "post":
-                job.post(header, payload)
+                outbox.post(header, payload)
             elif kind == "send":
-                job.send(header, payload)
+                outbox.send(header, payload)
             else:
                 given_frames.pop()
-                job.flush()
+                outbox.flush()
             data += written(read_fd)
-            assert job._outbox_size < job.OUTBOX_BYTES
+            assert outbox.size < OUTBOX_BYTES
+            assert outbox.size == sum(len(held) for held in outbox.frames)
             if kind != "post":
-                assert job._outbox == []
+                assert outbox.frames == []
                 arrived = [(f["probe"], f["payload"]) for f in frames(data)]
                 assert arrived == given_frames
-        job.flush()
+        outbox.flush()
         data += written(read_fd)
         assert [(f["probe"], f["payload"]) for f in frames(data)] == given_frames
     finally:
-        job._outbox.clear()
-        job._outbox_size = 0
-        job.RESULT_FD = saved
         os.close(read_fd)
         os.close(write_fd)

@@ -80,6 +80,24 @@ def align_calls(reference: Trace, student: Trace) -> dict[int, int]:
     return dict(zip(ours, theirs))
 
 
+def rearranged(student: Trace, nodes: list[int] | tuple[int, ...]) -> set[int]:
+    """`nodes` and whatever only rearranges them (views, copies), transitively."""
+    todo, seen = list(nodes), set[int]()
+    while todo:
+        node = todo.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        todo += [out for op in student.consumers(node) if op.name in locate.LAYOUT_OPS for out in op.outputs]
+    return seen
+
+
+def is_result(student: Trace, nodes: tuple[int, ...]) -> bool:
+    """Whether a call of the student's returned `nodes` (or a rearrangement of them)."""
+    results = {n for call in student.calls for n in call.result}
+    return not results.isdisjoint(rearranged(student, nodes))
+
+
 def call_nodes(trace: Trace, call: int) -> set[int]:
     nodes: set[int] = set()
     for op in trace.ops:

@@ -13,6 +13,7 @@ from grader.diagnosis.findings import Departure, Finding, Mistake, align_calls, 
 from grader.diagnosis.layout import Finder
 from grader.diagnosis.trace_documents import Trace
 from grader.diagnosis.walk import Walk
+from grader.diagnosis.walk_sites import projection_site
 
 __all__ = ["Departure", "Finding", "Mistake", "align_calls", "analyse", "call_nodes", "failure"]
 
@@ -49,12 +50,11 @@ def analyse(reference: Reference, student: Trace) -> Finding:
             continue  # the student's probe stopped before this call
         if call not in finders:
             finders[call] = Finder(student, call_nodes(student, call) & student.live)
-        walk = Walk(reference, instance, student, finders[call], call)
-        walk.run()
+        walked = Walk(reference, instance, student, finders[call], call).run()
         if instance.seeded and finding.parameters is None:
-            finding.parameters = walk._projection_site()
+            finding.parameters = projection_site(student)
         known = {(m.stage, m.misconception, m.key) for m in finding.mistakes}
-        finding.mistakes += [m for m in walk.mistakes if (m.stage, m.misconception, m.key) not in known]
-        if walk.departure is not None and finding.departure is None:
-            finding.departure = walk.departure
+        finding.mistakes += [m for m in walked.mistakes if (m.stage, m.misconception, m.key) not in known]
+        if walked.departure is not None and finding.departure is None:
+            finding.departure = walked.departure
     return finding

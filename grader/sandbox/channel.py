@@ -20,6 +20,7 @@ from typing import Callable
 
 MAX_HEADER = 64 * 1024
 READ_CHUNK = 1 << 20
+OUTBOX_BYTES = 256 * 1024  # frames an `Outbox` holds before it writes them without waiting
 
 Remaining = Callable[[], float]  # seconds left to wait; <= 0 when the deadline has passed
 
@@ -47,6 +48,43 @@ def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+
+
+class Outbox:
+    """Frames written to a pipe in batches: the job process's results go to the trusted pool
+    through one (see `grader.sandbox.job`), so that a child's results reach the pool in about one
+    write (one wake-up of the pool's reader thread), not one per probe."""
+
+    def __init__(self, fd: int, limit: int = OUTBOX_BYTES):
+        self.fd = fd
+        self.limit = limit  # bytes held that are written without waiting for the next `flush`
+        self.frames: list[bytes] = []
+        self.size = 0  # bytes in `frames`
+
+    def send(self, header: dict, payload: bytes = b"") -> None:
+        """Write a frame now, after the frames still held (`post`)."""
+        self.post(header, payload)
+        self.flush()
+
+    def post(self, header: dict, payload: bytes = b"") -> None:
+        """A frame, written later with the ones that follow: when the outbox is flushed (the job
+        process flushes it once a child is dead, see `job.JobProcess.end`), with any frame that is
+        `send` at once (a job's "done"), and as soon as it holds `limit` bytes. A job process
+        killed by a signal loses what it holds: the pool runs those probes again, as it runs every
+        probe a dead worker never answered."""
+        data = frame(header, payload)
+        self.frames.append(data)
+        self.size += len(data)
+        if self.size >= self.limit:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write what the outbox holds, in one write."""
+        if self.frames:
+            data = b"".join(self.frames)
+            self.frames.clear()
+            self.size = 0
+            write_all(self.fd, data)
 
 
 class FrameReader:

@@ -16,6 +16,10 @@ the child that ran the first job's last probes: that child parks after them (`ch
 with SIGSTOP until it is given the next probes. No fork and no restrictions again (the child
 imports the student's modules afresh, as a new child would); a child that could not park (it
 left something behind, died or timed out) is replaced by a fresh one, as within a job.
+
+The job process's state is one `JobProcess` (the outbox its results go through, the slot's uid,
+the submission's files, the imports that failed); each job's run is a `RunningJob` (its deadline
+and what it may still use) and each child's frames are read by a `Watch` (both in `watch`).
 """
 from __future__ import annotations
 
@@ -29,51 +33,12 @@ import time
 
 from grader.probes import PROBES
 from grader.sandbox import child, cleanup, driver
-from grader.sandbox.clocks import ModuleTime, ProbeClock, cpu_clock, module_of
-from grader.sandbox.channel import ChannelError, FrameReader, frame, write_all
+from grader.sandbox.channel import ChannelError, FrameReader, Outbox
+from grader.sandbox.clocks import ProbeClock, cpu_clock, module_of
+from grader.sandbox.watch import RunningJob, Watch
 
-RESULT_FD = 3  # set by the warm worker (its --result-fd)
-PID_NAMESPACE = False  # set by the warm worker (--pid-namespace): it runs in its own pid namespace
-# A probe imports each of the seven modules at most once: more import notices than this are a
-# child keeping the worker busy (its parsing is CPU time no clock of the child's counts).
-MAX_NOTICES = 64
 NO_MORE_JOBS = 3  # a job process's exit status: stdin is closed
 STOP_SECONDS = 1.0  # for a parked child to be seen stopped (it takes microseconds); else it is not kept
-
-
-OUTBOX_BYTES = 256 * 1024  # results waiting to be written at once (see `post`)
-_outbox: list[bytes] = []
-_outbox_size = 0
-
-
-def send(header: dict, payload: bytes = b"") -> None:
-    """Write a frame now, after the results still in the outbox (`post`)."""
-    post(header, payload)
-    flush()
-
-
-def post(header: dict, payload: bytes = b"") -> None:
-    """A probe's result (or status), written later with the ones that follow: a child's results
-    reach the pool in about one write (one wake-up of the trusted pool's reader thread), not one
-    per probe. The outbox is written once a child is dead (`_end`), with any frame that is `send`
-    at once (a job's "done"), and as soon as it holds OUTBOX_BYTES. A job process killed by a
-    signal loses what it holds: the pool runs those probes again, as it runs every probe a dead
-    worker never answered."""
-    global _outbox_size
-    _outbox.append(frame(header, payload))
-    _outbox_size += len(_outbox[-1])
-    if _outbox_size >= OUTBOX_BYTES:
-        flush()
-
-
-def flush() -> None:
-    """Write what the outbox holds, in one write."""
-    global _outbox_size
-    if _outbox:
-        data = b"".join(_outbox)
-        _outbox.clear()
-        _outbox_size = 0
-        write_all(RESULT_FD, data)
 
 
 class Child:
@@ -85,127 +50,184 @@ class Child:
         self.reader = FrameReader(read_fd)
 
 
-def run_job(job: dict, uid: int) -> int:
+def run_job(job: dict, uid: int, outbox: Outbox, pid_namespace: bool) -> int:
     """One job (and, for a job to follow up, the next one of the same submission); the job
-    process's exit status."""
+    process's exit status. Its results go through `outbox` (the warm worker's result pipe);
+    `pid_namespace`: the warm worker runs in a pid namespace of its own (see `cleanup`)."""
+    scratch = _write_files(job["files"], uid)
+    try:
+        last, status = JobProcess(outbox, uid, scratch, pid_namespace).run(job)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if last is not None:
+        outbox.send({"id": last["id"], "status": "done"})
+    return status
+
+
+def _write_files(files: dict[str, str], uid: int) -> str:
+    """The submission's files in a fresh folder (owned by the slot's uid, as root); its path."""
     scratch = tempfile.mkdtemp(prefix="submission-")
-    for name, data in job["files"].items():
+    for name, data in files.items():
         with open(os.path.join(scratch, os.path.basename(name)), "wb") as handle:
             handle.write(base64.b64decode(data))
     if os.getuid() == 0:
         os.chown(scratch, uid, uid)
         for name in os.listdir(scratch):
             os.chown(os.path.join(scratch, name), uid, uid)
-    poisoned: dict[str, str] = {}
-    last, parked, status = job, None, 0
-    try:
-        parked = _run_probes(job, poisoned, scratch, uid, None, park=bool(job.get("follow")))
-        if job.get("follow"):
-            send({"id": job["id"], "status": "done"})  # its child (if parked) waits for what follows
-            line = read_line(0)
-            last = json.loads(line) if line.strip() else None
-            if last is None:
-                status = NO_MORE_JOBS
-            elif not last.get("end"):
-                if last.get("files") != job["files"]:  # a grader bug: never another submission's child
-                    last = dict(last, mode=None)
-                _run_probes(last, poisoned, scratch, uid, parked, park=False)
-                parked = None  # ended by `_run_probes`
-    finally:
-        if parked is not None:
-            _end(parked, uid, scratch)
-        shutil.rmtree(scratch, ignore_errors=True)
-    if last is not None:
-        send({"id": last["id"], "status": "done"})
-    return status
+    return scratch
 
 
-def _run_probes(job: dict, poisoned: dict[str, str], scratch: str, uid: int, parked: Child | None,
-                park: bool) -> Child | None:
-    """The job's probes, in `parked` (a child of this job process that waits for them) and then
-    in fresh children; returns the last child if it parked (`park`) after the last probe."""
-    limits = job["limits"]
-    submission_end = time.monotonic() + limits["submission_seconds"]
-    remaining = [name for name in job["probes"] if name in PROBES]
-    if job.get("mode") not in driver.MODES:  # a grader bug: no probe can run
-        for name in remaining:
-            post({"id": job["id"], "probe": name, "status": "crash"})
-        remaining = []
-    budget = [limits["result_bytes"]]  # payload bytes this job may still forward
-    left = ModuleTime(limits["module_seconds"])
-    kept = None
-    try:
-        while remaining:
-            if time.monotonic() >= submission_end:
-                for name in remaining:
-                    post({"id": job["id"], "probe": name, "status": "timeout"})
-                break
-            for name in [name for name in remaining if left(name) <= 0]:
-                post({"id": job["id"], "probe": name, "status": "module-timeout", "module": module_of(name)})
-                remaining.remove(name)
-            if remaining:
-                used, parked = parked, None
-                remaining, kept = _run_child(job, remaining, poisoned, scratch, uid, submission_end, budget, left,
-                                             used, park)
-    finally:
-        if parked is not None:
-            _end(parked, uid, scratch)  # never used: no probe of the job was left to run
-    return kept
+def _next_job(job: dict) -> dict | None:
+    """What follows a job to follow: nothing (stdin closed: None), {"id", "end": true}, or the
+    same submission's next job (another submission's is a grader bug: no probe of it can run)."""
+    line = read_line(0)
+    following = json.loads(line) if line.strip() else None
+    if following is not None and not following.get("end") and following.get("files") != job["files"]:
+        following = dict(following, mode=None)  # never another submission's child
+    return following
 
 
-def _run_child(job, remaining, poisoned, scratch, uid, submission_end, budget, left, parked: Child | None,
-               park: bool) -> tuple[list[str], Child | None]:
-    """Run the remaining probes in `parked` (continued) or in a freshly forked child; returns the
-    probes still to run afterwards, and the child if it parked after the last one (`park`)."""
-    if parked is not None and not _continue(parked, job, remaining, park):
-        _end(parked, uid, scratch)  # before any other child exists: its clean-up kills the slot's every process
-        parked = None
-    its = parked or _fork(job, remaining, poisoned, scratch, uid, park)
-    limits = job["limits"]
-    clock = ProbeClock(its.pid, uid if os.getuid() == 0 else None, limits["probe_seconds"],
-                       limits["probe_wall_seconds"], submission_end)
-    remaining = list(remaining)
-    started_with = len(remaining)
-    current = importing = failure = None
-    kept = None
-    try:
-        failure, current, importing = _watch(its.reader, clock, job, remaining, budget, left)
-        if park and failure is None and not remaining and _parked(its, clock):
-            kept = its
-    finally:
-        status = _end(its, uid, scratch) if kept is None else 0
-    if not remaining:
-        return [], kept
-    if current is None and len(remaining) < started_with:
-        return remaining, None  # ended between two probes after some results: the rest goes to a new child
-    if failure is None:
-        failure = _outcome_of_exit(status)
-    culprit = current if current in remaining else remaining[0]  # a child that made no progress
-    post({"id": job["id"], "probe": culprit, "status": failure, "module": importing or ""})
-    remaining.remove(culprit)
-    if importing and not (failure == "timeout" and clock.cut_short):
-        # an import that ran out of what was left of a module's time is not known to hang: the
-        # next module that needs it tries again on its own time (sec3_6 imports sec3_5)
-        poisoned[importing] = failure
-    return remaining, None
+class JobProcess:
+    """What the job process holds while it runs a submission's jobs: the outbox its results go
+    through, the slot's uid, the submission's files (`scratch`), whether the worker has a pid
+    namespace of its own, and the modules whose import failed in a child (`poisoned`: module ->
+    failure), which its later children do not import again."""
 
+    def __init__(self, outbox: Outbox, uid: int, scratch: str, pid_namespace: bool):
+        self.outbox, self.uid, self.scratch, self.pid_namespace = outbox, uid, scratch, pid_namespace
+        self.poisoned: dict[str, str] = {}
 
-def _fork(job: dict, remaining: list[str], poisoned: dict[str, str], scratch: str, uid: int, park: bool) -> Child:
-    read_fd, write_fd = os.pipe()
-    command_read, command_write = os.pipe() if park else (-1, -1)
-    pid = os.fork()
-    if pid == 0:
+    def run(self, job: dict) -> tuple[dict | None, int]:
+        """The job, and what follows it for a job to follow; returns the last job (to be answered
+        "done"; None once stdin is closed) and the job process's exit status."""
+        last, parked, status = job, None, 0
         try:
-            os.close(read_fd)
-            if park:
-                os.close(command_write)
-            child.run(job, remaining, poisoned, scratch, write_fd, uid, PROBES, command_read)
+            parked = self.run_probes(job, None, park=bool(job.get("follow")))
+            if job.get("follow"):
+                self.outbox.send({"id": job["id"], "status": "done"})  # its child (if parked) waits for what follows
+                last = _next_job(job)
+                if last is None:
+                    status = NO_MORE_JOBS
+                elif not last.get("end"):
+                    self.run_probes(last, parked, park=False)
+                    parked = None  # ended by `run_probes`
         finally:
-            os._exit(child.FAILED)
-    os.close(write_fd)
-    if park:
-        os.close(command_read)
-    return Child(pid, read_fd, command_write)
+            if parked is not None:
+                self.end(parked)
+        return last, status
+
+    def run_probes(self, job: dict, parked: Child | None, park: bool) -> Child | None:
+        """The job's probes, in `parked` (a child of this job process that waits for them) and then
+        in fresh children; returns the last child if it parked (`park`) after the last probe."""
+        run = RunningJob(job)
+        remaining = [name for name in job["probes"] if name in PROBES]
+        if job.get("mode") not in driver.MODES:  # a grader bug: no probe can run
+            for name in remaining:
+                self.outbox.post(run.status(name, "crash"))
+            remaining = []
+        kept = None
+        try:
+            while remaining:
+                if time.monotonic() >= run.submission_end:
+                    for name in remaining:
+                        self.outbox.post(run.status(name, "timeout"))
+                    break
+                self._skip_spent_modules(run, remaining)
+                if remaining:
+                    used, parked = parked, None
+                    remaining, kept = self._run_child(run, remaining, used, park)
+        finally:
+            if parked is not None:
+                self.end(parked)  # never used: no probe of the job was left to run
+        return kept
+
+    def _skip_spent_modules(self, run: RunningJob, remaining: list[str]) -> None:
+        """Report the probes whose module has no time left "module-timeout", and drop them."""
+        for name in [name for name in remaining if run.module_time(name) <= 0]:
+            self.outbox.post(run.status(name, "module-timeout", module=module_of(name)))
+            remaining.remove(name)
+
+    def _run_child(self, run: RunningJob, remaining: list[str], parked: Child | None,
+                   park: bool) -> tuple[list[str], Child | None]:
+        """Run the remaining probes in `parked` (continued) or in a freshly forked child; returns the
+        probes still to run afterwards, and the child if it parked after the last one (`park`)."""
+        its = self._child_for(run.job, remaining, parked, park)
+        limits = run.limits
+        clock = ProbeClock(its.pid, self.uid if os.getuid() == 0 else None, limits["probe_seconds"],
+                           limits["probe_wall_seconds"], run.submission_end)
+        remaining = list(remaining)
+        started_with = len(remaining)
+        kept = None
+        try:
+            failure, current, importing = Watch(its.reader, clock, run, remaining, self.outbox).watch()
+            if park and failure is None and not remaining and _parked(its, clock):
+                kept = its
+        finally:
+            status = self.end(its) if kept is None else 0
+        if not remaining:
+            return [], kept
+        if current is None and len(remaining) < started_with:
+            return remaining, None  # ended between two probes after some results: the rest goes to a new child
+        self._child_failed(run, remaining, failure or _outcome_of_exit(status), current, importing, clock)
+        return remaining, None
+
+    def _child_for(self, job: dict, remaining: list[str], parked: Child | None, park: bool) -> Child:
+        """`parked`, given the probes, if it can take them; else a freshly forked child."""
+        if parked is not None and not _continue(parked, job, remaining, park):
+            self.end(parked)  # before any other child exists: its clean-up kills the slot's every process
+            parked = None
+        return parked or self._fork(job, remaining, park)
+
+    def _child_failed(self, run: RunningJob, remaining: list[str], failure: str, current: str | None,
+                      importing: str | None, clock: ProbeClock) -> None:
+        """A child that ended without all its results: the probe it was running (or, if it made no
+        progress, the next one) gets its failure, and a module it failed to import is not imported
+        again by the job's later children."""
+        culprit = current if current in remaining else remaining[0]  # a child that made no progress
+        self.outbox.post(run.status(culprit, failure, module=importing or ""))
+        remaining.remove(culprit)
+        if importing and not (failure == "timeout" and clock.cut_short):
+            # an import that ran out of what was left of a module's time is not known to hang: the
+            # next module that needs it tries again on its own time (sec3_6 imports sec3_5)
+            self.poisoned[importing] = failure
+
+    def _fork(self, job: dict, remaining: list[str], park: bool) -> Child:
+        read_fd, write_fd = os.pipe()
+        command_read, command_write = os.pipe() if park else (-1, -1)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(read_fd)
+                if park:
+                    os.close(command_write)
+                child.run(job, remaining, self.poisoned, self.scratch, write_fd, self.uid, PROBES, command_read)
+            finally:
+                os._exit(child.FAILED)
+        os.close(write_fd)
+        if park:
+            os.close(command_read)
+        return Child(pid, read_fd, command_write)
+
+    def end(self, its: Child) -> int:
+        """Kill the child and everything it started, reap them, clear what they left; its exit
+        status. The outbox is written once the child is dead, before the slower clean-up; a write
+        that fails (the pool gone) still leaves nothing of the child's behind."""
+        os.close(its.read_fd)
+        if its.command_fd >= 0:
+            os.close(its.command_fd)
+        status = 0
+        try:
+            if its.pid > 0:
+                cleanup.kill_all(self.uid, its.pid, self.pid_namespace)
+                _, status = os.waitpid(its.pid, 0)
+        finally:
+            try:
+                self.outbox.flush()
+            finally:
+                cleanup.reap_orphans(self.uid, self.pid_namespace)
+                cleanup.clear_leftovers(self.uid, self.scratch)
+                cleanup.clear_ipc(self.uid)
+        return status
 
 
 def _parked(its: Child, clock: ProbeClock) -> bool:
@@ -228,7 +250,7 @@ def _parked(its: Child, clock: ProbeClock) -> bool:
             return False
         time.sleep(0.0002)
     if not os.WIFSTOPPED(status):
-        its.pid = -its.pid  # ended meanwhile, and reaped: `_end` must not wait for it again
+        its.pid = -its.pid  # ended meanwhile, and reaped: `end` must not wait for it again
         return False
     # stopped: nothing of it can start a thread or a process any more; with none, nothing but the
     # worker can continue it (the slot's other processes are its descendants)
@@ -254,98 +276,6 @@ def _continue(its: Child, job: dict, remaining: list[str], park: bool) -> bool:
     except OSError:
         return False
     return written == len(command)
-
-
-def _end(its: Child, uid: int, scratch: str) -> int:
-    """Kill the child and everything it started, reap them, clear what they left; its exit status.
-    The outbox (`post`) is written once the child is dead, before the slower clean-up; a write
-    that fails (the pool gone) still leaves nothing of the child's behind."""
-    os.close(its.read_fd)
-    if its.command_fd >= 0:
-        os.close(its.command_fd)
-    status = 0
-    try:
-        if its.pid > 0:
-            cleanup.kill_all(uid, its.pid, PID_NAMESPACE)
-            _, status = os.waitpid(its.pid, 0)
-    finally:
-        try:
-            flush()
-        finally:
-            cleanup.reap_orphans(uid, PID_NAMESPACE)
-            cleanup.clear_leftovers(uid, scratch)
-            cleanup.clear_ipc(uid)
-    return status
-
-
-def _watch(reader: FrameReader, clock: ProbeClock, job: dict, remaining: list[str], budget: list[int],
-           left: ModuleTime):
-    """Forward the child's results while its frames come in the only order the driver writes them
-    (start, imports, result, per probe, in the job's order). Returns (failure or None, the probe
-    in progress, the module being imported); `remaining` loses each probe that got a result. The
-    wall-clock time from a probe's start to its end (its result, or the child's end) is charged to
-    the probe's module, and so is the time from its result to the next probe's start or the
-    child's end (no time between two probes is nobody's: a child that sends a result of its own
-    and goes on sleeping pays for the sleep)."""
-    current = importing = None
-    notices = 0  # import notices of the probe in progress
-    charged, since = None, 0.0  # the probe whose module the time since `since` is charged to
-    try:
-        while remaining:
-            header = reader.header(clock)
-            if header is None:
-                return None, current, importing
-            kind, name, size = header.get("kind"), header.get("name"), header["size"]
-            if kind == "result" and current is not None and name == current:
-                if size > job["limits"]["payload_bytes"]:
-                    return "too-large", current, None  # not even read: the child is killed
-                if size > budget[0]:
-                    if not reader.skip(size, clock):
-                        return None, current, importing
-                    post({"id": job["id"], "probe": name, "status": "too-large", "module": ""})
-                else:
-                    payload = reader.payload(size, clock)
-                    if payload is None:
-                        return None, current, importing
-                    budget[0] -= size
-                    post({"id": job["id"], "probe": name, "status": "ok"}, payload)
-                remaining.remove(name)
-                current = importing = None
-                if remaining and cleanup.strays(clock.pid):
-                    return None, None, None  # the rest goes to a fresh child, with all its room
-            elif size:
-                raise ChannelError("only results carry a payload")
-            elif kind == "start" and current is None and name == remaining[0]:
-                charged, since = _charge(left, charged, since)
-                current, charged, notices = name, name, 0
-                clock.start(left(name))
-            elif kind == "import" and current is not None and importing is None and _module_name(name) \
-                    and notices < MAX_NOTICES:
-                importing = name
-                notices += 1
-            elif kind == "imported" and importing is not None and name == importing:
-                importing = None
-            else:
-                raise ChannelError("frame out of order")
-    except TimeoutError:
-        return "timeout", current, importing
-    except (ChannelError, OSError):
-        return "crash", current, importing  # garbage written to the result pipe
-    finally:
-        _charge(left, charged, since)  # the probe the child was running (or had run last) when it ended
-    return None, current, importing
-
-
-def _charge(left: ModuleTime, probe: str | None, since: float) -> tuple[str | None, float]:
-    """Charge the time since `since` to `probe`'s module (if any); returns (probe, now)."""
-    now = time.monotonic()
-    if probe is not None:
-        left.charge(probe, now - since)
-    return probe, now
-
-
-def _module_name(name: object) -> bool:
-    return type(name) is str and len(name) <= 100 and name.isidentifier()
 
 
 def _outcome_of_exit(status: int) -> str:

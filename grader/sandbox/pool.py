@@ -37,7 +37,7 @@ KIT_ROOT = Path(grader.__file__).resolve().parent
 # What the workers run, copied out of the kit (never the suites, the solutions or the trusted side).
 SANDBOX_FILES = ["__init__.py", "probes", "frameworks", "sandbox/__init__.py", "sandbox/channel.py", "sandbox/child.py",
                  "sandbox/cleanup.py", "sandbox/clocks.py", "sandbox/codec.py", "sandbox/driver.py", "sandbox/private_view.py",
-                 "sandbox/seccomp.py", "sandbox/warmup.py", "sandbox/worker.py", "sandbox/job.py"]
+                 "sandbox/seccomp.py", "sandbox/warmup.py", "sandbox/worker.py", "sandbox/job.py", "sandbox/watch.py"]
 GRACE_SECONDS = 30  # after a job's own deadline, for its worker to stop the child and answer
 ATTEMPTS = 3
 

@@ -28,7 +28,8 @@ import signal
 import sys
 
 from grader.sandbox import child, job, private_view, warmup
-from grader.sandbox.job import NO_MORE_JOBS, send
+from grader.sandbox.channel import Outbox
+from grader.sandbox.job import NO_MORE_JOBS
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -39,10 +40,10 @@ def _argument(name: str, default: str) -> str:
 
 def main() -> None:
     uid = int(_argument("--uid", "65534"))
-    job.RESULT_FD = int(_argument("--result-fd", "3"))
+    outbox = Outbox(int(_argument("--result-fd", "3")))
     # bubblewrap's init is pid 1 of the new namespace and this worker pid 2; outside a pid
     # namespace pid 2 is never a Python process, so kill(-1) can never reach the host
-    job.PID_NAMESPACE = "--pid-namespace" in sys.argv and os.getpid() <= 2
+    pid_namespace = "--pid-namespace" in sys.argv and os.getpid() <= 2
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     view = _argument("--private-view", "")
     if view:
@@ -53,17 +54,17 @@ def main() -> None:
     child.LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     warmup.warm_up(_argument("--flavour", "torch"))
     child.block_keyrings()
-    send({"status": "ready"})
+    outbox.send({"status": "ready"})
     while True:
         select.select([0], [], [])  # a job (or the end of the pool) is waiting: never read here
         pid = os.fork()
         if pid == 0:
             status = NO_MORE_JOBS
             try:
-                status = job_process(uid)
+                status = job_process(uid, outbox, pid_namespace)
             finally:
                 try:
-                    job.flush()  # the results of a job process that ended by an exception still reach the pool
+                    outbox.flush()  # the results of a job process that ended by an exception still reach the pool
                 finally:
                     os._exit(status)
         _, status = os.waitpid(pid, 0)
@@ -71,7 +72,7 @@ def main() -> None:
             return  # the pool closed stdin, or the job process failed: the pool sees this worker end
 
 
-def job_process(uid: int) -> int:
+def job_process(uid: int, outbox: Outbox, pid_namespace: bool) -> int:
     """One job, in a fork of the warm worker (see the module's docstring); its exit status."""
     child.LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # the children's orphans come back here
     line = job.read_line(0)
@@ -79,9 +80,9 @@ def job_process(uid: int) -> int:
         return NO_MORE_JOBS
     record = json.loads(line)
     if record.get("end"):  # the end of a job to follow up whose job process is gone: nothing to end
-        send({"id": record["id"], "status": "done"})
+        outbox.send({"id": record["id"], "status": "done"})
         return 0
-    return job.run_job(record, uid)
+    return job.run_job(record, uid, outbox, pid_namespace)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,11 @@ def _to_ms(value: Any) -> Any:
     return to_ms(value, _cell_of)
 
 
+def _plain_module(value: Any) -> bool:
+    """A torch module of the probe's own (not a facade): a student function gets a Cell copy of it."""
+    return isinstance(value, torch.nn.Module) and not isinstance(value, CellFacade)
+
+
 class CellFacade(torch.nn.Module):
     """One MindSpore Cell, seen by the probes as a torch module (see the package docstring).
 
@@ -257,7 +262,7 @@ class FunctionFacade:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         shells = ShellCopies()
-        converted = [shells.convert(a, _to_ms) for a in args]
+        converted = [shells.shell(a) if _plain_module(a) else _to_ms(a) for a in args]
         with _dense_layers_like_linear_layers():
             result = self.fn(*converted, **_to_ms(kwargs))
         shells.write_back()

@@ -1,8 +1,11 @@
 """Plain torch modules handed to student functions (Exercise 3.1's SelfAttention_v2 and v1
-look-alikes) as MindSpore Cells, and the Cells' values written back into them afterwards."""
+look-alikes) as MindSpore Cells, and the Cells' values written back into them afterwards.
+
+Knows nothing of the facades (`cells`), which use it: which arguments are plain torch modules is
+theirs to decide."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -10,17 +13,16 @@ from grader.frameworks.mindspore_adapter.convert import ms_tensor, torch_tensor
 
 
 class ShellCopies:
+    """The Cells made for one call of a student function, each with the torch module it copies."""
+
     def __init__(self) -> None:
         self.copies: list[tuple[torch.nn.Module, Any, list[str]]] = []
 
-    def convert(self, value: Any, other: Callable[[Any], Any]) -> Any:
-        from grader.frameworks.mindspore_adapter.cells import CellFacade
-
-        if isinstance(value, torch.nn.Module) and not isinstance(value, CellFacade):
-            cell, names = _shell(value)
-            self.copies.append((value, cell, names))
-            return cell
-        return other(value)
+    def shell(self, module: torch.nn.Module) -> Any:
+        """A Cell copy of `module` (see `_shell`), written back into it by `write_back`."""
+        cell, names = _shell(module)
+        self.copies.append((module, cell, names))
+        return cell
 
     def write_back(self) -> None:
         """The Cells' direct Parameters (or whatever the function put in their place) back into

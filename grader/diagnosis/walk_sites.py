@@ -1,17 +1,44 @@
-"""Where the walk places a mistake or a departure in the student's code (see also `locate`)."""
+"""Where in the student's code the walk (`walk`) places a mistake or a departure (see also `locate`).
+
+`Sites` knows the student's trace, the call that matches the instance walked and the reference's
+tensors of that call; what the walk has found so far (`Progress`) is passed in, never changed here.
+"""
 from __future__ import annotations
 
+import torch
+
 from grader.diagnosis import locate
-from grader.diagnosis.findings import MASK_STAGES, PROJECTIONS, SKIPPED_OPS, Departure, call_nodes
-from grader.diagnosis.layout import ORDERED, Finder, close, comparable
+from grader.diagnosis.checkpoints import Instance
+from grader.diagnosis.findings import MASK_STAGES, PROJECTIONS, SKIPPED_OPS, Departure, call_nodes, is_result
+from grader.diagnosis.layout import ORDERED, Finder, close, comparable, same_tensor
 from grader.diagnosis.pipeline import MASKS, STAGES, Alternative
-from grader.diagnosis.trace_documents import Op, Ref, Site
+from grader.diagnosis.trace_documents import Node, Op, Ref, Site, Trace
+from grader.diagnosis.walk_progress import Nodes, Progress
 
 
-class Placing:
-    """Mixed into `grader.diagnosis.walk.Walk`."""
+class Sites:
+    """The student's lines for one instance's findings."""
 
-    def _site(self, index: int, name: str, alternative: Alternative, nodes: tuple[int, ...] | None) -> Site | None:
+    def __init__(self, reference: Trace, instance: Instance, student: Trace, call: int):
+        self.reference, self.instance, self.student = reference, instance, student
+        self.call = call  # the student's call that matches the instance's
+        self._reference_finder: Finder | None = None  # the reference's tensors of the matching call
+
+    def of_mistake(self, index: int, name: str, alternative: Alternative, nodes: Nodes | None,
+                   later: Nodes | None, found: dict[str, Nodes | None]) -> Site | None:
+        """Where stage `name` (held by `nodes`, or seen only in a later stage's `later`) was done
+        `alternative`'s wrong way."""
+        site = self._site(index, name, alternative, nodes, found)
+        if nodes is None and later:  # seen only in what was computed from it: a fused op, or a later step
+            producer = self.student.producer(later[0])
+            if name in MASK_STAGES and alternative.key in MASKS and alternative.key != "hides-nothing":
+                site = locate.mask_culprit(self.student, producer) or site
+            elif producer is not None and (site is None or alternative.skip):
+                site = self.in_call(producer)
+        return site
+
+    def _site(self, index: int, name: str, alternative: Alternative, nodes: Nodes | None,
+              found: dict[str, Nodes | None]) -> Site | None:
         trace = self.student
         producer = trace.producer(nodes[0]) if nodes else None
         if name in MASK_STAGES and alternative.key in MASKS and alternative.key != "hides-nothing":
@@ -19,7 +46,7 @@ class Placing:
         if alternative.skip:
             dead = locate.dead_op(trace, SKIPPED_OPS.get(name, set()), self.call if self.call >= 0 else None)
             if dead is not None:
-                return self._in_call(dead)
+                return self.in_call(dead)
             if index == len(self.instance.order) - 1 and nodes and self._returned_at(nodes) is not None:
                 return self._returned_at(nodes)  # the value went out as it was: the return statement
             return locate.frontier(trace, nodes, self._known) or (producer.site if producer else None)
@@ -28,25 +55,25 @@ class Placing:
         if name == "scaled" and nodes:  # where the factor was applied (perhaps to the queries, or before a mask)
             scaling = locate.scaling_op(trace, nodes[0])
             if scaling is not None:
-                return self._in_call(scaling)
+                return self.in_call(scaling)
         if alternative.misconception == "uses-scores-not-weights":
             dead = locate.dead_op(trace, SKIPPED_OPS["weights"], self.call if self.call >= 0 else None)
             if dead is not None:
-                return self._in_call(dead)  # the weights were computed, then not used
+                return self.in_call(dead)  # the weights were computed, then not used
         if producer is not None:
             return producer.site
         previous = self.instance.order[index - 1] if index else None
-        return locate.frontier(trace, self.nodes.get(previous), self._known) if previous else None
+        return locate.frontier(trace, found.get(previous), self._known) if previous else None
 
-    def _returned_at(self, nodes: tuple[int, ...]) -> Site | None:
+    def _returned_at(self, nodes: Nodes) -> Site | None:
         if not 0 <= self.call < len(self.student.calls):
             return None
         call = self.student.calls[self.call]
-        if call.returned and call.file and self._is_result(nodes):
+        if call.returned and call.file and is_result(self.student, nodes):
             return Site(call.file, call.returned, call.function)
         return None
 
-    def _in_call(self, op: Op) -> Site:
+    def in_call(self, op: Op) -> Site:
         """The op's line in the function of the call (a helper's line is where the helper was called)."""
         if 0 <= self.call < len(self.student.calls):
             function = self.student.calls[self.call].function
@@ -55,58 +82,56 @@ class Placing:
                     return frame
         return op.site
 
-    def _known(self, node) -> bool:
+    def _known(self, node: Node) -> bool:
         """Whether a student's tensor is one the reference computed too (in the matching call)."""
         if node.value is None:
             return False
         if self._reference_finder is None:
-            self._reference_finder = Finder(self.reference.trace, call_nodes(self.reference.trace, self.instance.call))
+            self._reference_finder = Finder(self.reference, call_nodes(self.reference, self.instance.call))
         return self._reference_finder.find(node.value, "free", sliced=False) is not None
 
-    def _unused_right(self, name: str) -> Site | None:
+    def unused_right(self, name: str, right: torch.Tensor) -> Site | None:
         """The stage's right value computed by the student but never used (a dead tensor)."""
-        right = self._right(name, self.state, self.on_track)
-        if right is None or not 0 <= self.call < len(self.student.calls):
+        if not 0 <= self.call < len(self.student.calls):
             return None
         dead = call_nodes(self.student, self.call) - self.student.live
         found = Finder(self.student, dead).find(right, STAGES[name].kind) if dead else None
         producer = self.student.producer(found[0]) if found else None
-        return self._in_call(producer) if producer is not None else None
+        return self.in_call(producer) if producer is not None else None
 
-    def _depart(self, index: int, name: str) -> None:
+    def departure(self, index: int, name: str, progress: Progress) -> Departure:
+        """Where the student's computation went instead of stage `name` (found neither right nor
+        any known wrong way), from the last checkpoint the student got right."""
         order = self.instance.order
-        previous = next((self.nodes[n] for n in reversed(order[:index]) if self.nodes.get(n)), None)
+        previous = next((progress.nodes[n] for n in reversed(order[:index]) if progress.nodes.get(n)), None)
         if name in PROJECTIONS and self.instance.seeded:  # the constructor's own parameters, or their use
-            self.departure = Departure("parameters", self._projection_site(), self._projection_op())
-            return
-        site = self._unused_right(name) or self.unused
+            return Departure("parameters", projection_site(self.student), self._projection_op())
+        site = progress.unused
         if site is None and name in PROJECTIONS:  # siblings, not a chain: the projection that differs
             site = self._projection_op()
         if site is None and previous:
-            site = self._broken_layout(order, index)
+            site = self._broken_layout(index, progress)
         if site is None and previous:
             dead = [op for op in self.student.consumers(previous[0]) if op.name not in locate.LAYOUT_OPS
                     and op.outputs and not any(out in self.student.live for out in op.outputs)]
             if dead:
-                site = self._in_call(dead[0])  # what should have come next was computed, then dropped
+                site = self.in_call(dead[0])  # what should have come next was computed, then dropped
         if site is None and previous and STAGES[name].kind == ORDERED:
             site = locate.last_rearrangement(self.student, previous)
         if site is None:
             start = previous or self._call_inputs()
             site = locate.frontier(self.student, start, self._known) if start else None
-        self.departure = Departure(name, site)
+        return Departure(name, site)
 
-    def _broken_layout(self, order: list[str], index: int) -> Site | None:
+    def _broken_layout(self, index: int, progress: Progress) -> Site | None:
         """A view or transpose after the last checkpoint the student got right that no longer holds
         it in any layout the checkpoint allows (the arguments of a view swapped, say)."""
-        before = next((n for n in reversed(order[:index]) if self.nodes.get(n)), None)
-        value = self.state.get(before) if before else None
+        before = next((n for n in reversed(self.instance.order[:index]) if progress.nodes.get(n)), None)
+        value = progress.state.get(before) if before else None
         if before is None or value is None:
             return None
-        from grader.diagnosis.layout import comparable, same_tensor
-
         want, kind = comparable(value), STAGES[before].kind
-        node, live = self.nodes[before][0], self.student.live
+        node, live = progress.nodes[before][0], self.student.live  # type: ignore[index]
         for _ in range(30):
             following = [op for op in self.student.consumers(node) if op.name in locate.LAYOUT_OPS
                          and op.outputs and op.outputs[0] in live]
@@ -121,7 +146,7 @@ class Placing:
             node = op.outputs[0]
         return None
 
-    def _call_inputs(self) -> tuple[int, ...] | None:
+    def _call_inputs(self) -> Nodes | None:
         if not 0 <= self.call < len(self.student.calls):
             return None
         nodes = tuple(a.node for a in self.student.calls[self.call].args.values() if isinstance(a, Ref) and a.node >= 0)
@@ -134,7 +159,7 @@ class Placing:
         inputs = self._call_inputs()
         if not inputs:
             return None
-        wanted = [self.reference.trace.nodes[self.instance.ops[p].outputs[0]].value for p in self.instance.order
+        wanted = [self.reference.nodes[self.instance.ops[p].outputs[0]].value for p in self.instance.order
                   if p in PROJECTIONS and self.instance.ops[p].outputs]
         wanted = [comparable(w) for w in wanted if w is not None]
         theirs = [op for op in self.student.consumers(inputs[0]) if op.name not in locate.LAYOUT_OPS and op.outputs]
@@ -157,12 +182,11 @@ class Placing:
                 return op.site
         return None
 
-    def _projection_site(self) -> Site | None:
-        """The first projection of the student's forward: the line creating its parameter, else its own."""
-        for op in self.student.ops:
-            if op.name in ("linear", "matmul", "einsum", "mm", "bmm") \
-                    and not any(frame.function == "__init__" for frame in op.stack):
-                return locate.parameter_origin(self.student, op) or op.site
-        return None
 
-
+def projection_site(student: Trace) -> Site | None:
+    """The first projection of the student's forward: the line creating its parameter, else its own."""
+    for op in student.ops:
+        if op.name in ("linear", "matmul", "einsum", "mm", "bmm") \
+                and not any(frame.function == "__init__" for frame in op.stack):
+            return locate.parameter_origin(student, op) or op.site
+    return None
