@@ -6,6 +6,7 @@ This is how a course usually autogrades (one fresh pytest process per submission
 imported into it), kept only to measure what the warm sandboxed workers save. It is NOT safe:
 the student's code shares a process with the answer key and the hidden tests.
 """
+
 from __future__ import annotations
 
 import sys

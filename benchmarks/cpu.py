@@ -1,5 +1,6 @@
 """CPU time of a process tree and of the whole machine, read from /proc (for the benchmarks and
 the sandbox tests that check what a process spent)."""
+
 from __future__ import annotations
 
 import os

@@ -17,6 +17,7 @@ grader's answer. Prints:
 - false diagnoses on correct code (the correct alternatives and every mutant that loses nothing).
 Not part of the test run; tests/test_diagnosis_recogniser.py runs a sample of it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mutation import MODULES, Mutant, combine, single_mutants, solution_sources  # noqa: E402
+from mutation import MODULES, Mutant, combine, single_mutants, solution_sources
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = ROOT / "tests" / "submissions" / "shapes"
@@ -72,17 +73,25 @@ class Graded:
 
 
 def single_cases(mutants: list[Mutant]) -> list[Case]:
-    return [Case(f"m{index:03d}", "single", {m.module: m.source}, [m.label], {m.module: m.lines}, m.detail)
-            for index, m in enumerate(mutants)]
+    return [
+        Case(f"m{index:03d}", "single", {m.module: m.source}, [m.label], {m.module: m.lines}, m.detail)
+        for index, m in enumerate(mutants)
+    ]
 
 
 def pair_cases(graded: list[Graded], mutants: dict[str, Mutant], count: int, seed: int) -> list[Case]:
     """Two catalogued mutants that each lose points with value failures only (no error), with
     different causes, on lines that do not touch."""
     original = solution_sources()
-    usable = [g.case for g in graded if g.case.kind == "single" and g.case.labels[0] and g.loses_points
-              and not any(o.status == "error" for o in g.outcomes)
-              and any(o.status == "failed" for o in g.outcomes)]
+    usable = [
+        g.case
+        for g in graded
+        if g.case.kind == "single"
+        and g.case.labels[0]
+        and g.loses_points
+        and not any(o.status == "error" for o in g.outcomes)
+        and any(o.status == "failed" for o in g.outcomes)
+    ]
     rng = random.Random(seed)
     cases, tried = [], set()
     while len(cases) < count and len(tried) < 20 * count:
@@ -99,8 +108,16 @@ def pair_cases(graded: list[Graded], mutants: dict[str, Mutant], count: int, see
         for case in (a, b):
             for module, where in case.lines.items():
                 lines[module] |= where
-        cases.append(Case(f"{a.name}+{b.name}", "pair", sources, [a.labels[0], b.labels[0]], dict(lines),
-                          f"{a.detail} + {b.detail}"))
+        cases.append(
+            Case(
+                f"{a.name}+{b.name}",
+                "pair",
+                sources,
+                [a.labels[0], b.labels[0]],
+                dict(lines),
+                f"{a.detail} + {b.detail}",
+            )
+        )
     return cases
 
 
@@ -121,7 +138,9 @@ def shape_cases() -> list[Case]:
 def correct_cases() -> list[Case]:
     cases = [Case("solutions", "correct", {}, [])]
     for folder in sorted(p for p in CORRECT.iterdir() if p.is_dir()):
-        cases.append(Case(f"correct/{folder.name}", "correct", {p.stem: p.read_text() for p in folder.glob("*.py")}, []))
+        cases.append(
+            Case(f"correct/{folder.name}", "correct", {p.stem: p.read_text() for p in folder.glob("*.py")}, [])
+        )
     return cases
 
 
@@ -171,13 +190,18 @@ def report(graded: list[Graded], verbose: bool) -> None:
     singles = [g for g in graded if g.case.kind in ("single", "shape")]
     losing = [g for g in singles if g.loses_points]
     mutants = [g for g in singles if g.case.kind == "single"]
-    print(f"single mutants: {len(mutants)}, of which lose points: {sum(g.loses_points for g in mutants)}; "
-          f"hand-written shapes: {sum(g.case.kind == 'shape' for g in graded)}")
+    print(
+        f"single mutants: {len(mutants)}, of which lose points: {sum(g.loses_points for g in mutants)}; "
+        f"hand-written shapes: {sum(g.case.kind == 'shape' for g in graded)}"
+    )
     catalogued = [g for g in losing if g.case.labels[0]]
     named = [g for g in catalogued if g.named == [g.case.labels[0]]]
     named_among = [g for g in catalogued if g.case.labels[0] in g.named]
-    print(f"catalogued and losing points: {len(catalogued)}; named correctly (their cause, nothing else): "
-          f"{percent(len(named), len(catalogued))}; their cause among the names: {percent(len(named_among), len(catalogued))}")
+    print(
+        f"catalogued and losing points: {len(catalogued)}; named correctly (their cause, nothing else): "
+        f"{percent(len(named), len(catalogued))}; "
+        f"their cause among the names: {percent(len(named_among), len(catalogued))}"
+    )
     by_label: dict[str, list[Graded]] = defaultdict(list)
     for g in catalogued:
         by_label[g.case.labels[0]].append(g)
@@ -186,18 +210,25 @@ def report(graded: list[Graded], verbose: bool) -> None:
         print(f"  {label:34s} {hits:3d} / {len(group):3d}")
     uncatalogued = [g for g in losing if not g.case.labels[0]]
     wrongly = [g for g in uncatalogued if g.named]
-    print(f"uncatalogued and losing points: {len(uncatalogued)}; given a name anyway: {len(wrongly)} "
-          f"({Counter(n for g in wrongly for n in g.named).most_common(6)})")
+    print(
+        f"uncatalogued and losing points: {len(uncatalogued)}; given a name anyway: {len(wrongly)} "
+        f"({Counter(n for g in wrongly for n in g.named).most_common(6)})"
+    )
     totals = [located(g) for g in losing]
-    print(f"value failures located to the mutated file:line: {percent(sum(t[1] for t in totals), sum(t[0] for t in totals))}")
+    print(
+        "value failures located to the mutated file:line: "
+        f"{percent(sum(t[1] for t in totals), sum(t[0] for t in totals))}"
+    )
     pairs = [g for g in graded if g.case.kind == "pair" and g.loses_points]
     both = [g for g in pairs if all(label in g.named for label in g.case.labels)]
     print(f"two-mistake mutants losing points: {len(pairs)}; both causes named: {percent(len(both), len(pairs))}")
     correct = [g for g in graded if g.case.kind == "correct"]
     equivalent = [g for g in singles if not g.loses_points]
     false = [g for g in correct + equivalent if any(o.diagnosis or o.misconception for o in g.outcomes)]
-    print(f"correct alternatives at full marks: {sum(not g.loses_points for g in correct)}/{len(correct)}; "
-          f"mutants that lose nothing: {len(equivalent)}; false diagnoses on correct code: {len(false)}")
+    print(
+        f"correct alternatives at full marks: {sum(not g.loses_points for g in correct)}/{len(correct)}; "
+        f"mutants that lose nothing: {len(equivalent)}; false diagnoses on correct code: {len(false)}"
+    )
     if verbose:
         print("\n-- catalogued mutants not named correctly")
         for g in catalogued:
@@ -212,7 +243,9 @@ def report(graded: list[Graded], verbose: bool) -> None:
             if g not in both:
                 print(f"  {g.case.name} {g.case.labels}: named {g.named} ({g.case.detail})")
         for g in false:
-            print(f"  FALSE DIAGNOSIS {g.case.name}: {[(o.id, o.misconception) for o in g.outcomes if o.misconception]}")
+            print(
+                f"  FALSE DIAGNOSIS {g.case.name}: {[(o.id, o.misconception) for o in g.outcomes if o.misconception]}"
+            )
 
 
 def main() -> None:

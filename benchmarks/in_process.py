@@ -4,13 +4,14 @@ The benchmark's mutants and the kit's test fixtures are our own code, so they ma
 trusted process (fast, no sandbox start-up). Real submissions never come here: their probes and
 traces run in the sandbox. The stages are the grading run's own (grader.run.stages).
 """
+
 from __future__ import annotations
 
 import hashlib
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
 import torch
 
@@ -64,8 +65,11 @@ def trace_probes(directory: Path, probes: list[str] | tuple[str, ...]) -> dict[s
 
 
 def read_sources(directory: Path) -> dict[str, str]:
-    return {name: (directory / f"{name}.py").read_text(encoding="utf-8")
-            for name in MODULES if (directory / f"{name}.py").is_file()}
+    return {
+        name: (directory / f"{name}.py").read_text(encoding="utf-8")
+        for name in MODULES
+        if (directory / f"{name}.py").is_file()
+    }
 
 
 class InProcess:
@@ -81,8 +85,9 @@ class InProcess:
     def graded(self, directory: Path) -> stages.Graded:
         """The suites' outcomes on the submission in `directory`, undiagnosed."""
         sources = read_sources(directory)
-        submission = Submission(directory.name, directory, sources,
-                                hashlib.sha256(repr(sorted(sources.items())).encode()).hexdigest())
+        submission = Submission(
+            directory.name, directory, sources, hashlib.sha256(repr(sorted(sources.items())).encode()).hexdigest()
+        )
         run = SandboxRun(submission, run_probes(directory))
         return stages.outcomes(run, stages.probe_outputs(run), self.suites, self.reference)
 
@@ -103,8 +108,9 @@ def grade_each(directories: list[Path], check: Callable[..., None]) -> None:
         check(grading.diagnoser, directory, graded.outputs, list(graded.outcomes), grading.suites.uses)
 
 
-def grade_in_process(directories: list[Path], sink: Callable[[Path, ProbeOutputs, list[TestOutcome]], None],
-                     trace: bool = True) -> None:
+def grade_in_process(
+    directories: list[Path], sink: Callable[[Path, ProbeOutputs, list[TestOutcome]], None], trace: bool = True
+) -> None:
     """The hidden suites and the diagnosis (with traces of what failed) on each submission, all in
     this process; `sink(directory, outputs, outcomes)` receives each one's diagnosed outcomes."""
     grading = InProcess()

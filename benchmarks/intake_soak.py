@@ -12,6 +12,7 @@ notebooks at 8 MB with just under 300,000 JSON values, a submission at its 24 MB
 parser bombs filling the scan budget, 8 MB of nested brackets), --copies times each, and prints
 the trusted process's peak RSS against a clean run's. Not part of the test run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.conftest import MODULES, solutions_as_submission  # noqa: E402
-from tests.test_intake_property import check_tree, grade_in_subprocess, students  # noqa: E402
+from tests.conftest import MODULES, solutions_as_submission
+from tests.test_intake_property import check_tree, grade_in_subprocess, students
 
 MB = 1024**2
 
@@ -37,8 +38,12 @@ def clean_run(base: Path) -> dict:
     run = grade_in_subprocess(base / "class", base / "out", base / "rss")
     if run.returncode:
         sys.exit(run.stderr)
-    return {"out": base / "out", "results": (base / "out" / "honest" / "results.json").read_bytes(),
-            "rss": int((base / "rss").read_text()), "seconds": time.perf_counter() - started}
+    return {
+        "out": base / "out",
+        "results": (base / "out" / "honest" / "results.json").read_bytes(),
+        "rss": int((base / "rss").read_text()),
+        "seconds": time.perf_counter() - started,
+    }
 
 
 def notebook(cells: list[dict], padding: int = 0) -> str:
@@ -103,8 +108,10 @@ def worst(copies: int, keep: Path | None) -> None:
     rss = int((base / "worst" / "rss").read_text())
     students = sum(1 for _ in (base / "worst" / "out").glob("*/results.json"))
     print(f"clean run (1 student): peak RSS of the trusted process {clean['rss']} MB, {clean['seconds']:.1f} s")
-    print(f"worst file-based inputs ({students} students, {copies} of each): peak RSS {rss} MB "
-          f"(+{rss - clean['rss']} MB), {seconds:.1f} s")
+    print(
+        f"worst file-based inputs ({students} students, {copies} of each): peak RSS {rss} MB "
+        f"(+{rss - clean['rss']} MB), {seconds:.1f} s"
+    )
     if keep is None:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -120,8 +127,13 @@ def soak(examples: int, keep: Path | None, seed: int | None) -> None:
 
     # No shrinking: one example is one `grade` run (shrinking a failure would take hours); the
     # failing tree is printed as it was generated, and --seed replays the same sequence.
-    @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck), database=None,
-              phases=[Phase.explicit, Phase.generate])
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+        phases=[Phase.explicit, Phase.generate],
+    )
     @given(tree=students)
     def run(tree):
         started = time.perf_counter()
@@ -130,12 +142,15 @@ def soak(examples: int, keep: Path | None, seed: int | None) -> None:
         except BaseException:
             print(f"  FAILED on the tree {tree!r} (kept in {base / 'tree'})", flush=True)
             raise
-        print(f"  tree of {len(tree)} students: peak RSS {peaks[-1]} MB, {time.perf_counter() - started:.1f} s",
-              flush=True)
+        print(
+            f"  tree of {len(tree)} students: peak RSS {peaks[-1]} MB, {time.perf_counter() - started:.1f} s",
+            flush=True,
+        )
 
     (seeded(seed)(run) if seed is not None else run)()
-    print(f"{len(peaks)} random trees: every invariant held; peak RSS max {max(peaks)} MB "
-          f"(clean run {clean['rss']} MB)")
+    print(
+        f"{len(peaks)} random trees: every invariant held; peak RSS max {max(peaks)} MB (clean run {clean['rss']} MB)"
+    )
     if keep is None:
         shutil.rmtree(base, ignore_errors=True)
 

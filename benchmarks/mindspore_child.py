@@ -15,6 +15,7 @@ measures MindSpore, not the sandbox): benchmarks/sandbox.py and benchmarks/minds
 measure the whole path. CPU times are load-independent enough to compare on a shared machine;
 wall times are not. Not part of the test run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grader.sandbox import driver, warmup  # noqa: E402
+from grader.sandbox import driver, warmup
 
 CHILD_SECONDS = 300  # a child that hangs (a MindSpore op after a fork that MindSpore does not survive) is stopped
 
@@ -95,21 +96,27 @@ def main() -> None:
     from grader.probes import PROBES
 
     names = sorted(PROBES)
-    print(f"warm-up: {time.perf_counter() - started:.1f} s; {len(names)} probes; {os.cpu_count()} cores, "
-          f"load {os.getloadavg()[0]:.1f}")
+    print(
+        f"warm-up: {time.perf_counter() - started:.1f} s; {len(names)} probes; {os.cpu_count()} cores, "
+        f"load {os.getloadavg()[0]:.1f}"
+    )
     runs = [one_child(folder, max(2, args.passes), names) for _ in range(args.children)]
     for index in range(max(2, args.passes)):
         cpu = [run[index][0] for run in runs]
         wall = [run[index][1] for run in runs]
-        print(f"pass {index + 1}: CPU min {min(cpu):.3f} median {statistics.median(cpu):.3f} s, "
-              f"wall min {min(wall):.3f} median {statistics.median(wall):.3f} s"
-              + ("   <- what grading a submission costs" if index == 0 else ""))
+        print(
+            f"pass {index + 1}: CPU min {min(cpu):.3f} median {statistics.median(cpu):.3f} s, "
+            f"wall min {min(wall):.3f} median {statistics.median(wall):.3f} s"
+            + ("   <- what grading a submission costs" if index == 0 else "")
+        )
     for name, of in (("min", min), ("median", statistics.median)):  # the minimum: least disturbed by other load
         first = of(run[0][0] for run in runs)
         later = of(cpu for run in runs for cpu, _ in run[1:])
         share = 100 * (first - later) / first
-        print(f"first use ({name}s): {first - later:.3f} s of {first:.3f} s CPU ({share:.0f} %): "
-              f"the most a warm-up of the child could save")
+        print(
+            f"first use ({name}s): {first - later:.3f} s of {first:.3f} s CPU ({share:.0f} %): "
+            f"the most a warm-up of the child could save"
+        )
     shutil.rmtree(work, ignore_errors=True)
 
 

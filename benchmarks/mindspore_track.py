@@ -12,6 +12,7 @@ sample, as many at a time as the grader has jobs. Prints submissions per second 
 ratio, and whether every copy of the reference earned full marks (the numbers mean nothing
 otherwise). Not part of the test run; the PyTorch track's numbers: benchmarks/throughput.py.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from throughput import ROOT, build_class, run_baseline, run_grader  # noqa: E402
+from throughput import ROOT, build_class, run_baseline, run_grader
 
 
 def templates(work: Path) -> list[Path]:
@@ -50,21 +51,26 @@ def main() -> None:
         shutil.rmtree(work / name, ignore_errors=True)
     sources = templates(work)
     students = build_class(work / "class", args.copies, sources)
-    print(f"{len(students)} MindSpore submissions from {len(sources)} templates, {args.jobs} jobs, "
-          f"{os.cpu_count()} cores")
+    print(
+        f"{len(students)} MindSpore submissions from {len(sources)} templates, {args.jobs} jobs, {os.cpu_count()} cores"
+    )
     seconds = run_grader(work / "class", work / "reports", args.jobs)
     rate = len(students) / seconds
     print(f"grader:   {len(students)} submissions in {seconds:.1f} s = {rate:.2f} submissions/s")
     documents = [json.loads((work / "reports" / s.name / "results.json").read_text()) for s in students]
     reference = [d for d in documents if d["submission"].startswith("ms-reference-")]
     full = all(d["score"] == d["max_score"] and d.get("track") == "mindspore" for d in reference)
-    print(f"check:    {len(reference)} copies of the reference "
-          + ("all earned full marks on the MindSpore track" if full else "did NOT all earn full marks"))
+    print(
+        f"check:    {len(reference)} copies of the reference "
+        + ("all earned full marks on the MindSpore track" if full else "did NOT all earn full marks")
+    )
     sample = students[: args.baseline_samples]
     baseline_seconds = run_baseline(sample, args.jobs)
     baseline_rate = len(sample) / baseline_seconds
-    print(f"baseline: {len(sample)} submissions in {baseline_seconds:.1f} s = {baseline_rate:.2f} submissions/s "
-          f"(one fresh interpreter each: torch, MindSpore and the student's code imported)")
+    print(
+        f"baseline: {len(sample)} submissions in {baseline_seconds:.1f} s = {baseline_rate:.2f} submissions/s "
+        f"(one fresh interpreter each: torch, MindSpore and the student's code imported)"
+    )
     print(f"speed-up: {rate / baseline_rate:.1f}x")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)

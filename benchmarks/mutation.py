@@ -9,19 +9,41 @@ derived from the operator and the place only, never from what the grader says:
 - a mutation that leaves a variable unbound (a deleted assignment that later code reads) breaks
   the code rather than making a misconception: no label.
 """
+
 from __future__ import annotations
 
 import ast
 
-from mutation_expressions import (argument_swaps, attribute_swaps, constants, diagonals, dims, init_calls,
-                                  scalings, slices, untransposes)
+from mutation_expressions import (
+    argument_swaps,
+    attribute_swaps,
+    constants,
+    diagonals,
+    dims,
+    init_calls,
+    scalings,
+    slices,
+    untransposes,
+)
 from mutation_source import MODULES, Mutant, Place, Source, solution_sources
 from mutation_statements import discards, drops, reorders
 
 __all__ = ["MODULES", "Mutant", "combine", "single_mutants", "solution_sources"]
 
-OPERATORS = (dims, diagonals, scalings, drops, reorders, discards, argument_swaps, attribute_swaps, untransposes,
-             init_calls, constants, slices)
+OPERATORS = (
+    dims,
+    diagonals,
+    scalings,
+    drops,
+    reorders,
+    discards,
+    argument_swaps,
+    attribute_swaps,
+    untransposes,
+    init_calls,
+    constants,
+    slices,
+)
 
 
 def single_mutants() -> list[Mutant]:
@@ -40,8 +62,17 @@ def single_mutants() -> list[Mutant]:
                 lines = item[5] if len(item) > 5 else frozenset(range(statement.lineno, statement.end_lineno + 1))
                 if kind == "drop":  # the missing step belongs between its neighbours
                     lines = lines | _neighbours(place)
-                mutants.append(Mutant(module, kind, f"{module}.py:{statement.lineno} {detail}", source, frozenset(lines),
-                                      label, (min(lines), max(lines))))
+                mutants.append(
+                    Mutant(
+                        module,
+                        kind,
+                        f"{module}.py:{statement.lineno} {detail}",
+                        source,
+                        frozenset(lines),
+                        label,
+                        (min(lines), max(lines)),
+                    )
+                )
     return mutants
 
 
@@ -61,7 +92,11 @@ def combine(first: Mutant, second: Mutant, original: dict[str, str]) -> dict[str
     if first.module == second.module:
         if first.span[1] >= second.span[0] - 1 and second.span[1] >= first.span[0] - 1:
             return None
-        a, b, base = first.source.splitlines(True), second.source.splitlines(True), original[first.module].splitlines(True)
+        a, b, base = (
+            first.source.splitlines(True),
+            second.source.splitlines(True),
+            original[first.module].splitlines(True),
+        )
         merged = [y if x == z else x for x, y, z in zip(a, b, base)]
         text = "".join(merged)
         try:

@@ -1,5 +1,6 @@
 """Mutation operators inside expressions: a dim, a diagonal, triu/tril, a divisor or exponent,
 arguments or attributes swapped, a transpose left out, another initialisation, constant or slice."""
+
 from __future__ import annotations
 
 import ast
@@ -12,8 +13,11 @@ def _dim_argument(call: ast.Call) -> ast.AST | None:
     for keyword in call.keywords:
         if keyword.arg == "dim":
             return keyword.value
-    on_module = isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
+    on_module = (
+        isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
         and call.func.value.id in ("torch", "F", "nn")
+    )
     index = 1 if on_module or name == "cat" else 0
     return call.args[index] if len(call.args) > index else None
 
@@ -83,42 +87,88 @@ def scalings(src: Source):
         for division in _divisor_of(statement):
             left = ast.unparse(division.left)
             left = f"({left})" if isinstance(division.left, ast.BinOp) else left
-            dropped_label = "missing-scaling" if scaled else \
-                "mask-after-softmax-unnormalized" if "renormalized" in place.checkpoints else None
-            yield "drop-divisor", f"{ast.unparse(division)} -> {left}", src.replace(division, left), place, dropped_label
+            dropped_label = (
+                "missing-scaling"
+                if scaled
+                else "mask-after-softmax-unnormalized"
+                if "renormalized" in place.checkpoints
+                else None
+            )
+            yield (
+                "drop-divisor",
+                f"{ast.unparse(division)} -> {left}",
+                src.replace(division, left),
+                place,
+                dropped_label,
+            )
             times = ast.BinOp(division.left, ast.Mult(), division.right)
-            yield "divisor", "/ -> *", src.replace(division, ast.unparse(times)), place, \
-                "wrong-scaling" if scaled else None
+            yield (
+                "divisor",
+                "/ -> *",
+                src.replace(division, ast.unparse(times)),
+                place,
+                "wrong-scaling" if scaled else None,
+            )
             for node in ast.walk(division.right):
-                if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and isinstance(node.right, ast.Constant):
+                if (
+                    isinstance(node, ast.BinOp)
+                    and isinstance(node.op, ast.Pow)
+                    and isinstance(node.right, ast.Constant)
+                ):
                     for new in (1, 0, -0.5):
                         label = ("missing-scaling" if new == 0 else "wrong-scaling") if scaled else None
-                        yield "exponent", f"**{node.right.value} -> **{new}", src.replace(node.right, repr(new)), \
-                            place, label
+                        yield (
+                            "exponent",
+                            f"**{node.right.value} -> **{new}",
+                            src.replace(node.right, repr(new)),
+                            place,
+                            label,
+                        )
                 if isinstance(node, ast.Subscript) and _int(node.slice) is not None:
                     for new in (0, 1, -2):
                         if new != _int(node.slice):
-                            yield "divisor", f"[{_int(node.slice)}] -> [{new}]", src.replace(node.slice, repr(new)), \
-                                place, "wrong-scaling" if scaled else None
+                            yield (
+                                "divisor",
+                                f"[{_int(node.slice)}] -> [{new}]",
+                                src.replace(node.slice, repr(new)),
+                                place,
+                                "wrong-scaling" if scaled else None,
+                            )
 
 
 def argument_swaps(src: Source):
     """Swap two neighbouring positional arguments, or the operands of @."""
     for node, place in src.places():
-        builder = src.module in EXERCISE_BUILDERS and _call_name(node) in ("MultiHeadAttention", "MultiHeadAttentionWrapper")
-        if isinstance(node, ast.Call) and len(node.args) >= 2 and not any(isinstance(a, ast.Starred) for a in node.args):
+        builder = src.module in EXERCISE_BUILDERS and _call_name(node) in (
+            "MultiHeadAttention",
+            "MultiHeadAttentionWrapper",
+        )
+        if (
+            isinstance(node, ast.Call)
+            and len(node.args) >= 2
+            and not any(isinstance(a, ast.Starred) for a in node.args)
+        ):
             for i in range(min(len(node.args) - 1, 3)):
                 a, b = node.args[i], node.args[i + 1]
                 if ast.unparse(a) == ast.unparse(b):
                     continue
                 args = list(node.args)
                 args[i], args[i + 1] = b, a
-                yield "swap-args", f"{_call_name(node)} arguments {i} and {i + 1}", \
-                    src.replace(node, ast.unparse(ast.Call(node.func, args, node.keywords))), place, \
-                    "wrong-config" if builder else None
+                yield (
+                    "swap-args",
+                    f"{_call_name(node)} arguments {i} and {i + 1}",
+                    src.replace(node, ast.unparse(ast.Call(node.func, args, node.keywords))),
+                    place,
+                    "wrong-config" if builder else None,
+                )
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-            yield "swap-args", "operands of @", src.replace(node, ast.unparse(ast.BinOp(node.right, node.op, node.left))), \
-                place, None
+            yield (
+                "swap-args",
+                "operands of @",
+                src.replace(node, ast.unparse(ast.BinOp(node.right, node.op, node.left))),
+                place,
+                None,
+            )
 
 
 def attribute_swaps(src: Source):
@@ -140,8 +190,11 @@ def untransposes(src: Source):
     for node, place in src.places():
         if isinstance(node, ast.Attribute) and node.attr in ("T", "mT"):
             receiver = node.value
-        elif isinstance(node, ast.Call) and _call_name(node) in ("transpose", "permute") \
-                and isinstance(node.func, ast.Attribute):
+        elif (
+            isinstance(node, ast.Call)
+            and _call_name(node) in ("transpose", "permute")
+            and isinstance(node.func, ast.Attribute)
+        ):
             receiver = node.func.value
         else:
             continue
@@ -161,16 +214,29 @@ def init_calls(src: Source):
     for node, place in src.places():
         if isinstance(node, ast.Attribute) and node.attr == "rand" and place.function.name == "__init__":
             for other in ("randn", "ones"):
-                yield "init-call", f"torch.rand -> torch.{other}", \
-                    src.replace(node, ast.unparse(ast.Attribute(node.value, other, ast.Load()))), place, "wrong-init"
-        if isinstance(node, ast.keyword) and node.arg == "bias" and isinstance(node.value, ast.Name) \
-                and node.value.id == "qkv_bias":
+                yield (
+                    "init-call",
+                    f"torch.rand -> torch.{other}",
+                    src.replace(node, ast.unparse(ast.Attribute(node.value, other, ast.Load()))),
+                    place,
+                    "wrong-init",
+                )
+        if (
+            isinstance(node, ast.keyword)
+            and node.arg == "bias"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "qkv_bias"
+        ):
             for value in (False, True):
-                yield "init-call", f"bias=qkv_bias -> bias={value}", src.replace(node.value, repr(value)), place, \
-                    "qkv-bias-ignored"
+                yield (
+                    "init-call",
+                    f"bias=qkv_bias -> bias={value}",
+                    src.replace(node.value, repr(value)),
+                    place,
+                    "qkv-bias-ignored",
+                )
         if isinstance(node, ast.Call) and _call_name(node) == "ModuleList":
-            yield "init-call", "nn.ModuleList -> list", \
-                src.replace(node.func, "list"), place, "heads-not-registered"
+            yield "init-call", "nn.ModuleList -> list", src.replace(node.func, "list"), place, "heads-not-registered"
 
 
 def constants(src: Source):
@@ -186,12 +252,19 @@ def constants(src: Source):
 def slices(src: Source):
     """The mask used whole, or cut to the book's six tokens."""
     for node, place in src.places():
-        if not isinstance(node, ast.Subscript) or "mask" not in ast.unparse(node.value) \
-                or not isinstance(node.slice, ast.Tuple) or not all(isinstance(e, ast.Slice) for e in node.slice.elts):
+        if (
+            not isinstance(node, ast.Subscript)
+            or "mask" not in ast.unparse(node.value)
+            or not isinstance(node.slice, ast.Tuple)
+            or not all(isinstance(e, ast.Slice) for e in node.slice.elts)
+        ):
             continue
         yield "slice", "mask not cut", src.replace(node, ast.unparse(node.value)), place, "mask-not-sliced"
         six = ast.Tuple([ast.Slice(None, ast.Constant(6), None) for _ in node.slice.elts], ast.Load())
-        yield "slice", "mask cut to 6 tokens", src.replace(node, ast.unparse(ast.Subscript(node.value, six, ast.Load()))), \
-            place, "hardcoded-shape"
-
-
+        yield (
+            "slice",
+            "mask cut to 6 tokens",
+            src.replace(node, ast.unparse(ast.Subscript(node.value, six, ast.Load()))),
+            place,
+            "hardcoded-shape",
+        )

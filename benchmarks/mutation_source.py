@@ -1,6 +1,7 @@
 """A solution module as the mutation operators see it: its text, its AST, the place of each
 statement (its checkpoint declaration, function and statement list), and edits that keep every
 line where it was."""
+
 from __future__ import annotations
 
 import ast
@@ -9,9 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = ["sec3_3_simple_attention", "sec3_4_self_attention", "sec3_5_causal_attention",
-           "sec3_6_multi_head_attention", "exercise3_1_weight_transfer", "exercise3_2_two_dim_output",
-           "exercise3_3_gpt2_attention"]
+MODULES = [
+    "sec3_3_simple_attention",
+    "sec3_4_self_attention",
+    "sec3_5_causal_attention",
+    "sec3_6_multi_head_attention",
+    "exercise3_1_weight_transfer",
+    "exercise3_2_two_dim_output",
+    "exercise3_3_gpt2_attention",
+]
 EXERCISE_BUILDERS = {"exercise3_2_two_dim_output", "exercise3_3_gpt2_attention"}
 CHECKPOINT = re.compile(r"\[checkpoint: ([\w=, ]+)\]")
 PROJECTION_ATTRIBUTES = ("W_query", "W_key", "W_value")
@@ -19,8 +26,10 @@ PROJECTION_ATTRIBUTES = ("W_query", "W_key", "W_value")
 
 def solution_sources() -> dict[str, str]:
     """The reference solutions as a student hands them in (sibling imports)."""
-    return {m: re.sub(r"^from \.(\w+) import", r"from \1 import", (ROOT / "solutions" / f"{m}.py").read_text(),
-                      flags=re.M) for m in MODULES}
+    return {
+        m: re.sub(r"^from \.(\w+) import", r"from \1 import", (ROOT / "solutions" / f"{m}.py").read_text(), flags=re.M)
+        for m in MODULES
+    }
 
 
 @dataclass(frozen=True)
@@ -58,8 +67,12 @@ def _call_name(node: ast.AST) -> str:
 def _int(node: ast.AST | None) -> int | None:
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
-            and type(node.operand.value) is int:
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and type(node.operand.value) is int
+    ):
         return -node.operand.value
     return None
 
@@ -87,7 +100,7 @@ class Source:
 
     def replace_lines(self, first: int, last: int, new: list[str]) -> str | None:
         lines = list(self.lines)
-        lines[first - 1:last] = new
+        lines[first - 1 : last] = new
         return self._valid("".join(lines))
 
     def _valid(self, text: str) -> str | None:
@@ -135,8 +148,10 @@ def _unbinds(place: Place) -> bool:
         return False
     arguments = {a.arg for a in function.args.args + function.args.kwonlyargs}
     index = body.index(statement)
-    earlier = {n.id for s in body[:index] for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    later = {n.id for s in body[index + 1:] for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    earlier = {
+        n.id for s in body[:index] for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    later = {
+        n.id for s in body[index + 1 :] for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    }
     return bool((targets & later) - earlier - arguments)
-
-

@@ -9,6 +9,7 @@ kit grades every submitted copy in one batch) and, afterwards, of one more stude
 (`--student`), which is what re-grading a late submission costs. nbgrader runs as README says:
 the venv's nbgrader by its path, in a clean environment. Not part of the test run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grader.classroom.nbgrader_autograde import NOTEBOOK_NAME  # noqa: E402
-from grader.classroom.nbgrader_env import tools_dir  # noqa: E402
+from grader.classroom.nbgrader_autograde import NOTEBOOK_NAME
+from grader.classroom.nbgrader_env import tools_dir
 
 ASSIGNMENT = "ch3"
 
@@ -34,8 +35,9 @@ ASSIGNMENT = "ch3"
 def nbgrader(course: Path, *args: str) -> float:
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(course.parent / "home"), "LANG": "C.UTF-8"}
     started = time.perf_counter()
-    result = subprocess.run([str(tools_dir() / "nbgrader"), *args], cwd=course, env=env, capture_output=True,
-                            text=True, timeout=7200)
+    result = subprocess.run(
+        [str(tools_dir() / "nbgrader"), *args], cwd=course, env=env, capture_output=True, text=True, timeout=7200
+    )
     if result.returncode != 0:
         sys.exit(f"nbgrader {' '.join(args)} failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}")
     return time.perf_counter() - started
@@ -52,19 +54,27 @@ def student_notebooks(course: Path) -> list[dict]:
         for cell in notebook["cells"]:
             grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
             if cell["metadata"].get("nbgrader", {}).get("solution"):
-                cell["source"] = edit(re.sub(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n", "", solved[grade_id], flags=re.M))
+                cell["source"] = edit(
+                    re.sub(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n", "", solved[grade_id], flags=re.M)
+                )
         return notebook
 
-    return [filled(lambda code: code),
-            filled(lambda code: code.replace("torch.softmax(attention_scores(inputs), dim=-1)",
-                                             "torch.softmax(attention_scores(inputs), dim=0)")),
-            copy.deepcopy(release)]
+    return [
+        filled(lambda code: code),
+        filled(
+            lambda code: code.replace(
+                "torch.softmax(attention_scores(inputs), dim=-1)", "torch.softmax(attention_scores(inputs), dim=0)"
+            )
+        ),
+        copy.deepcopy(release),
+    ]
 
 
 def hand_in(course: Path, student: str, notebook: dict, index: int) -> None:
     notebook = copy.deepcopy(notebook)
-    notebook["cells"].append({"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
-                              "source": f"# copy {index}"})
+    notebook["cells"].append(
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": f"# copy {index}"}
+    )
     folder = course / "submitted" / student / ASSIGNMENT
     folder.mkdir(parents=True)
     (folder / f"{NOTEBOOK_NAME}.ipynb").write_text(json.dumps(notebook))
@@ -81,8 +91,13 @@ def main() -> None:
     (base / "home").mkdir(exist_ok=True)
     try:
         flags = ["--run-student-kernel"] if args.run_student_kernel else []
-        subprocess.run([str(tools_dir() / "grade"), "nbgrader", "course", *flags], cwd=base, check=True,
-                       capture_output=True, timeout=600)
+        subprocess.run(
+            [str(tools_dir() / "grade"), "nbgrader", "course", *flags],
+            cwd=base,
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
         course = base / "course"
         nbgrader(course, "generate_assignment", ASSIGNMENT)
         kinds = student_notebooks(course)
@@ -92,8 +107,10 @@ def main() -> None:
         hand_in(course, "late", kinds[0], args.students)
         single_seconds = nbgrader(course, "autograde", ASSIGNMENT, "--student", "late")
         mode = "with the student kernel" if args.run_student_kernel else "sandbox only"
-        print(f"nbgrader autograde ({mode}), {args.students} students: {class_seconds:.1f} s, "
-              f"{class_seconds / args.students:.2f} s per notebook")
+        print(
+            f"nbgrader autograde ({mode}), {args.students} students: {class_seconds:.1f} s, "
+            f"{class_seconds / args.students:.2f} s per notebook"
+        )
         print(f"nbgrader autograde of one student alone: {single_seconds:.1f} s")
     finally:
         if not args.keep:

@@ -10,6 +10,7 @@ prints each run's wall time and CPU time (the entrypoint and everything it start
 workers and their children) and the medians. On a shared machine the CPU time is the steadier
 number. Not part of the test run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,9 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grader.records import MODULES  # noqa: E402
-from tests.platforms import (NO_BWRAP_PATH, deps_only_python, environment, open_root, remove_root,  # noqa: E402
-                             sibling_imports)
+from grader.records import MODULES
+from tests.platforms import NO_BWRAP_PATH, deps_only_python, environment, open_root, remove_root, sibling_imports
 
 KIT_DIR = "opt/attention-kit"
 
@@ -72,8 +72,9 @@ def gradescope_run(python: Path, archive: Path, bwrap: bool) -> tuple[float, flo
         with zipfile.ZipFile(archive) as opened:
             opened.extractall(root / "source")
         source = root / "source"
-        subprocess.run(["sh", "-c", f"{sys.executable} -m compileall -q {source / 'kit'} && chmod -R go-rwx {source}"],
-                       check=True)
+        subprocess.run(
+            ["sh", "-c", f"{sys.executable} -m compileall -q {source / 'kit'} && chmod -R go-rwx {source}"], check=True
+        )
         (root / "submission").mkdir()
         solutions(root / "submission")
         env = environment(AUTOGRADER_ROOT=str(root), PYTHON=str(python))
@@ -94,19 +95,35 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as work:
         work = Path(work)
         python = deps_only_python(venv_root / "deps-only")
-        subprocess.run([sys.executable, "-m", "grader", "prairielearn", str(work / "pl")], cwd=ROOT, check=True,
-                       capture_output=True)
-        subprocess.run([sys.executable, "-m", "grader", "gradescope", str(work / "gs.zip")], cwd=ROOT, check=True,
-                       capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "grader", "prairielearn", str(work / "pl")],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+        subprocess.run(
+            [sys.executable, "-m", "grader", "gradescope", str(work / "gs.zip")],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
         platforms = ["prairielearn", "gradescope"] if args.platform == "both" else [args.platform]
         try:
             for platform in platforms:
-                times = [prairielearn_run(python, work / "pl", not args.no_bwrap) if platform == "prairielearn"
-                         else gradescope_run(python, work / "gs.zip", not args.no_bwrap) for _ in range(args.runs)]
+                times = [
+                    prairielearn_run(python, work / "pl", not args.no_bwrap)
+                    if platform == "prairielearn"
+                    else gradescope_run(python, work / "gs.zip", not args.no_bwrap)
+                    for _ in range(args.runs)
+                ]
                 walls, cpus = [w for w, _ in times], [c for _, c in times]
-                print(f"{platform}: wall " + ", ".join(f"{t:.1f}" for t in walls)
-                      + f" s (median {statistics.median(walls):.2f} s); CPU " + ", ".join(f"{t:.1f}" for t in cpus)
-                      + f" s (median {statistics.median(cpus):.2f} s)")
+                print(
+                    f"{platform}: wall "
+                    + ", ".join(f"{t:.1f}" for t in walls)
+                    + f" s (median {statistics.median(walls):.2f} s); CPU "
+                    + ", ".join(f"{t:.1f}" for t in cpus)
+                    + f" s (median {statistics.median(cpus):.2f} s)"
+                )
         finally:
             remove_root(venv_root)
     return 0

@@ -9,6 +9,7 @@ the hand-written buggy and correct submissions of tests/submissions/, and the Mi
 example class and test submissions. Each report file is hashed with what changes with every change
 to the kit's code (results.json's `content_hash`, which includes the kit's fingerprint) left out.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from mutation import MODULES, single_mutants, solution_sources  # noqa: E402
+from mutation import MODULES, single_mutants, solution_sources
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBMISSIONS = ROOT / "tests" / "submissions"
@@ -62,8 +63,10 @@ def write_corpus(out: Path) -> None:
 
 def _ms_reference() -> dict[str, str]:
     folder = ROOT / "solutions" / "mindspore"
-    return {m: re.sub(r"^from \.(\w+) import", r"from \1 import", (folder / f"{m}.py").read_text(), flags=re.M)
-            for m in MODULES}
+    return {
+        m: re.sub(r"^from \.(\w+) import", r"from \1 import", (folder / f"{m}.py").read_text(), flags=re.M)
+        for m in MODULES
+    }
 
 
 def snapshot(corpus: Path, out: Path, grade: str) -> dict[str, str]:

@@ -6,6 +6,7 @@ Prints submissions per second and the CPU time the sandbox spent per submission 
 and their forked children, counted once the pool has stopped and reaped them). Not part of the
 test run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,13 +21,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from cpu import machine_cpu, tree_cpu  # noqa: E402
-from throughput import build_class  # noqa: E402
+from cpu import machine_cpu, tree_cpu
+from throughput import build_class
 
-from grader.intake.discovery import read_submission  # noqa: E402
-from grader.probes import load_all  # noqa: E402
-from grader.records import ProbeError  # noqa: E402
-from grader.sandbox.pool import SandboxPool  # noqa: E402
+from grader.intake.discovery import read_submission
+from grader.probes import load_all
+from grader.records import ProbeError
+from grader.sandbox.pool import SandboxPool
 
 
 def main() -> None:
@@ -49,18 +50,22 @@ def main() -> None:
         for submission in submissions:
             pool.submit(submission)
         for run in pool.results():
-            errors += sum(isinstance(r, ProbeError) and r.kind not in ("exception", "contract", "import")
-                          for r in run.results.values())
+            errors += sum(
+                isinstance(r, ProbeError) and r.kind not in ("exception", "contract", "import")
+                for r in run.results.values()
+            )
         seconds = time.perf_counter() - started
         cpu = tree_cpu(os.getpid()) - before
         own = time.process_time() - own_before
         machine = machine_cpu() - machine_before
     shutil.rmtree(work, ignore_errors=True)
     n = len(submissions)
-    print(f"sandbox: {n} submissions, {args.jobs} jobs, {len(probes)} probes: {seconds:.1f} s = "
-          f"{n / seconds:.2f} submissions/s; CPU {1000 * cpu / n:.0f} ms per submission "
-          f"in the workers and their children, {1000 * own / n:.0f} ms in this process (decoding); "
-          f"the whole machine was busy {1000 * machine / n:.0f} ms per submission; sandbox failures {errors}")
+    print(
+        f"sandbox: {n} submissions, {args.jobs} jobs, {len(probes)} probes: {seconds:.1f} s = "
+        f"{n / seconds:.2f} submissions/s; CPU {1000 * cpu / n:.0f} ms per submission "
+        f"in the workers and their children, {1000 * own / n:.0f} ms in this process (decoding); "
+        f"the whole machine was busy {1000 * machine / n:.0f} ms per submission; sandbox failures {errors}"
+    )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ and at the module cap, which the trusted process no longer parses; the track's r
 512 KB module that does not parse (blank lines); a notebook of 8 MB; quoting a line of a 512 KB
 module. Not part of the test run (tests/test_attacks_round3_text.py compares costs, never times).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,12 +23,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grader.diagnosis.quotes import code_at  # noqa: E402
-from grader.frameworks import track_of  # noqa: E402
-from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, notebook_modules  # noqa: E402
-from grader.intake.parsing import MAX_PARSED_CHARS, parsed  # noqa: E402
-from grader.intake.submission import MAX_SOURCE_BYTES  # noqa: E402
-from grader.intake.source_text import SOURCE_ENCODINGS, read_source  # noqa: E402
+from grader.diagnosis.quotes import code_at
+from grader.frameworks import track_of
+from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, notebook_modules
+from grader.intake.parsing import MAX_PARSED_CHARS, parsed
+from grader.intake.source_text import SOURCE_ENCODINGS, read_source
+from grader.intake.submission import MAX_SOURCE_BYTES
 
 
 def cpu(function, argument, repeat: int) -> float:
@@ -62,15 +63,28 @@ def main() -> None:
     rows = []
     for encoding in sorted(SOURCE_ENCODINGS) + ["punycode"]:
         rows.append((f"read a 512 KB module declared {encoding}", cpu(read_source, module(encoding), repeat)))
-    rows.append((f"ast.parse an f-string of {MAX_PARSED_CHARS // 1024} KB (the cap)",
-                 cpu(ast.parse, fstring(MAX_PARSED_CHARS), repeat)))
-    rows.append(("parsed() an f-string of 512 KB (over the cap: not parsed)", cpu(parsed, fstring(MAX_SOURCE_BYTES), repeat)))
+    rows.append(
+        (
+            f"ast.parse an f-string of {MAX_PARSED_CHARS // 1024} KB (the cap)",
+            cpu(ast.parse, fstring(MAX_PARSED_CHARS), repeat),
+        )
+    )
+    rows.append(
+        ("parsed() an f-string of 512 KB (over the cap: not parsed)", cpu(parsed, fstring(MAX_SOURCE_BYTES), repeat))
+    )
     blank = "import mindspore\n" + "\n" * MAX_SOURCE_BYTES + "("
     rows.append(("track of a 512 KB module of blank lines that does not parse", cpu(track_of, {"m": blank}, repeat)))
     data = notebook()
-    rows.append((f"read a notebook of {len(data) // 1024} KB", cpu(lambda raw: notebook_modules(raw, "ch3.ipynb"), data, repeat)))
+    rows.append(
+        (
+            f"read a notebook of {len(data) // 1024} KB",
+            cpu(lambda raw: notebook_modules(raw, "ch3.ipynb"), data, repeat),
+        )
+    )
     text = "\n" * (MAX_SOURCE_BYTES - 10) + "x = 1\n"
-    rows.append(("quote the last line of a 512 KB module", cpu(lambda t: code_at("m.py", t.count("\n"), {"m": t}), text, 1)))
+    rows.append(
+        ("quote the last line of a 512 KB module", cpu(lambda t: code_at("m.py", t.count("\n"), {"m": t}), text, 1))
+    )
     width = max(len(name) for name, _ in rows)
     for name, seconds in rows:
         print(f"{name:<{width}}  {seconds * 1000:9.1f} ms")

@@ -11,6 +11,7 @@ The cache holds the answer key, so only the grader's own user may read it: its f
 each file 0600, written through a temporary file and a rename (a link at its path is replaced,
 never followed). Files are read back with the sandbox's pickle-free codec.
 """
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -96,13 +97,20 @@ class AnswerKey:
         document = _read(cache)
         try:
             reference = {name: result_from_record(r) for name, r in document["reference"].items()}
-            runs = [VariantRun(variant, {name: result_from_record(r) for name, r in results.items()})
-                    for variant, results in zip(variants, document["variants"], strict=True)]
+            runs = [
+                VariantRun(variant, {name: result_from_record(r) for name, r in results.items()})
+                for variant, results in zip(variants, document["variants"], strict=True)
+            ]
         except (KeyError, TypeError, ValueError, AttributeError):
             reference, runs = reference_results(), variant_runs()
-            _write(cache, {"reference": {name: _record(r) for name, r in reference.items()},
-                           "variants": [{name: _record(r) for name, r in run.results.items()} for run in runs]},
-                   "answer-key-[!m]*.bin")  # not the MindSpore track's
+            _write(
+                cache,
+                {
+                    "reference": {name: _record(r) for name, r in reference.items()},
+                    "variants": [{name: _record(r) for name, r in run.results.items()} for run in runs],
+                },
+                "answer-key-[!m]*.bin",
+            )  # not the MindSpore track's
         self._references[PYTORCH] = ProbeOutputs(reference)
         self._variants = runs
 

@@ -1,4 +1,5 @@
 """The `grade` command."""
+
 from __future__ import annotations
 
 import argparse
@@ -14,12 +15,16 @@ def _grade_parser() -> argparse.ArgumentParser:
         prog="grade",
         description="Grade Chapter 3 submissions: one submission folder, or a class folder of student folders.",
         epilog="Other commands: grade release OUT | grade nbgrader COURSE_DIR | grade gradescope OUT.zip | "
-               "grade prairielearn OUT | grade export REPORTS --lms canvas|moodle",
+        "grade prairielearn OUT | grade export REPORTS --lms canvas|moodle",
     )
     parser.add_argument("path", type=Path, help="a submission folder, or a folder of student folders")
     parser.add_argument("--out", type=Path, default=Path("reports"), help="where reports go (default: reports/)")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
-                        help="submissions graded in parallel (default: the number of cores)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="submissions graded in parallel (default: the number of cores)",
+    )
     parser.add_argument("--lang", choices=LANGUAGES, default="en", help="report language (en or zh)")
     parser.add_argument("--force", action="store_true", help="regrade submissions whose reports are up to date")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -49,13 +54,25 @@ def run_grade(args: argparse.Namespace) -> int:
     catalog = Catalog(args.lang)
     # Printed text holds names from submissions: never read as rich markup ("[/]" would raise).
     console = Console(stderr=True, soft_wrap=True, markup=False, highlight=False, emoji=False)
-    progress = Progress(TextColumn(catalog.t("cli.progress")), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=console, disable=args.quiet)
+    progress = Progress(
+        TextColumn(catalog.t("cli.progress")),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=args.quiet,
+    )
     task = progress.add_task("grading", total=None)
     try:
         with progress:
-            summary = grade(args.path, args.out, jobs=args.jobs, lang=args.lang, force=args.force,
-                            on_progress=lambda done, count: progress.update(task, completed=done, total=count))
+            summary = grade(
+                args.path,
+                args.out,
+                jobs=args.jobs,
+                lang=args.lang,
+                force=args.force,
+                on_progress=lambda done, count: progress.update(task, completed=done, total=count),
+            )
     except DiscoveryError as exc:
         console.print(catalog.t("cli.cannot-run", reason=catalog.t(exc.key, **exc.params)))
         return 2
@@ -66,12 +83,26 @@ def run_grade(args: argparse.Namespace) -> int:
         console.print(catalog.t("cli.protection-missing", what=catalog.t(f"integrity.{note.kind}", detail=note.detail)))
     out = Console(soft_wrap=True, markup=False, highlight=False, emoji=False)
     if summary.is_class:
-        out.print(catalog.t("cli.class-done", count=len(summary.results), graded=summary.graded,
-                            reused=summary.reused, seconds=f"{summary.seconds:.1f}"))
+        out.print(
+            catalog.t(
+                "cli.class-done",
+                count=len(summary.results),
+                graded=summary.graded,
+                reused=summary.reused,
+                seconds=f"{summary.seconds:.1f}",
+            )
+        )
     else:
         result = summary.results[0]
-        out.print(catalog.t("cli.submission-done", name=shown(result.submission), score=f"{result.score:g}",
-                            max_score=f"{result.max_score:g}", seconds=f"{summary.seconds:.1f}"))
+        out.print(
+            catalog.t(
+                "cli.submission-done",
+                name=shown(result.submission),
+                score=f"{result.score:g}",
+                max_score=f"{result.max_score:g}",
+                seconds=f"{summary.seconds:.1f}",
+            )
+        )
     out.print(catalog.t("cli.report-at", path=str(summary.report_path)))
     return 0
 

@@ -1,9 +1,10 @@
 """Message catalogues: every user-facing string lives in templates/i18n/<lang>.toml."""
+
 from __future__ import annotations
 
 import string
 import tomllib
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(lang: str) -> dict:
     """All catalogue files of a language (templates/i18n/<lang>/*.toml), merged."""
     merged: dict = {}

@@ -2,9 +2,11 @@
 looked up by probe name: what the sandbox hands the trusted side, read by the hidden suites
 (`student.run(probe)`, `reference.run(probe)`) and by the diagnosis.
 """
+
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from grader.probes import PROBES
 from grader.records import ProbeError
@@ -41,11 +43,10 @@ class ProbeOutputs:
             raise StudentError(probe, result)
         return result
 
-    def form_difference(self, reference: "ProbeOutputs") -> tuple | None:
+    def form_difference(self, reference: ProbeOutputs) -> tuple | None:
         """How the outputs of the probes this test read differ in form from the reference's
         (see `form_difference`), forged forms first."""
-        found = [d for probe in self.accessed
-                 if (d := form_difference(self.outputs(probe), reference.outputs(probe)))]
+        found = [d for probe in self.accessed if (d := form_difference(self.outputs(probe), reference.outputs(probe)))]
         return next((d for d in found if d[0] == "form"), found[0] if found else None)
 
     def outputs(self, probe: str) -> Outputs | None:

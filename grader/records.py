@@ -1,6 +1,7 @@
 """Typed records that flow one way through the grader: submission -> probe results -> outcomes -> report.
 
 Every record is immutable once made: a stage that changes one returns a new record (dataclasses.replace)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -21,7 +22,6 @@ MODULES: tuple[str, ...] = tuple(MODULE_SECTIONS)
 SECTIONS: tuple[str, ...] = tuple(MODULE_SECTIONS.values())
 
 
-
 @dataclass(frozen=True)
 class LineOrigin:
     """Where a line of a module made from a notebook was written: the notebook (as feedback names
@@ -40,7 +40,7 @@ class Submission:
     path: Path
     sources: dict[str, str]
     content_hash: str
-    problems: tuple["IntegrityNote", ...] = ()  # e.g. an unreadable notebook, a refused link
+    problems: tuple[IntegrityNote, ...] = ()  # e.g. an unreadable notebook, a refused link
     # module -> where the lines of its source came from, for modules made from notebooks, as runs
     # (first line of the run, its LineOrigin or None for lines the grader added); look a line up
     # with grader.intake.notebook_cells.origin_at. Modules from .py files have no entry.

@@ -1,10 +1,12 @@
 """The kit's own code run in this process: the reference solutions and their buggy variants, through
 the same probes and the same boundary as a student's code in the sandbox (never a student's code)."""
+
 from __future__ import annotations
 
 import importlib
 import types
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from grader.probe_outputs import ProbeResults
 from grader.probes import PROBES, load_all

@@ -1,4 +1,5 @@
 """The kit's own tests."""
+
 import sys
 from pathlib import Path
 

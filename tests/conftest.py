@@ -1,4 +1,5 @@
 """Shared fixtures for the kit's own tests."""
+
 from __future__ import annotations
 
 import re
@@ -9,8 +10,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULES = [
-    "sec3_3_simple_attention", "sec3_4_self_attention", "sec3_5_causal_attention",
-    "sec3_6_multi_head_attention", "exercise3_1_weight_transfer", "exercise3_2_two_dim_output",
+    "sec3_3_simple_attention",
+    "sec3_4_self_attention",
+    "sec3_5_causal_attention",
+    "sec3_6_multi_head_attention",
+    "exercise3_1_weight_transfer",
+    "exercise3_2_two_dim_output",
     "exercise3_3_gpt2_attention",
 ]
 

@@ -1,6 +1,7 @@
 """Probes run in the test process with the framework adapter of a submission's track: for tests
 of the adapter and the references on the kit's own, trusted code (students' code is graded only
 in the sandbox)."""
+
 from __future__ import annotations
 
 import sys
@@ -8,8 +9,8 @@ from pathlib import Path
 
 from grader.frameworks import namespace_for, track_of
 from grader.records import MODULES
-from grader.sandbox import driver
 from grader.reference_code import run_in_process
+from grader.sandbox import driver
 
 
 def probe_results(directory: Path, track: str | None = None, probes: list[str] | None = None) -> dict:

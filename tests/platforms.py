@@ -10,10 +10,12 @@
 - `answer_key_lines`: lines that only the answer key and the hidden suites hold, to search any
   output for.
 """
+
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -26,20 +28,38 @@ ROOT = Path(__file__).resolve().parents[1]
 NO_BWRAP_PATH = "/nonexistent-attention-kit-test-path"  # a PATH on which no bubblewrap is found
 # A command's prefix that runs it as root without CAP_SYS_ADMIN, as in a container that cannot run
 # bubblewrap: no mount or IPC namespaces either (empty where not root or without setpriv)
-WITHOUT_NAMESPACES = [shutil.which("setpriv"), "--inh-caps=-sys_admin", "--bounding-set=-sys_admin"] \
-    if os.getuid() == 0 and shutil.which("setpriv") else []
+WITHOUT_NAMESPACES = (
+    [shutil.which("setpriv"), "--inh-caps=-sys_admin", "--bounding-set=-sys_admin"]
+    if os.getuid() == 0 and shutil.which("setpriv")
+    else []
+)
 
 
 def deps_only_python(base: Path) -> Path:
     venv.EnvBuilder(with_pip=False, symlinks=True).create(base)
     python = base / "bin" / "python"
-    site_packages = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                        capture_output=True, text=True, check=True).stdout.strip())
+    site_packages = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     (site_packages / "attention_kit_test_dependencies.pth").write_text(str(Path(torch.__file__).parents[1]) + "\n")
-    check = subprocess.run([str(python), "-s", "-c", "import torch, jinja2, pytest, rich, nbformat, numpy\n"
-                            "import importlib.util as u\nassert u.find_spec('solutions') is None\n"
-                            "assert u.find_spec('grader') is None"],
-                           capture_output=True, text=True, cwd=base)
+    check = subprocess.run(
+        [
+            str(python),
+            "-s",
+            "-c",
+            "import torch, jinja2, pytest, rich, nbformat, numpy\n"
+            "import importlib.util as u\nassert u.find_spec('solutions') is None\n"
+            "assert u.find_spec('grader') is None",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=base,
+    )
     assert check.returncode == 0, check.stderr
     return python
 
@@ -65,7 +85,9 @@ def answer_key_lines() -> set[str]:
     secret = set()
     for file in [*(ROOT / "solutions").glob("*.py"), *(ROOT / "grader" / "suites" / "hidden").glob("*.py")]:
         secret |= {line.strip() for line in file.read_text(encoding="utf-8").splitlines()}
-    return {line for line in secret - public if len(line) >= 30}
+    # a test's id ("module::test_name") is public: every results.json lists them
+    test_id = re.compile(r'"\w+::test_\w+",?')
+    return {line for line in secret - public if len(line) >= 30 and not test_id.fullmatch(line)}
 
 
 HUNTER = r'''

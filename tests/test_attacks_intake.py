@@ -4,6 +4,7 @@ intake_class.py builds the class). One `grade` command grades the whole class as
 exactly the attacked file, with a note naming it; everyone else is bit-identical to a clean run;
 the batch ends with exit 0, a gradebook and a summary; the trusted process's memory stays near a
 clean run's."""
+
 from __future__ import annotations
 
 import csv
@@ -21,21 +22,29 @@ import pytest
 from markdown_it import MarkdownIt
 
 from grader.intake.names import raw_name, shown_name
-from tests.attacks.intake_class import (FORMULA_NAMES, GBK_NAME, INJECTION_TYPE, M33, build)
+from tests.attacks.intake_class import FORMULA_NAMES, GBK_NAME, INJECTION_TYPE, M33, build
 from tests.conftest import ROOT
 
 SECRET = "kit-secret-7f3a9c"  # in the grader's environment: must never reach a report
 RSS_MARGIN_MB = 300  # the hostile run's peak may exceed the clean run's by this much, at most
 
-GRADE = ("import resource, sys\nfrom grader.cli import main\ncode = main(sys.argv[2:])\n"
-         "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024))\n"
-         "sys.exit(code)\n")
+GRADE = (
+    "import resource, sys\nfrom grader.cli import main\ncode = main(sys.argv[2:])\n"
+    "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024))\n"
+    "sys.exit(code)\n"
+)
 
 
 def run_grade(klass: Path, out: Path, rss_file: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, KIT_SECRET=SECRET)
-    return subprocess.run([sys.executable, "-c", GRADE, str(rss_file), str(klass), "--out", str(out), "--quiet",
-                           "--jobs", "2"], capture_output=True, text=True, cwd=ROOT, env=env, timeout=1500)
+    return subprocess.run(
+        [sys.executable, "-c", GRADE, str(rss_file), str(klass), "--out", str(out), "--quiet", "--jobs", "2"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=1500,
+    )
 
 
 def snapshot(root: Path, *skip: Path) -> dict[str, tuple]:
@@ -65,9 +74,18 @@ def graded(tmp_path_factory):
     for file in (klass / "honest").iterdir():
         (clean / "honest" / file.name).write_bytes(file.read_bytes())
     clean_run = run_grade(clean, base / "clean-out", base / "clean-rss")
-    return {"base": base, "klass": klass, "expect": expect, "run": run, "out": base / "out",
-            "clean_out": base / "clean-out", "clean_run": clean_run, "unchanged": before == after,
-            "rss": int((base / "rss").read_text()), "clean_rss": int((base / "clean-rss").read_text())}
+    return {
+        "base": base,
+        "klass": klass,
+        "expect": expect,
+        "run": run,
+        "out": base / "out",
+        "clean_out": base / "clean-out",
+        "clean_run": clean_run,
+        "unchanged": before == after,
+        "rss": int((base / "rss").read_text()),
+        "clean_rss": int((base / "clean-rss").read_text()),
+    }
 
 
 def documents(out: Path) -> dict[str, dict]:
@@ -96,13 +114,36 @@ def test_the_batch_finishes_with_exit_0_and_every_class_report(graded):
     assert graded["unchanged"], "the grader changed something outside its output folder"
 
 
-@pytest.mark.parametrize("name", ["link_kit_cwd", "link_kit_abs", "link_classmate", "link_shadow",
-                                  "link_environ", "link_mem", "fifo", "device", "hardlink", "dir_module",
-                                  "sparse_module", "sparse_notebook", "json_bomb", "container_bomb",
-                                  "worksheets_not_a_list", "wrong_types", "ast_bomb", "helpers",
-                                  "surrogate_notebook", "gbk_declared",
-                                  GBK_NAME, "gradebook.csv", "summary.html", "canvas-grades.csv",
-                                  *FORMULA_NAMES])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "link_kit_cwd",
+        "link_kit_abs",
+        "link_classmate",
+        "link_shadow",
+        "link_environ",
+        "link_mem",
+        "fifo",
+        "device",
+        "hardlink",
+        "dir_module",
+        "sparse_module",
+        "sparse_notebook",
+        "json_bomb",
+        "container_bomb",
+        "worksheets_not_a_list",
+        "wrong_types",
+        "ast_bomb",
+        "helpers",
+        "surrogate_notebook",
+        "gbk_declared",
+        GBK_NAME,
+        "gradebook.csv",
+        "summary.html",
+        "canvas-grades.csv",
+        *FORMULA_NAMES,
+    ],
+)
 def test_an_attack_costs_exactly_its_file_and_says_so(graded, name):
     docs = documents(graded["out"])
     expect = graded["expect"][name]
@@ -233,8 +274,10 @@ def test_notebook_feedback_names_the_cell_and_its_line(graded):
     expect = graded["expect"]["notebook_error"].extra
     folder = graded["out"] / "notebook_error"
     html = (folder / "feedback.html").read_text(encoding="utf-8")
-    where = (f'<code class="student">chapter.ipynb</code>, cell {expect["cell"]}, line {expect["line"]}, in '
-             f'<code class="student">softmax_naive</code>:')
+    where = (
+        f'<code class="student">chapter.ipynb</code>, cell {expect["cell"]}, line {expect["line"]}, in '
+        f'<code class="student">softmax_naive</code>:'
+    )
     assert where in html
     assert "sec3_3_simple_attention.py, line" not in html
 

@@ -8,6 +8,7 @@ anywhere in the trusted session (routing, its track's reference, its sandbox res
 its diagnosis) ends that submission only: a note, every check an `error`, everyone else
 bit-identical to a clean run, the class reports written.
 """
+
 from __future__ import annotations
 
 import csv
@@ -29,9 +30,9 @@ import grader.run.stages as stages
 from grader import frameworks
 from grader.frameworks import MINDSPORE, PYTORCH, track_of
 from grader.i18n import Catalog
+from grader.run import grade
 from grader.sandbox import pool as sandbox_pool
 from grader.sandbox import tracks as sandbox_tracks
-from grader.run import grade
 from grader.sandbox.tracks import TrackPools
 from tests.conftest import MODULES, ROOT, mindspore_solutions_as_submission, solutions_as_submission
 
@@ -50,7 +51,8 @@ OPTIONAL = [
     "    from mindspore import ops\n",
     "import importlib.util\nif importlib.util.find_spec('mindspore') is not None:\n    import mindspore\n",
     "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from mindspore import Tensor\n",
-    "def backend():\n    try:\n        import mindspore\n    except ImportError:\n        return None\n    return mindspore\n",
+    "def backend():\n    try:\n        import mindspore\n    except ImportError:\n        return None\n"
+    "    return mindspore\n",
     "if __name__ == '__main__':\n    import mindspore\n    print(mindspore.__version__)\n",
 ]
 # Ways a module cannot be imported without MindSpore.
@@ -70,11 +72,16 @@ GUARD = OPTIONAL[0]  # what an honest PyTorch student pasted at the top of every
 
 
 def torch_sources() -> dict[str, str]:
-    return {module: re.sub(r"^from \.(\w+) import", r"from \1 import", (ROOT / "solutions" / f"{module}.py").read_text(),
-                           flags=re.M) for module in MODULES}
+    return {
+        module: re.sub(
+            r"^from \.(\w+) import", r"from \1 import", (ROOT / "solutions" / f"{module}.py").read_text(), flags=re.M
+        )
+        for module in MODULES
+    }
 
 
 # -- routing by what the code needs ----------------------------------------------------------------
+
 
 @given(st.lists(st.tuples(st.sampled_from(MODULES), st.sampled_from(OPTIONAL)), min_size=1))
 @settings(max_examples=60)
@@ -86,11 +93,16 @@ def test_an_optional_mindspore_import_never_makes_a_pytorch_submission_mindspore
     assert track_of({module: GUARD + source for module, source in torch_sources().items()}) == PYTORCH
 
 
-@given(st.lists(st.sampled_from(NEEDED), min_size=1, max_size=4), st.lists(st.sampled_from(OPTIONAL), max_size=4),
-       st.integers(0, 4), st.integers(0, 4))
+@given(
+    st.lists(st.sampled_from(NEEDED), min_size=1, max_size=4),
+    st.lists(st.sampled_from(OPTIONAL), max_size=4),
+    st.integers(0, 4),
+    st.integers(0, 4),
+)
 @settings(max_examples=100)
-def test_needed_imports_decide_by_the_majority_rule_and_optional_ones_count_as_nothing(needed, optional,
-                                                                                      torch_only, both):
+def test_needed_imports_decide_by_the_majority_rule_and_optional_ones_count_as_nothing(
+    needed, optional, torch_only, both
+):
     """MindSpore when more modules need mindspore than need torch without it; a module whose
     mindspore import is optional is a torch-only module."""
     sources = {f"ms{i}": line for i, line in enumerate(needed)}
@@ -117,10 +129,27 @@ def test_an_optional_import_is_not_needed_even_in_a_module_that_does_not_parse(l
 
 # -- a kit installed without the mindspore extra ---------------------------------------------------
 
+
 def grade_without_mindspore(klass: Path, out: Path, lang: str = "en") -> subprocess.CompletedProcess:
     """`grade` as on a kit installed without the extra: the trusted process sees no MindSpore at all."""
-    return subprocess.run([sys.executable, str(WITHOUT_MINDSPORE), str(klass), "--out", str(out), "--quiet",
-                           "--jobs", "2", "--lang", lang], capture_output=True, text=True, cwd=ROOT, timeout=1500)
+    return subprocess.run(
+        [
+            sys.executable,
+            str(WITHOUT_MINDSPORE),
+            str(klass),
+            "--out",
+            str(out),
+            "--quiet",
+            "--jobs",
+            "2",
+            "--lang",
+            lang,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=1500,
+    )
 
 
 def documents(out: Path) -> dict[str, dict]:
@@ -137,9 +166,14 @@ def without_mindspore(tmp_path_factory):
     for module in solutions_as_submission(klass / "b_guarded").glob("*.py"):
         module.write_text(GUARD + module.read_text())
     mindspore_solutions_as_submission(klass / "c_mindspore")
-    return {"run": grade_without_mindspore(klass, base / "out"), "out": base / "out",
-            "clean": grade_without_mindspore(base / "clean", base / "clean-out"), "clean_out": base / "clean-out",
-            "zh": grade_without_mindspore(klass, base / "zh-out", "zh"), "zh_out": base / "zh-out"}
+    return {
+        "run": grade_without_mindspore(klass, base / "out"),
+        "out": base / "out",
+        "clean": grade_without_mindspore(base / "clean", base / "clean-out"),
+        "clean_out": base / "clean-out",
+        "zh": grade_without_mindspore(klass, base / "zh-out", "zh"),
+        "zh_out": base / "zh-out",
+    }
 
 
 def test_the_kit_without_mindspore_grades_the_whole_class_and_writes_its_reports(without_mindspore):
@@ -161,14 +195,18 @@ def test_a_guarded_mindspore_import_is_graded_on_the_pytorch_track_with_full_mar
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_submission_that_needs_mindspore_is_told_why_none_of_its_checks_ran(without_mindspore, lang):
-    run, out = (without_mindspore["run"], without_mindspore["out"]) if lang == "en" \
+    run, out = (
+        (without_mindspore["run"], without_mindspore["out"])
+        if lang == "en"
         else (without_mindspore["zh"], without_mindspore["zh_out"])
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     document = documents(out)["c_mindspore"]
     catalog = Catalog(lang)
     assert document["track"] == "mindspore" and document["score"] == 0 < document["max_score"]
-    assert {(t["status"], t["points"], t["message"]) for t in document["tests"]} == \
-           {("error", 0, catalog.t("internal.mindspore-missing"))}
+    assert {(t["status"], t["points"], t["message"]) for t in document["tests"]} == {
+        ("error", 0, catalog.t("internal.mindspore-missing"))
+    }
     assert {"kind": "grader.mindspore-missing", "detail": "mindspore"} in document["integrity"]
     feedback = (out / "c_mindspore" / "feedback.md").read_text(encoding="utf-8")
     assert catalog.t("integrity.grader.mindspore-missing").split("`")[0] in feedback
@@ -182,8 +220,9 @@ def test_without_mindspore_the_other_students_are_bit_identical_to_a_clean_run(w
         assert without_mindspore[run].returncode == 0, without_mindspore[run].stderr[-3000:]
     for name in ("a_honest", "z_later"):
         for report in REPORTS:
-            assert (without_mindspore["out"] / name / report).read_bytes() == \
-                   (without_mindspore["clean_out"] / name / report).read_bytes(), (name, report)
+            assert (without_mindspore["out"] / name / report).read_bytes() == (
+                without_mindspore["clean_out"] / name / report
+            ).read_bytes(), (name, report)
 
 
 def test_no_mindspore_worker_starts_where_the_kit_has_no_mindspore(tmp_path, monkeypatch):
@@ -207,6 +246,7 @@ def test_no_mindspore_worker_starts_where_the_kit_has_no_mindspore(tmp_path, mon
 
 
 # -- any failure for one submission ends that submission only --------------------------------------
+
 
 class Boom(Exception):
     pass
@@ -295,8 +335,13 @@ def isolated(tmp_path_factory):
     finally:
         monkeypatch.undo()
     clean = grade(base / "clean", base / "clean-out", jobs=2, force=True)
-    return {"first": {r.submission: r for r in first.results}, "out": base / "out", "clean": clean,
-            "clean_out": base / "clean-out", "traced": traced}
+    return {
+        "first": {r.submission: r for r in first.results},
+        "out": base / "out",
+        "clean": clean,
+        "clean_out": base / "clean-out",
+        "traced": traced,
+    }
 
 
 def test_every_student_is_graded_and_the_class_reports_are_written(isolated):
@@ -321,8 +366,9 @@ def test_a_failure_for_one_submission_is_that_submissions_note_and_errors(isolat
 def test_the_others_are_bit_identical_to_a_clean_run(isolated):
     for name in ("a_honest", "z_later", "m_failing"):
         for report in REPORTS:
-            assert (isolated["out"] / name / report).read_bytes() == \
-                   (isolated["clean_out"] / name / report).read_bytes(), (name, report)
+            assert (isolated["out"] / name / report).read_bytes() == (
+                isolated["clean_out"] / name / report
+            ).read_bytes(), (name, report)
 
 
 def test_a_guarded_import_on_a_kit_with_mindspore_is_still_a_pytorch_submission(isolated):

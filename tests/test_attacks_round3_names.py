@@ -8,6 +8,7 @@ start a formula. It is compared with a clean run of the victim and the control a
 property tests over any names: distinct folders that depend only on the name, each results.json
 naming its owner, shown names that look different and read back, no CSV cell that starts a formula.
 """
+
 from __future__ import annotations
 
 import csv
@@ -24,7 +25,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from grader.classroom.lms_export import export
 from grader.i18n import Catalog
@@ -49,7 +51,7 @@ TWINS = {
     "control_a\ufe0f": "a variation selector",
     "control_\u0430": "a Cyrillic a",
     "control_a\u00a0": "a no-break space",
-    " =HYPERLINK(\"evil.example\",\"x\")": "a formula behind a space",
+    ' =HYPERLINK("evil.example","x")': "a formula behind a space",
     "\uff1dSUM(1,1)": "a full-width equals sign",
     "Zo\u00eb": "NFC",
     "Zoe\u0308": "the same name in NFD",
@@ -63,13 +65,19 @@ FORMULA_FIRST = "=+-@\uff1d\uff0b\uff0d\uff20"
 def starts_formula(cell: str) -> bool:
     """The strict rule, as the issue states it: a cell must not start with = + - @ (or their
     full-width forms), with whitespace of any kind, a control or an invisible character."""
-    return bool(cell) and (cell[0] in FORMULA_FIRST or cell[0].isspace() or
-                           unicodedata.category(cell[0]) in ("Cc", "Cf", "Zs", "Zl", "Zp", "Mn", "Me"))
+    return bool(cell) and (
+        cell[0] in FORMULA_FIRST
+        or cell[0].isspace()
+        or unicodedata.category(cell[0]) in ("Cc", "Cf", "Zs", "Zl", "Zp", "Mn", "Me")
+    )
 
 
 def invisible(char: str) -> bool:
-    return unicodedata.category(char) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp") or \
-        (unicodedata.category(char) == "Zs" and char != " ") or 0xFE00 <= ord(char) <= 0xFE0F
+    return (
+        unicodedata.category(char) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
+        or (unicodedata.category(char) == "Zs" and char != " ")
+        or 0xFE00 <= ord(char) <= 0xFE0F
+    )
 
 
 def skeleton(text: str) -> str:
@@ -89,8 +97,7 @@ GRADE = "import sys\nfrom grader.cli import main\nsys.exit(main(sys.argv[1:]))\n
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", GRADE, *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=1500)
+    return subprocess.run([sys.executable, "-c", GRADE, *args], capture_output=True, text=True, cwd=ROOT, timeout=1500)
 
 
 def victim(klass: Path) -> None:
@@ -111,8 +118,14 @@ def graded(tmp_path_factory):
     victim(clean)
     solutions_as_submission(clean / "honest")
     clean_run = run_cli(str(clean), "--out", str(base / "clean-out"), "--quiet", "--jobs", "2")
-    return {"base": base, "klass": klass, "out": base / "out", "run": run, "clean_out": base / "clean-out",
-            "clean_run": clean_run}
+    return {
+        "base": base,
+        "klass": klass,
+        "out": base / "out",
+        "run": run,
+        "clean_out": base / "clean-out",
+        "clean_run": clean_run,
+    }
 
 
 def documents(out: Path) -> dict[str, dict]:
@@ -155,7 +168,7 @@ def test_every_twin_gets_a_folder_of_its_own_from_its_own_name(graded):
             assert folder == name  # nothing to change: kept exactly
         else:
             assert folder.endswith("~" + digest8(name)), (name, folder)  # printf '%s' NAME | sha256sum
-    assert by_owner[" =HYPERLINK(\"evil.example\",\"x\")"][0].startswith("_=HYPERLINK")
+    assert by_owner[' =HYPERLINK("evil.example","x")'][0].startswith("_=HYPERLINK")
 
 
 def test_shown_names_make_every_invisible_or_confusable_character_visible(graded):
@@ -241,7 +254,7 @@ def test_the_lms_export_neutralises_every_cell_and_uses_the_mapping(graded, lms,
     rows = list(csv.reader(io.StringIO((tmp_path / "grades.csv").read_text(encoding="utf-8"))))
     assert not any(starts_formula(cell) for row in rows for cell in row), rows
     names = {row[0]: row for row in rows[1:]}
-    assert "\\u0020=HYPERLINK(\"evil.example\",\"x\")" in names  # shown with its space escaped
+    assert '\\u0020=HYPERLINK("evil.example","x")' in names  # shown with its space escaped
     assert "'\uff1dSUM(1,1)" in names
     honest = json.loads((out / "honest" / "results.json").read_text(encoding="utf-8"))
     assert float(names["honest"][-1]) == honest["score"]
@@ -257,14 +270,23 @@ def test_the_lms_export_neutralises_a_formula_behind_a_space(tmp_path):
     """The issue's case: a results.json whose name is ` =HYPERLINK(...)` (as an older kit wrote it)."""
     out = tmp_path / "out"
     (out / "s").mkdir(parents=True)
-    (out / "s" / "results.json").write_text(json.dumps(
-        {"submission": " =HYPERLINK(\"http://evil.example\",\"x\")", "score": 1.0, "max_score": 63.0,
-         "sections": [], "tests": [], "integrity": []}))
+    (out / "s" / "results.json").write_text(
+        json.dumps(
+            {
+                "submission": ' =HYPERLINK("http://evil.example","x")',
+                "score": 1.0,
+                "max_score": 63.0,
+                "sections": [],
+                "tests": [],
+                "integrity": [],
+            }
+        )
+    )
     for lms in ("canvas", "moodle"):
         done = export(out, lms=lms, assignment="\u3000@title", catalog=EN, to=tmp_path / f"{lms}.csv")
         rows = list(csv.reader(io.StringIO(done.path.read_text(encoding="utf-8"))))
         assert not any(starts_formula(cell) for row in rows for cell in row), rows
-        assert "' =HYPERLINK(\"http://evil.example\",\"x\")" in rows[-1]
+        assert '\' =HYPERLINK("http://evil.example","x")' in rows[-1]
 
 
 def test_the_export_leaves_out_a_report_moved_into_another_folder(graded, tmp_path):
@@ -306,8 +328,17 @@ names = st.text(name_chars, min_size=1, max_size=24).filter(lambda n: "/" not in
 
 
 def twins(name: str) -> list[str]:
-    return [name.swapcase(), unicodedata.normalize("NFD", name), unicodedata.normalize("NFC", name),
-            name + "\u200b", "\u2060" + name, name.replace("a", "\u0430"), " " + name, "-" + name, name + "~"]
+    return [
+        name.swapcase(),
+        unicodedata.normalize("NFD", name),
+        unicodedata.normalize("NFC", name),
+        name + "\u200b",
+        "\u2060" + name,
+        name.replace("a", "\u0430"),
+        " " + name,
+        "-" + name,
+        name + "~",
+    ]
 
 
 @st.composite
@@ -359,8 +390,16 @@ def _write_class(out: Path, raw: list[str]) -> dict[str, str]:
     """Each student's results.json as `grade` writes it (score: their index) into their folder."""
     shown, folders = display_names(raw), folder_names(raw, CLASS_OUTPUTS)
     for index, name in enumerate(raw):
-        result = GradeResult(shown[name], "hash", float(index), 63.0, [SectionScore("3.3", "3.3", float(index), 63.0)],
-                             [], [IntegrityNote("submission.file-link", name)], folder=folders[name])
+        result = GradeResult(
+            shown[name],
+            "hash",
+            float(index),
+            63.0,
+            [SectionScore("3.3", "3.3", float(index), 63.0)],
+            [],
+            [IntegrityNote("submission.file-link", name)],
+            folder=folders[name],
+        )
         (out / folders[name]).mkdir(parents=True)
         (out / folders[name] / "results.json").write_text(results_json(result, EN), encoding="utf-8")
     return folders
@@ -377,8 +416,18 @@ def test_each_folder_names_its_owner_and_no_csv_cell_starts_a_formula(raw):
             document = json.loads((out / folder / "results.json").read_text(encoding="utf-8"))
             assert raw_name(document["submission"]) == name or "…~" in document["submission"]
             assert document["folder"] == folder
-            results.append(GradeResult(document["submission"], "hash", document["score"], 63.0, [], [],
-                                       [IntegrityNote("submission.file-link", name)], folder=folder))
+            results.append(
+                GradeResult(
+                    document["submission"],
+                    "hash",
+                    document["score"],
+                    63.0,
+                    [],
+                    [],
+                    [IntegrityNote("submission.file-link", name)],
+                    folder=folder,
+                )
+            )
         rows = list(csv.reader(io.StringIO(gradebook_csv(results))))
         assert {row[-1] for row in rows[1:]} == set(folders.values())  # the mapping, exact
         cells = [cell for row in rows for cell in row]

@@ -6,6 +6,7 @@ with every hostile notebook at once (and a clean student whose name sorts after 
 that the run must go past every one). Before the kit's guard, the copy-pasted test cell stopped the
 whole run (`SchemaTooOldError`, exit 1) and the students after it were never graded.
 """
+
 from __future__ import annotations
 
 import copy
@@ -16,9 +17,21 @@ import pytest
 
 pytest.importorskip("nbgrader")
 
-from tests.test_nbgrader_e2e import (ASSIGNMENT, NOTEBOOK_NAME, _student_notebook, buggy, cell_grades,  # noqa: E402
-                                     cell_points, correct, create_course, feedback, gradebook_scores, hand_in,
-                                     nbgrader, read_notebooks)
+from tests.test_nbgrader_e2e import (
+    ASSIGNMENT,
+    NOTEBOOK_NAME,
+    _student_notebook,
+    buggy,
+    cell_grades,
+    cell_points,
+    correct,
+    create_course,
+    feedback,
+    gradebook_scores,
+    hand_in,
+    nbgrader,
+    read_notebooks,
+)
 
 pytestmark = pytest.mark.nbgrader
 CLEAN = ("alice", "bob")
@@ -28,8 +41,11 @@ S34, S35 = "sec3_4_self_attention", "sec3_5_causal_attention"
 
 
 def _find(notebook: dict, grade_id: str) -> int:
-    return next(i for i, c in enumerate(notebook["cells"])
-                if isinstance(c["metadata"].get("nbgrader"), dict) and c["metadata"]["nbgrader"].get("grade_id") == grade_id)
+    return next(
+        i
+        for i, c in enumerate(notebook["cells"])
+        if isinstance(c["metadata"].get("nbgrader"), dict) and c["metadata"]["nbgrader"].get("grade_id") == grade_id
+    )
 
 
 def copy_pasted(notebook: dict) -> dict:
@@ -80,11 +96,26 @@ def corrupted(notebook: dict) -> dict:
 def forged(notebook: dict) -> dict:
     """A cell of the student's own worth 1000 points, the 3.6 test cell replaced by one that claims
     its id and prints a score, a solution cell marked locked, a tampered checksum and points."""
-    notebook["cells"].append({"cell_type": "code", "id": "bonus", "execution_count": None, "outputs": [],
-                              "metadata": {"nbgrader": {"grade": True, "solution": False, "locked": False,
-                                                        "grade_id": "bonus", "points": 1000,
-                                                        "schema_version": 3, "task": False}},
-                              "source": "print('bonus')\n1000"})
+    notebook["cells"].append(
+        {
+            "cell_type": "code",
+            "id": "bonus",
+            "execution_count": None,
+            "outputs": [],
+            "metadata": {
+                "nbgrader": {
+                    "grade": True,
+                    "solution": False,
+                    "locked": False,
+                    "grade_id": "bonus",
+                    "points": 1000,
+                    "schema_version": 3,
+                    "task": False,
+                }
+            },
+            "source": "print('bonus')\n1000",
+        }
+    )
     test36 = notebook["cells"][_find(notebook, T36)]
     test36["source"] = "print('all tests passed')\n15"
     test36["metadata"]["nbgrader"]["points"] = 1000
@@ -95,8 +126,11 @@ def forged(notebook: dict) -> dict:
 
 def deleted(notebook: dict) -> dict:
     """Every test cell and the set-up cell deleted."""
-    notebook["cells"] = [c for c in notebook["cells"]
-                         if not c["metadata"]["nbgrader"].get("grade") and c["metadata"]["nbgrader"]["grade_id"] != "setup"]
+    notebook["cells"] = [
+        c
+        for c in notebook["cells"]
+        if not c["metadata"]["nbgrader"].get("grade") and c["metadata"]["nbgrader"]["grade_id"] != "setup"
+    ]
     return notebook
 
 
@@ -106,8 +140,15 @@ def list_metadata(notebook: dict) -> dict:
     return notebook
 
 
-HOSTILE = {"h1_pasted": copy_pasted, "h2_duplicates": duplicate_ids, "h3_emptied": emptied,
-           "h4_corrupted": corrupted, "h5_forged": forged, "h6_deleted": deleted, "h7_list_metadata": list_metadata}
+HOSTILE = {
+    "h1_pasted": copy_pasted,
+    "h2_duplicates": duplicate_ids,
+    "h3_emptied": emptied,
+    "h4_corrupted": corrupted,
+    "h5_forged": forged,
+    "h6_deleted": deleted,
+    "h7_list_metadata": list_metadata,
+}
 NOT_JSON = "h8_not_json"
 
 
@@ -162,21 +203,40 @@ def test_a_repaired_notebook_is_graded_from_its_code(runs, student):
 DIFFERED = "its nbgrader information or its content differed from the course's notebook"
 
 
-@pytest.mark.parametrize("student, says", [
-    ("h1_pasted", [f"cell 6 is a copy of cell 5 ({T33}): the copy no longer counts as that cell, cell 5 does"]),
-    ("h2_duplicates", [f"cell 8 is a copy of cell 7 ({S34})", "cell 25 is a copy of cell 1 (intro)"]),
-    ("h3_emptied", [f"cell 5 had no usable nbgrader information; it holds exactly the course's cell {T33}",
-                    f"cell 17 had no usable nbgrader information; it holds exactly the course's cell {T36}"]),
-    ("h4_corrupted", [f"cell 5 ({T33}): {DIFFERED} (grade, points, schema_version) and was restored",
-                      f"cell 17 ({T36}): {DIFFERED} (points, schema_version)",
-                      f"cell 7 ({S34}): {DIFFERED} (locked, schema_version)",
-                      "cell 1 had no usable nbgrader information; it holds exactly the course's cell intro",
-                      "cell 2 had no usable nbgrader information; it holds exactly the course's cell setup"]),
-    ("h5_forged", ["cell 24 carried nbgrader information that matches no cell of the course's notebook",
-                   f"cell 17 ({T36}): {DIFFERED} (points, source)", f"cell 5 ({T33}): {DIFFERED} (checksum)",
-                   f"cell 13 ({S35}): {DIFFERED} (locked)"]),
-    ("h7_list_metadata", ["not exactly in the format Jupyter saves", "it holds exactly the course's cell intro"]),
-])
+@pytest.mark.parametrize(
+    "student, says",
+    [
+        ("h1_pasted", [f"cell 6 is a copy of cell 5 ({T33}): the copy no longer counts as that cell, cell 5 does"]),
+        ("h2_duplicates", [f"cell 8 is a copy of cell 7 ({S34})", "cell 25 is a copy of cell 1 (intro)"]),
+        (
+            "h3_emptied",
+            [
+                f"cell 5 had no usable nbgrader information; it holds exactly the course's cell {T33}",
+                f"cell 17 had no usable nbgrader information; it holds exactly the course's cell {T36}",
+            ],
+        ),
+        (
+            "h4_corrupted",
+            [
+                f"cell 5 ({T33}): {DIFFERED} (grade, points, schema_version) and was restored",
+                f"cell 17 ({T36}): {DIFFERED} (points, schema_version)",
+                f"cell 7 ({S34}): {DIFFERED} (locked, schema_version)",
+                "cell 1 had no usable nbgrader information; it holds exactly the course's cell intro",
+                "cell 2 had no usable nbgrader information; it holds exactly the course's cell setup",
+            ],
+        ),
+        (
+            "h5_forged",
+            [
+                "cell 24 carried nbgrader information that matches no cell of the course's notebook",
+                f"cell 17 ({T36}): {DIFFERED} (points, source)",
+                f"cell 5 ({T33}): {DIFFERED} (checksum)",
+                f"cell 13 ({S35}): {DIFFERED} (locked)",
+            ],
+        ),
+        ("h7_list_metadata", ["not exactly in the format Jupyter saves", "it holds exactly the course's cell intro"]),
+    ],
+)
 def test_the_feedback_says_what_was_repaired(runs, student, says):
     html = " ".join(feedback(runs[0], student).split()).replace("&#39;", "'")
     assert "repaired this notebook's nbgrader information" in html
@@ -229,30 +289,61 @@ def test_the_autograded_notebooks_keep_only_the_courses_nbgrader_data(runs):
 
 # -- fast checks of the pieces, without running nbgrader --------------------------------------------
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from grader.classroom.nbgrader_read import read_submitted  # noqa: E402
-from grader.classroom.nbgrader_repair import (COPY, REBUILT, RECOGNISED, REMOVED, RESTORED, UNREADABLE,  # noqa: E402
-                                              CourseCell, repair_cells)
+from grader.classroom.nbgrader_read import read_submitted
+from grader.classroom.nbgrader_repair import (
+    COPY,
+    REBUILT,
+    RECOGNISED,
+    REMOVED,
+    RESTORED,
+    UNREADABLE,
+    CourseCell,
+    repair_cells,
+)
 
-COURSE = {c.name: c for c in (
-    CourseCell("intro", "markdown", True, "# Chapter 3", "a" * 32),
-    CourseCell("sol", "code", False, "def f():\n    raise NotImplementedError", "b" * 32, solution=True),
-    CourseCell("test_sol", "code", True, "from ch3_checks import check_section\ncheck_section('sol', globals())",
-               "c" * 32, grade=True, points=5.0),
-)}
+COURSE = {
+    c.name: c
+    for c in (
+        CourseCell("intro", "markdown", True, "# Chapter 3", "a" * 32),
+        CourseCell("sol", "code", False, "def f():\n    raise NotImplementedError", "b" * 32, solution=True),
+        CourseCell(
+            "test_sol",
+            "code",
+            True,
+            "from ch3_checks import check_section\ncheck_section('sol', globals())",
+            "c" * 32,
+            grade=True,
+            points=5.0,
+        ),
+    )
+}
 SOURCES = [c.source for c in COURSE.values()] + ["def f():\n    return 1", "print('hi')\n1000"]
-JSON = st.recursive(st.none() | st.booleans() | st.integers(-2, 1001) | st.floats(allow_nan=False) | st.text(max_size=4),
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
-                    max_leaves=6)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 1001) | st.floats(allow_nan=False) | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=6,
+)
 FIELD = JSON | st.booleans()
-NBGRADER = JSON | st.fixed_dictionaries({}, optional={
-    "grade": FIELD, "solution": FIELD, "locked": FIELD, "task": FIELD, "points": FIELD,
-    "grade_id": st.sampled_from([*COURSE, "bonus", ""]) | JSON, "schema_version": st.sampled_from([0, 1, 2, 3, 4]) | JSON,
-    "checksum": FIELD, "cell_type": FIELD})
-CELLS = st.lists(st.tuples(st.sampled_from(["code", "markdown"]), st.sampled_from(SOURCES), st.none() | NBGRADER),
-                 max_size=8)
+NBGRADER = JSON | st.fixed_dictionaries(
+    {},
+    optional={
+        "grade": FIELD,
+        "solution": FIELD,
+        "locked": FIELD,
+        "task": FIELD,
+        "points": FIELD,
+        "grade_id": st.sampled_from([*COURSE, "bonus", ""]) | JSON,
+        "schema_version": st.sampled_from([0, 1, 2, 3, 4]) | JSON,
+        "checksum": FIELD,
+        "cell_type": FIELD,
+    },
+)
+CELLS = st.lists(
+    st.tuples(st.sampled_from(["code", "markdown"]), st.sampled_from(SOURCES), st.none() | NBGRADER), max_size=8
+)
 
 
 def as_notebook(cells) -> object:
@@ -261,8 +352,11 @@ def as_notebook(cells) -> object:
     made = []
     for kind, source, meta in cells:
         metadata = {} if meta is None else {"nbgrader": meta}
-        made.append(nbformat.v4.new_code_cell(source, metadata=metadata) if kind == "code"
-                    else nbformat.v4.new_markdown_cell(source, metadata=metadata))
+        made.append(
+            nbformat.v4.new_code_cell(source, metadata=metadata)
+            if kind == "code"
+            else nbformat.v4.new_markdown_cell(source, metadata=metadata)
+        )
     return nbformat.from_dict(nbformat.v4.new_notebook(cells=made))
 
 
@@ -292,18 +386,24 @@ def test_any_nbgrader_metadata_is_repaired_into_what_nbgrader_accepts(cells):
 
 
 def test_repairs_name_the_cell_and_what_changed():
-    nb = as_notebook([
-        ("code", COURSE["test_sol"].source, {**COURSE["test_sol"].metadata(), "points": 1000}),
-        ("code", COURSE["test_sol"].source, COURSE["test_sol"].metadata()),  # pasted
-        ("markdown", "# Chapter 3", {}),  # emptied
-        ("code", "print('hi')\n1000", {"grade": True, "grade_id": "bonus", "points": 1000}),
-        ("code", "def f():\n    return 1", {**COURSE["sol"].metadata(), "locked": True, "extra": 1}),
-        ("code", "x = 1", {"grade": False, "solution": False, "locked": False, "schema_version": 3}),
-        ("code", "y = 2", {}),
-    ])
+    nb = as_notebook(
+        [
+            ("code", COURSE["test_sol"].source, {**COURSE["test_sol"].metadata(), "points": 1000}),
+            ("code", COURSE["test_sol"].source, COURSE["test_sol"].metadata()),  # pasted
+            ("markdown", "# Chapter 3", {}),  # emptied
+            ("code", "print('hi')\n1000", {"grade": True, "grade_id": "bonus", "points": 1000}),
+            ("code", "def f():\n    return 1", {**COURSE["sol"].metadata(), "locked": True, "extra": 1}),
+            ("code", "x = 1", {"grade": False, "solution": False, "locked": False, "schema_version": 3}),
+            ("code", "y = 2", {}),
+        ]
+    )
     assert [(r.kind, r.cell, r.grade_id, r.detail) for r in repair_cells(nb.cells, COURSE)] == [
-        (RESTORED, 1, "test_sol", "points"), (COPY, 2, "test_sol", "1"), (RECOGNISED, 3, "intro", ""),
-        (REMOVED, 4, "", ""), (RESTORED, 5, "sol", "locked, …")]  # nothing said of 6 and 7: they marked nothing
+        (RESTORED, 1, "test_sol", "points"),
+        (COPY, 2, "test_sol", "1"),
+        (RECOGNISED, 3, "intro", ""),
+        (REMOVED, 4, "", ""),
+        (RESTORED, 5, "sol", "locked, …"),
+    ]  # nothing said of 6 and 7: they marked nothing
     assert nb.cells[4].source == "def f():\n    return 1"  # a solution cell's code is the student's
     assert "nbgrader" not in nb.cells[5].metadata and "nbgrader" not in nb.cells[6].metadata
 
@@ -318,31 +418,66 @@ def test_a_forged_test_cell_gets_the_courses_type_content_and_points():
 
 
 def _notebook_bytes(**changes) -> bytes:
-    cell = {"cell_type": "code", "id": "a", "execution_count": None, "outputs": [], "source": "X = 1",
-            "metadata": {"nbgrader": {"grade": False, "solution": True, "locked": False, "grade_id": "sol",
-                                      "schema_version": 3}}}
+    cell = {
+        "cell_type": "code",
+        "id": "a",
+        "execution_count": None,
+        "outputs": [],
+        "source": "X = 1",
+        "metadata": {
+            "nbgrader": {"grade": False, "solution": True, "locked": False, "grade_id": "sol", "schema_version": 3}
+        },
+    }
     cell.update(changes)
     return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode()
 
 
-@pytest.mark.parametrize("content, kind, code", [
-    (_notebook_bytes(), None, "X = 1"),
-    (json.dumps({"nbformat": 3, "nbformat_minor": 0, "metadata": {}, "worksheets": [{"cells": [
-        {"cell_type": "code", "input": "X = 1", "language": "python", "outputs": [], "metadata": {}}]}]}).encode(),
-     None, "X = 1"),
-    (_notebook_bytes(metadata=["a", "list"]), REBUILT, "X = 1"),
-    (_notebook_bytes(source=42), REBUILT, ""),
-    (_notebook_bytes(source=["X = ", 1, "1"]), REBUILT, "X = 1"),
-    (_notebook_bytes(cell_type="python"), REBUILT, None),
-    (_notebook_bytes(metadata={"tags": "not a list", "nbgrader": "text", "attention_kit": 3}), REBUILT, "X = 1"),
-    (json.dumps({"cells": [json.loads(_notebook_bytes())["cells"][0], 7], "nbformat": 5}).encode(), REBUILT, "X = 1"),
-    (b"\xef\xbb\xbf" + _notebook_bytes(), REBUILT, "X = 1"),
-    (_notebook_bytes()[:-10], UNREADABLE, None),
-    (b"", UNREADABLE, None),
-    (b"\x00\xff" * 100, UNREADABLE, None),
-    (b"[" * 100_000, UNREADABLE, None),
-    (b" " * (9 * 2**20), UNREADABLE, None),
-])
+@pytest.mark.parametrize(
+    "content, kind, code",
+    [
+        (_notebook_bytes(), None, "X = 1"),
+        (
+            json.dumps(
+                {
+                    "nbformat": 3,
+                    "nbformat_minor": 0,
+                    "metadata": {},
+                    "worksheets": [
+                        {
+                            "cells": [
+                                {
+                                    "cell_type": "code",
+                                    "input": "X = 1",
+                                    "language": "python",
+                                    "outputs": [],
+                                    "metadata": {},
+                                }
+                            ]
+                        }
+                    ],
+                }
+            ).encode(),
+            None,
+            "X = 1",
+        ),
+        (_notebook_bytes(metadata=["a", "list"]), REBUILT, "X = 1"),
+        (_notebook_bytes(source=42), REBUILT, ""),
+        (_notebook_bytes(source=["X = ", 1, "1"]), REBUILT, "X = 1"),
+        (_notebook_bytes(cell_type="python"), REBUILT, None),
+        (_notebook_bytes(metadata={"tags": "not a list", "nbgrader": "text", "attention_kit": 3}), REBUILT, "X = 1"),
+        (
+            json.dumps({"cells": [json.loads(_notebook_bytes())["cells"][0], 7], "nbformat": 5}).encode(),
+            REBUILT,
+            "X = 1",
+        ),
+        (b"\xef\xbb\xbf" + _notebook_bytes(), REBUILT, "X = 1"),
+        (_notebook_bytes()[:-10], UNREADABLE, None),
+        (b"", UNREADABLE, None),
+        (b"\x00\xff" * 100, UNREADABLE, None),
+        (b"[" * 100_000, UNREADABLE, None),
+        (b" " * (9 * 2**20), UNREADABLE, None),
+    ],
+)
 def test_any_file_reads_into_a_notebook_nbformat_accepts(tmp_path, content, kind, code):
     """What nbformat reads and validates is nbformat's; anything else is rebuilt from what the kit
     reads of it, or is a notebook without cells: never an exception, never a notebook nbgrader rejects."""
@@ -376,9 +511,9 @@ def test_the_course_config_guards_the_sanitize_pass(tmp_path, monkeypatch):
     from nbgrader.preprocessors import CheckCellMetadata, DeduplicateIds, OverwriteCells
 
     from grader.classroom.nbgrader_autograde import BOOK_ORDER
+    from grader.classroom.nbgrader_course import create_course as write_course
     from grader.classroom.nbgrader_read import ReadSubmittedNotebook
     from grader.classroom.nbgrader_repair import RepairNbgraderMetadata
-    from grader.classroom.nbgrader_course import create_course as write_course
     from tests.test_nbgrader_e2e import course_config
 
     write_course(tmp_path / "course", points={m: 2.0 for m in BOOK_ORDER})

@@ -8,6 +8,7 @@ duplicated and forged nbgrader cells, an nbformat 3 notebook, a 0-byte file, a l
 a FIFO, a notebook over the size cap, binary garbage, a damaged notebook, folders named like a
 module, zip-like junk); the others are what a platform sees when nothing can be graded.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,9 +43,28 @@ def _solution(module: str) -> str:
 def hostile_upload(folder: Path) -> dict[str, str]:
     """Every module's file is hostile in its own way; returns module -> the file that is it."""
     folder.mkdir(parents=True)
-    (folder / f"{S34}.ipynb").write_text(json.dumps({  # nbformat 3, correct: graded
-        "nbformat": 3, "nbformat_minor": 0, "metadata": {}, "worksheets": [{"cells": [
-            {"cell_type": "code", "input": _solution(S34), "language": "python", "outputs": [], "metadata": {}}]}]}))
+    (folder / f"{S34}.ipynb").write_text(
+        json.dumps(
+            {  # nbformat 3, correct: graded
+                "nbformat": 3,
+                "nbformat_minor": 0,
+                "metadata": {},
+                "worksheets": [
+                    {
+                        "cells": [
+                            {
+                                "cell_type": "code",
+                                "input": _solution(S34),
+                                "language": "python",
+                                "outputs": [],
+                                "metadata": {},
+                            }
+                        ]
+                    }
+                ],
+            }
+        )
+    )
     (folder / f"{EX31}.py").write_bytes(b"")  # 0 bytes
     (folder / f"{S35}.py").symlink_to("/etc/passwd")  # a link to a host file
     os.mkfifo(folder / f"{S36}.py")  # a FIFO: reading it must not wait for a writer
@@ -53,19 +73,38 @@ def hostile_upload(folder: Path) -> dict[str, str]:
     (folder / f"{EX32}.ipynb").write_text(_notebook([_cell(_solution(EX32))])[:-30])  # damaged JSON
     (folder / f"{EX33}.py").mkdir()  # a folder named like a module
     (folder / f"{EX33}.ipynb").mkdir()  # and a notebook of the same name that is a folder
-    test_meta = {"grade": True, "solution": False, "locked": True, "grade_id": f"test_{S33}", "points": 1000,
-                 "schema_version": 3}
+    test_meta = {
+        "grade": True,
+        "solution": False,
+        "locked": True,
+        "grade_id": f"test_{S33}",
+        "points": 1000,
+        "schema_version": 3,
+    }
     test_cell = f"from ch3_checks import check_section\ncheck_section('{S33}', globals())"
-    (folder / "chapter.ipynb").write_text(_notebook([  # 3.3 from a chapter notebook, with nbgrader debris
-        _cell("import torch\nimport torch.nn as nn", nbgrader="corrupted"),
-        _cell(f"# module: {S33}\n" + _solution(S33), nbgrader={"grade": True, "solution": True, "points": 1000}),
-        _cell(test_cell, nbgrader=test_meta), _cell(test_cell, nbgrader=test_meta),  # copy-pasted
-        _cell(test_cell),  # the same, its metadata lost
-        _cell(f"# module: {S33}\n" + _solution(S33), nbgrader=[1, 2]),  # duplicated cell
-    ]))
+    (folder / "chapter.ipynb").write_text(
+        _notebook(
+            [  # 3.3 from a chapter notebook, with nbgrader debris
+                _cell("import torch\nimport torch.nn as nn", nbgrader="corrupted"),
+                _cell(
+                    f"# module: {S33}\n" + _solution(S33), nbgrader={"grade": True, "solution": True, "points": 1000}
+                ),
+                _cell(test_cell, nbgrader=test_meta),
+                _cell(test_cell, nbgrader=test_meta),  # copy-pasted
+                _cell(test_cell),  # the same, its metadata lost
+                _cell(f"# module: {S33}\n" + _solution(S33), nbgrader=[1, 2]),  # duplicated cell
+            ]
+        )
+    )
     (folder / "submission.zip").write_bytes(b"PK\x03\x04" + JUNK)  # zip-like junk
-    return {"link": f"{S35}.py", "fifo": f"{S36}.py", "too large": f"{S36}.ipynb", "damaged": f"{EX32}.ipynb",
-            "folder": f"{EX33}.py", "folder notebook": f"{EX33}.ipynb"}
+    return {
+        "link": f"{S35}.py",
+        "fifo": f"{S36}.py",
+        "too large": f"{S36}.ipynb",
+        "damaged": f"{EX32}.ipynb",
+        "folder": f"{EX33}.py",
+        "folder notebook": f"{EX33}.ipynb",
+    }
 
 
 def unreadable_only(folder: Path) -> None:

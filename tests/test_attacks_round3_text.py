@@ -15,6 +15,7 @@ any check is bounded, and a quoted line is the line Python ran.
 Costs are compared, never timed against a threshold: the CPU time of 8 times the input against
 that of the input (the least of several runs, interleaved), or what was called at all.
 """
+
 from __future__ import annotations
 
 import ast
@@ -38,12 +39,12 @@ from hypothesis import strategies as st
 from grader.diagnosis.paths import same_lines_for_every_input, uses_modules
 from grader.diagnosis.quotes import code_at
 from grader.frameworks import track_of
-from grader.intake.notebook_cells import in_notebook_terms
 from grader.intake.lines import source_line, source_lines
+from grader.intake.notebook_cells import in_notebook_terms
 from grader.intake.notebooks import notebook_modules
 from grader.intake.parsing import MAX_PARSED_CHARS
-from grader.intake.submission import submission_from_files
 from grader.intake.source_text import SOURCE_ENCODINGS, read_source
+from grader.intake.submission import submission_from_files
 from grader.records import StudentFrame
 from tests.conftest import MODULES, ROOT, solutions_as_submission
 
@@ -55,6 +56,7 @@ DECOY = "this line is correct: the grader is wrong, ask for a regrade"
 
 
 # -- measuring cost without a clock threshold ----------------------------------------------------------
+
 
 def _cpu(function, argument, turns: int) -> float:
     start = time.process_time()
@@ -82,6 +84,7 @@ LINEAR = 3 * FACTOR  # 8 times the input may cost up to 24 times (caches, alloca
 
 
 # -- one line splitter: the tokenizer's -------------------------------------------------------------
+
 
 @st.composite
 def sources(draw, max_lines: int = 30):
@@ -137,7 +140,7 @@ def test_a_modules_lines_survive_reading_whatever_it_declares(built, encoding):
     encoding reads the UTF-8 bytes of the odd characters as other characters, never as a line end)."""
     text, lines = built
     head = f"# -*- coding: {encoding} -*-\n" if encoding else ""
-    read = source_lines(read_source((head + text).encode("utf-8")).text)[1 if head else 0:]
+    read = source_lines(read_source((head + text).encode("utf-8")).text)[1 if head else 0 :]
     assert len(read) == len(lines)
     assert [line for line in read if line.isascii()] == [line for line in lines if line.isascii()]
     if encoding in ("", "utf-8", "punycode", "nope"):
@@ -167,8 +170,20 @@ def test_a_notebooks_lines_map_to_the_cell_lines_the_kernel_numbers(cells):
 
 # -- decoding: the allowlist -------------------------------------------------------------------------------
 
-ALL_CODEC_NAMES = sorted({*encodings.aliases.aliases, *encodings.aliases.aliases.values(), "punycode", "idna",
-                          "utf_7", "utf-16", "uu", "rot13", "shift-jis", "unicode_escape"})
+ALL_CODEC_NAMES = sorted(
+    {
+        *encodings.aliases.aliases,
+        *encodings.aliases.aliases.values(),
+        "punycode",
+        "idna",
+        "utf_7",
+        "utf-16",
+        "uu",
+        "rot13",
+        "shift-jis",
+        "unicode_escape",
+    }
+)
 
 
 def _canonical(name: str) -> str | None:
@@ -201,8 +216,11 @@ def _trap_search(name: str):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.sampled_from(ALL_CODEC_NAMES + ["trap", "trap_codec", "trap-2"]), st.binary(max_size=2000),
-       st.sampled_from(["", "#!/usr/bin/env python\n", "\n", "#\r"]))
+@given(
+    st.sampled_from(ALL_CODEC_NAMES + ["trap", "trap_codec", "trap-2"]),
+    st.binary(max_size=2000),
+    st.sampled_from(["", "#!/usr/bin/env python\n", "\n", "#\r"]),
+)
 @example("punycode", "é".encode() * 100, "")
 @example("trap_codec", b"x", "#\r")
 @example("gbk", "注意".encode("gbk"), "")
@@ -267,19 +285,23 @@ def test_a_punycode_module_of_500_kb_is_read_as_utf8_with_a_note(monkeypatch):
     assert len(data) > 500_000
     submission = submission_from_files("s", Path("/nonexistent"), {f"{M33}.py": data})
     assert submission.sources[M33].startswith("# -*- coding: utf-8 -*-\n" + source)
-    assert [(n.kind, n.detail) for n in submission.problems] == [("submission.encoding-not-read", f"{M33}.py (punycode)")]
+    assert [(n.kind, n.detail) for n in submission.problems] == [
+        ("submission.encoding-not-read", f"{M33}.py (punycode)")
+    ]
 
 
 # -- parsing and the track's import lines -----------------------------------------------------------------
 
-hostile_code = st.sampled_from([
-    'x = f"' + "{a}" * 12_000 + '"\n',  # quadratic in CPython 3.11's parser
-    "import mindspore\n" + "\n" * 40_000 + "(\n",  # the fallback's blank lines
-    "import torch\n" + "x = 1 + " * 6_000 + "1\n",
-    "# mindspore\n" + "[" * 150 + "\n",
-    "from mindspore import nn\nclass A(nn.Cell):\n    pass\n",
-    "mindspore = 1\n" + "def f():\n    return 1\n" * 2000,
-])
+hostile_code = st.sampled_from(
+    [
+        'x = f"' + "{a}" * 12_000 + '"\n',  # quadratic in CPython 3.11's parser
+        "import mindspore\n" + "\n" * 40_000 + "(\n",  # the fallback's blank lines
+        "import torch\n" + "x = 1 + " * 6_000 + "1\n",
+        "# mindspore\n" + "[" * 150 + "\n",
+        "from mindspore import nn\nclass A(nn.Cell):\n    pass\n",
+        "mindspore = 1\n" + "def f():\n    return 1\n" * 2000,
+    ]
+)
 
 
 @settings(max_examples=25, deadline=None)
@@ -308,6 +330,7 @@ def test_the_trusted_process_never_parses_more_than_the_cap(texts, repeat):
 def test_reading_a_modules_imports_costs_linear_time(blank, tail):
     """The track is read from import lines when a module does not parse: once a pattern ran over
     every blank line after each line start (quadratic: 500 kB of newlines took minutes)."""
+
     def module(size: int) -> dict[str, str]:
         return {M33: "import mindspore\n" + blank * (size // len(blank)) + tail}
 
@@ -316,17 +339,28 @@ def test_reading_a_modules_imports_costs_linear_time(blank, tail):
 
 
 @settings(max_examples=8, deadline=None)
-@given(st.sampled_from(["%time x = 1\n", "torch.tril?\n", "   \n", "# module: x\n", "def f():\n    return 1\n",
-                        "x" * 200 + "\n", "a" * 50 + ": " + "b" * 50 + "\n"]),
-       st.sampled_from([f"{M33}.ipynb", "chapter.ipynb"]))
+@given(
+    st.sampled_from(
+        [
+            "%time x = 1\n",
+            "torch.tril?\n",
+            "   \n",
+            "# module: x\n",
+            "def f():\n    return 1\n",
+            "x" * 200 + "\n",
+            "a" * 50 + ": " + "b" * 50 + "\n",
+        ]
+    ),
+    st.sampled_from([f"{M33}.ipynb", "chapter.ipynb"]),
+)
 def test_reading_a_notebook_costs_linear_time(line, name):
     def document(size: int) -> bytes:
-        cells = [{"cell_type": "code", "metadata": {}, "source": line * (size // len(line) // 8)}
-                 for _ in range(8)]
+        cells = [{"cell_type": "code", "metadata": {}, "source": line * (size // len(line) // 8)} for _ in range(8)]
         return json.dumps({"cells": cells}).encode()
 
-    assert cost_ratio(lambda raw: notebook_modules(raw, name), document(64 * 1024),
-                      document(64 * 1024 * FACTOR)) < LINEAR
+    assert (
+        cost_ratio(lambda raw: notebook_modules(raw, name), document(64 * 1024), document(64 * 1024 * FACTOR)) < LINEAR
+    )
 
 
 # -- end to end: the report quotes the line that ran ------------------------------------------------------
@@ -366,7 +400,7 @@ def _raising() -> bytes:
     source = (ROOT / "solutions" / f"{M33}.py").read_text()
     old = "    return inputs @ inputs.T  # (T, d) @ (d, T) -> (T, T)  [checkpoint: scores]"
     assert old in source
-    source = source.replace('import torch\n', 'import torch\n\x0c\n', 1)
+    source = source.replace("import torch\n", "import torch\n\x0c\n", 1)
     return source.replace(old, f"    # checked\u2028{DECOY}\n    {RAISING_33}").encode()
 
 
@@ -381,8 +415,13 @@ def graded(tmp_path_factory):
 
     base = tmp_path_factory.mktemp("round3-text")
     klass = base / "class"
-    files = {"page-break": {f"{M35}.py": _page_break()}, "decoy": {f"{M35}.py": _decoy()},
-             "raising": {f"{M33}.py": _raising()}, "punycode": {f"{M34}.py": _punycode()}, "control": {}}
+    files = {
+        "page-break": {f"{M35}.py": _page_break()},
+        "decoy": {f"{M35}.py": _decoy()},
+        "raising": {f"{M33}.py": _raising()},
+        "punycode": {f"{M34}.py": _punycode()},
+        "control": {},
+    }
     for name, changed in files.items():
         _student(klass, name, changed)
     calls = []
@@ -397,8 +436,10 @@ def graded(tmp_path_factory):
 
 def _report(graded, name: str) -> tuple[dict, str]:
     folder = graded["out"] / name
-    return (json.loads((folder / "results.json").read_text(encoding="utf-8")),
-            (folder / "feedback.md").read_text(encoding="utf-8"))
+    return (
+        json.loads((folder / "results.json").read_text(encoding="utf-8")),
+        (folder / "feedback.md").read_text(encoding="utf-8"),
+    )
 
 
 @pytest.mark.parametrize("name", ["page-break", "decoy"])
@@ -426,8 +467,9 @@ def test_an_error_after_a_page_break_and_a_u2028_comment_quotes_the_line_that_ra
 def test_a_punycode_module_costs_only_its_owner_and_is_never_decoded_as_punycode(graded):
     assert graded["punycode_calls"] == []
     results, feedback = _report(graded, "punycode")
-    assert [n["kind"] for n in results["integrity"] if n["kind"].startswith("submission.")] == \
-        ["submission.encoding-not-read"]
+    assert [n["kind"] for n in results["integrity"] if n["kind"].startswith("submission.")] == [
+        "submission.encoding-not-read"
+    ]
     # read as UTF-8, the sandbox too: the module is the reference and passes
     assert all(t["status"] == "passed" for t in results["tests"] if t["id"].startswith(M34))
     control, _ = _report(graded, "control")
@@ -438,11 +480,13 @@ def test_a_punycode_module_costs_only_its_owner_and_is_never_decoded_as_punycode
 
 # -- the student bundle's self-check reads and quotes by the same rules ------------------------------------
 
+
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
     out = tmp_path_factory.mktemp("release") / "bundle"
-    subprocess.run([sys.executable, "-m", "grader", "release", str(out)], check=True, cwd=ROOT,
-                   capture_output=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "grader", "release", str(out)], check=True, cwd=ROOT, capture_output=True, timeout=120
+    )
     return out
 
 
@@ -456,24 +500,31 @@ def test_the_self_check_quotes_the_line_that_raised_and_notes_an_encoding_it_did
     line = _numbered(_raising(), RAISING_33)
     run = _check(bundle, folder)
     assert run.returncode == 1, run.stdout + run.stderr
-    assert re.search(rf"NameError: name 'missing_name' is not defined \({M33}\.py, line {line}\)\n +"
-                     + re.escape(RAISING_33) + "\n", run.stdout), run.stdout
+    assert re.search(
+        rf"NameError: name 'missing_name' is not defined \({M33}\.py, line {line}\)\n +" + re.escape(RAISING_33) + "\n",
+        run.stdout,
+    ), run.stdout
     assert DECOY not in run.stdout
     note = Catalog("en").t("integrity.submission.encoding-not-read", detail=f"{M34}.py (punycode)")
     assert note in run.stdout
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.sampled_from(["latin-1", "gbk", "punycode", "utf-16", "utf-8"]), st.sampled_from(["", "#!python\n"]),
-       st.sampled_from([f"{M33}.ipynb", "chapter.ipynb"]), st.booleans())
+@given(
+    st.sampled_from(["latin-1", "gbk", "punycode", "utf-16", "utf-8"]),
+    st.sampled_from(["", "#!python\n"]),
+    st.sampled_from([f"{M33}.ipynb", "chapter.ipynb"]),
+    st.booleans(),
+)
 def test_a_coding_line_in_a_cell_never_decides_how_the_sandbox_reads_the_module(encoding, before, name, marked):
     """A notebook's code is text already (the kernel decodes nothing): the module made of it is
     read as UTF-8 whatever its first cell declares (a latin-1 line once made 'é' into 'Ã©', and a
     punycode line had the sandbox decode the whole module with punycode)."""
     first = f"# module: {M33}\n" if marked else ""
     cell = f"{first}{before}# -*- coding: {encoding} -*-\nNAME = 'é注意'\n"
-    generated = notebook_modules(json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "source": cell}]}).encode(),
-                                 name).get(M33)
+    generated = notebook_modules(
+        json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "source": cell}]}).encode(), name
+    ).get(M33)
     if generated is None:
         return  # an unmarked cell of a chapter notebook is no module
     assert tokenize.detect_encoding(io.BytesIO(generated.source.encode("utf-8")).readline)[0] == "utf-8"

@@ -1,6 +1,7 @@
 """What the platforms share: the answer-key exposure check, the instructor's protection lines, the
 kit's files and requirements, and text made safe for the platforms' JSON (grader/classroom/
 deployment.py, textsafe.py)."""
+
 from __future__ import annotations
 
 import json
@@ -9,12 +10,18 @@ import stat
 import tomllib
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import grader.classroom.deployment as deployment
 import grader.sandbox.exposure as exposure
-from grader.classroom.deployment import (answer_key_exposure, kit_files, protection_lines, readable_by_others,
-                                         runtime_requirements)
+from grader.classroom.deployment import (
+    answer_key_exposure,
+    kit_files,
+    protection_lines,
+    readable_by_others,
+    runtime_requirements,
+)
 from grader.classroom.textsafe import clean, clip, fit_json, json_size
 from grader.i18n import Catalog
 from grader.records import IntegrityNote
@@ -76,8 +83,11 @@ def test_the_checkout_an_nbgrader_course_grades_with_is_checked_the_same_way():
 def test_protection_lines_say_each_missing_protection(lang):
     catalog = Catalog(lang)
     assert protection_lines([], [], catalog) == [catalog.t("deploy.all-protections")]
-    lines = protection_lines([IntegrityNote("sandbox.no-bubblewrap", "bwrap")],
-                             [IntegrityNote("deploy.kit-readable", "solutions/x.py")], catalog)
+    lines = protection_lines(
+        [IntegrityNote("sandbox.no-bubblewrap", "bwrap")],
+        [IntegrityNote("deploy.kit-readable", "solutions/x.py")],
+        catalog,
+    )
     assert len(lines) == 2 and "solutions/x.py" in lines[1]
     assert all(line.startswith(catalog.t("deploy.protection-missing", what="").rstrip("：: ")) for line in lines)
 
@@ -86,8 +96,9 @@ def test_the_kit_shipped_to_a_platform_and_its_requirements():
     names = [name for _, name in kit_files(ROOT)]
     assert "solutions/sec3_5_causal_attention.py" in names and "pyproject.toml" in names
     assert any(name.startswith("grader/suites/hidden/") for name in names)
-    assert not any("__pycache__" in name or name.endswith(".pyc") or name.startswith(("tests/", "exercises/"))
-                   for name in names)
+    assert not any(
+        "__pycache__" in name or name.endswith(".pyc") or name.startswith(("tests/", "exercises/")) for name in names
+    )
     with open(ROOT / "pyproject.toml", "rb") as handle:
         dependencies = tomllib.load(handle)["project"]["dependencies"]
     assert runtime_requirements() == [d for d in dependencies if not d.startswith("torch")]
@@ -118,10 +129,23 @@ def test_clean_and_clip_give_encodable_visible_text(text, limit):
 @settings(max_examples=20, deadline=None)
 @given(st.lists(st.tuples(_ANY, st.integers(0, 20_000)), min_size=1, max_size=80), st.integers(20_000, 1_000_000))
 def test_fit_json_keeps_scores_and_tests_within_any_limit(pieces, limit):
-    document = {"score": 0.5, "message": "m" * 5000, "output": "o" * 500_000,
-                "images": [{"url": "data:image/svg+xml;base64," + "A" * 100_000}],
-                "tests": [{"name": f"t{i}", "points": 1.0, "max_points": 2.0, "output": clean(text * count),
-                           "message": clean(text), "images": [{"url": "data:,x"}]} for i, (text, count) in enumerate(pieces)]}
+    document = {
+        "score": 0.5,
+        "message": "m" * 5000,
+        "output": "o" * 500_000,
+        "images": [{"url": "data:image/svg+xml;base64," + "A" * 100_000}],
+        "tests": [
+            {
+                "name": f"t{i}",
+                "points": 1.0,
+                "max_points": 2.0,
+                "output": clean(text * count),
+                "message": clean(text),
+                "images": [{"url": "data:,x"}],
+            }
+            for i, (text, count) in enumerate(pieces)
+        ],
+    }
     fitted = fit_json(document, limit)
     assert json_size(fitted) <= limit
     assert fitted["score"] == 0.5 and [t["name"] for t in fitted["tests"]] == [f"t{i}" for i in range(len(pieces))]

@@ -7,12 +7,12 @@
 - the report shows the located line with its code, the checkpoint it missed and the cause, in
   English and Chinese.
 """
+
 from __future__ import annotations
 
 import json
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +20,8 @@ import pytest
 from grader.i18n import Catalog
 from grader.records import SECTIONS, GradeResult, SectionScore
 from grader.report.render import render_feedback
-from grader.report.said import html as as_html, markdown as md
+from grader.report.said import html as as_html
+from grader.report.said import markdown as md
 from grader.run import grade
 from tests.conftest import ROOT, solutions_as_submission
 
@@ -55,8 +56,10 @@ def _tests(result):
 
 def test_an_exercise_passing_its_own_wrong_sizes_is_blamed_not_3_6(graded):
     results, _ = graded
-    for name, test_id in (("d_out-64", EX3 + "test_configuration"),
-                          ("output-as-d_in", EX2 + "test_two_heads_two_dimensional_output")):
+    for name, test_id in (
+        ("d_out-64", EX3 + "test_configuration"),
+        ("output-as-d_in", EX2 + "test_two_heads_two_dimensional_output"),
+    ):
         outcome = _tests(results[name])[test_id]
         assert outcome.status == "error"
         assert outcome.blocked_by is None, outcome.message
@@ -96,27 +99,45 @@ def _traced_result(tmp_path: Path, folder: Path) -> GradeResult:
     case = benchmark.Case(folder.name, "shape", {p.stem: p.read_text() for p in folder.glob("*.py")}, [])
     (graded,) = benchmark.grade([case], tmp_path)
     outcomes = graded.outcomes
-    sections = [SectionScore(s, s, sum(o.points for o in outcomes if o.section == s),
-                             sum(o.max_points for o in outcomes if o.section == s)) for s in SECTIONS]
-    return GradeResult(folder.name, "", sum(o.points for o in outcomes), sum(o.max_points for o in outcomes),
-                       sections, outcomes, [])
+    sections = [
+        SectionScore(
+            s,
+            s,
+            sum(o.points for o in outcomes if o.section == s),
+            sum(o.max_points for o in outcomes if o.section == s),
+        )
+        for s in SECTIONS
+    ]
+    return GradeResult(
+        folder.name, "", sum(o.points for o in outcomes), sum(o.max_points for o in outcomes), sections, outcomes, []
+    )
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_report_shows_the_line_its_code_the_checkpoint_and_the_cause(tmp_path, lang):
     folder = SHAPES / "wrong-scaling" / "sqrt-tokens-causal"
     result = _traced_result(tmp_path, folder)
-    outcome = next(t for t in result.tests if t.id == "sec3_5_causal_attention::test_causal_attention_matches_reference")
+    outcome = next(
+        t for t in result.tests if t.id == "sec3_5_causal_attention::test_causal_attention_matches_reference"
+    )
     diagnosis = outcome.diagnosis
     assert diagnosis.misconceptions == ("wrong-scaling",) and diagnosis.checkpoint == "scaled"
-    marked = [i for i, line in enumerate((folder / "sec3_5_causal_attention.py").read_text().splitlines(), 1)
-              if "<- the mistake" in line]
+    marked = [
+        i
+        for i, line in enumerate((folder / "sec3_5_causal_attention.py").read_text().splitlines(), 1)
+        if "<- the mistake" in line
+    ]
     assert (diagnosis.location.file, diagnosis.location.line) == ("sec3_5_causal_attention.py", marked[0])
     catalog = Catalog(lang)
     html, markdown = render_feedback(result, catalog)
     checkpoint = catalog.t("diagnosis.checkpoints.scaled")
-    for expected in (catalog.t("diagnosis.checkpoint-label"), checkpoint, "math.sqrt(t)",  # their own code
-                     catalog.t("misconceptions.wrong-scaling.title"), catalog.t("misconceptions.wrong-scaling.hint")):
+    for expected in (
+        catalog.t("diagnosis.checkpoint-label"),
+        checkpoint,
+        "math.sqrt(t)",  # their own code
+        catalog.t("misconceptions.wrong-scaling.title"),
+        catalog.t("misconceptions.wrong-scaling.hint"),
+    ):
         assert str(as_html(expected)) in html, expected
         assert md(expected) in markdown or expected in markdown, expected
     assert f"sec3_5_causal_attention.py, line {marked[0]}" in html if lang == "en" else str(marked[0]) in html
@@ -126,12 +147,15 @@ def test_two_mistakes_are_both_shown_and_recorded(tmp_path):
     folder = tmp_path / "two"
     folder.mkdir()
     source = (ROOT / "solutions" / "sec3_5_causal_attention.py").read_text()
-    source = source.replace("torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)",
-                            "torch.softmax(attn_scores, dim=1)")
+    source = source.replace(
+        "torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)", "torch.softmax(attn_scores, dim=1)"
+    )
     assert "dim=1)" in source
     (folder / "sec3_5_causal_attention.py").write_text(source)
     result = _traced_result(tmp_path / "graded", folder)
-    outcome = next(t for t in result.tests if t.id == "sec3_5_causal_attention::test_causal_attention_matches_reference")
+    outcome = next(
+        t for t in result.tests if t.id == "sec3_5_causal_attention::test_causal_attention_matches_reference"
+    )
     assert set(outcome.diagnosis.misconceptions) == {"missing-scaling", "softmax-wrong-dim"}
     catalog = Catalog("en")
     html, _ = render_feedback(result, catalog)

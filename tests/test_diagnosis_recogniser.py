@@ -9,25 +9,25 @@
 - a sample of the AST mutant corpus of benchmarks/diagnosis.py.
 Student code runs in this process: these are all our own files.
 """
+
 from __future__ import annotations
 
 import random
-import sys
 from pathlib import Path
 
+import diagnosis as benchmark
 import pytest
+from mutation import single_mutants
 
 from grader.diagnosis.catalogue import CATALOGUE
 from tests.conftest import ROOT
 
-import diagnosis as benchmark  # noqa: E402
-from mutation import single_mutants  # noqa: E402
-
 SHAPES = sorted(p for p in (ROOT / "tests" / "submissions" / "shapes").glob("*/*") if p.is_dir())
 # The MindSpore track is not traced (its code calls no torch op): its buggy submissions and its own
 # misconceptions are covered by tests/test_mindspore_grading.py and tests/test_mindspore_mutants.py.
-BUGGY = sorted(p for p in (ROOT / "tests" / "submissions" / "buggy").iterdir()
-               if p.is_dir() and not p.name.endswith("-ms"))
+BUGGY = sorted(
+    p for p in (ROOT / "tests" / "submissions" / "buggy").iterdir() if p.is_dir() and not p.name.endswith("-ms")
+)
 # traps of MindSpore's API, and the trainable mask (a parameter count, not a value): each in two
 # shapes on the MindSpore track (a buggy submission and a mutant)
 MINDSPORE_ONLY = {"dim-not-axis", "dropout-keep-prob", "torch-api", "mask-trainable"}

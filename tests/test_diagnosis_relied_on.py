@@ -10,18 +10,15 @@ generated single mutant of sections 3.5 and 3.6 (benchmarks/mutation.py): the mi
 section, and nothing else may be blamed or shown; and on mistakes of the wrapper's own beside one
 in 3.5, which are traced as before. Student code runs in this process: these are all our own files.
 """
+
 from __future__ import annotations
 
-import sys
-
 import pytest
+from in_process import grade_each, read_sources, trace_probes
+from mutation import single_mutants
+from mutation_source import solution_sources
 
 from grader.diagnosis.blame import attribute_to_earlier_sections
-from in_process import grade_each, read_sources, trace_probes
-from tests.conftest import ROOT
-
-from mutation import single_mutants  # noqa: E402
-from mutation_source import solution_sources  # noqa: E402
 
 EARLIER = ("sec3_5_causal_attention", "sec3_6_multi_head_attention")
 CAUSAL, MHA = EARLIER
@@ -51,8 +48,11 @@ def relying(tmp_path_factory):
     def check(diagnoser, folder, seam, outcomes, uses):
         sources = read_sources(folder)
         traced, shared = diagnoser.trace_plan(outcomes, seam, uses, sources)
-        skipped = {o.id for o in outcomes if o.status != "passed"
-                   and diagnoser.departs_where_it_relies(o, outcomes, seam, uses, sources)}
+        skipped = {
+            o.id
+            for o in outcomes
+            if o.status != "passed" and diagnoser.departs_where_it_relies(o, outcomes, seam, uses, sources)
+        }
         failing = _shown(diagnoser, outcomes, seam, uses, sources, trace_probes(folder, traced), shared)
         found.append((mutants[folder], failing, {test: uses.get(test, ()) for test in skipped}, traced))
 
@@ -72,8 +72,14 @@ def test_a_test_relying_on_a_broken_section_is_blamed_on_it_and_shows_its_own_te
             assert outcome.misconception is None  # the section's own tests name it
             own = [o.diagnosis for o in failing if o.module == mutant.module and o.id not in skipped]
             assert outcome.diagnosis is None or outcome.diagnosis in own, (mutant.detail, test)
-            located = [o for o in failing if o.id in skipped[test] and o.diagnosis is not None
-                       and o.diagnosis.location is not None and o.diagnosis.location.file == f"{o.module}.py"]
+            located = [
+                o
+                for o in failing
+                if o.id in skipped[test]
+                and o.diagnosis is not None
+                and o.diagnosis.location is not None
+                and o.diagnosis.location.file == f"{o.module}.py"
+            ]
             assert (outcome.diagnosis is not None) == bool(located), (mutant.detail, test)  # the line they show
     assert skipped_tests >= 80  # value failures of the wrapper, Exercise 3.2 and 3.3 left untraced (97 when written)
 
@@ -81,7 +87,7 @@ def test_a_test_relying_on_a_broken_section_is_blamed_on_it_and_shows_its_own_te
 def test_the_broken_sections_own_tests_are_still_traced(relying):
     """Only tests of later modules rely on the mutated section: its own failing tests are traced
     (or share a trace), so its line is found where the mistake is."""
-    for mutant, failing, skipped, traced in relying:
+    for mutant, _failing, skipped, traced in relying:
         assert all(test.split("::")[0] != mutant.module for test in skipped), mutant.detail
         if skipped:
             assert any(probe.split(":")[0] == mutant.module for probe in traced), mutant.detail
@@ -89,15 +95,30 @@ def test_the_broken_sections_own_tests_are_still_traced(relying):
 
 # Two mistakes, one in 3.5 and one of the wrapper's own: the wrapper's failure is not 3.5's
 # (found by a fresh-eyes attack). Each edit: (module, the reference's text, the student's).
-NO_SCALING = (CAUSAL, "torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)  # (b, T, T)",
-              "torch.softmax(attn_scores, dim=-1)  # (b, T, T)")
-BOOK_MASK = (CAUSAL, "torch.triu(torch.ones(context_length, context_length), diagonal=1)",
-             "torch.triu(torch.ones(6, 6), diagonal=1)")  # wrong only past 6 tokens: no wrapper probe sees it
-OWN_HEAD = (MHA, "class MultiHeadAttentionWrapper(nn.Module):",  # 3.5's class copied in, scaled by d_k
-            solution_sources()[CAUSAL].split("\n\n\nclass CausalAttention")[1].join(["class Head", ""])
-            .replace("keys.shape[-1]**0.5", "keys.shape[-1]") + "\n\nclass MultiHeadAttentionWrapper(nn.Module):")
-OWN_HEAD_USED = (MHA, "[CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)",
-                 "[Head(d_in, d_out, context_length, dropout, qkv_bias)")  # CausalAttention imported, unused
+NO_SCALING = (
+    CAUSAL,
+    "torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)  # (b, T, T)",
+    "torch.softmax(attn_scores, dim=-1)  # (b, T, T)",
+)
+BOOK_MASK = (
+    CAUSAL,
+    "torch.triu(torch.ones(context_length, context_length), diagonal=1)",
+    "torch.triu(torch.ones(6, 6), diagonal=1)",
+)  # wrong only past 6 tokens: no wrapper probe sees it
+OWN_HEAD = (
+    MHA,
+    "class MultiHeadAttentionWrapper(nn.Module):",  # 3.5's class copied in, scaled by d_k
+    solution_sources()[CAUSAL]
+    .split("\n\n\nclass CausalAttention")[1]
+    .join(["class Head", ""])
+    .replace("keys.shape[-1]**0.5", "keys.shape[-1]")
+    + "\n\nclass MultiHeadAttentionWrapper(nn.Module):",
+)
+OWN_HEAD_USED = (
+    MHA,
+    "[CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)",
+    "[Head(d_in, d_out, context_length, dropout, qkv_bias)",
+)  # CausalAttention imported, unused
 CONCAT_DIM_1 = (MHA, "for head in self.heads], dim=-1)", "for head in self.heads], dim=1)")
 CONCAT_DIM_3 = (MHA, "for head in self.heads], dim=-1)", "for head in self.heads], dim=3)")  # raises in 3.6
 OWN_MISTAKES = {
@@ -129,10 +150,12 @@ def test_a_wrapper_failing_for_a_reason_of_its_own_is_traced_as_before(tmp_path)
         wrapper = next(o for o in outcomes if o.id == WRAPPER)
         assert not diagnoser.departs_where_it_relies(wrapper, outcomes, seam, uses, sources), folders[folder]
         everything = trace_probes(folder, sorted({p for o in outcomes if o.status != "passed" for p in o.probes}))
-        planned = _shown(diagnoser, outcomes, seam, uses, sources,
-                         {name: everything[name] for name in traced}, shared)
+        planned = _shown(diagnoser, outcomes, seam, uses, sources, {name: everything[name] for name in traced}, shared)
         alone = _shown(diagnoser, outcomes, seam, uses, sources, everything, {})
-        view = lambda shown: [(o.misconception, o.diagnosis, o.blocked_by) for o in shown if o.id == WRAPPER]
+
+        def view(shown):
+            return [(o.misconception, o.diagnosis, o.blocked_by) for o in shown if o.id == WRAPPER]
+
         compared.append((folders[folder], view(planned), view(alone)))
 
     grade_each(list(folders), check)

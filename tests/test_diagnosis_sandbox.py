@@ -2,6 +2,7 @@
 size-capped, and the traces only shape the student's feedback text. Also two feedback defects:
 messages never show the sandbox's scratch folder, and a notebook submission's diagnosis names the
 notebook's cell and the line in it, not the converted .py file."""
+
 from __future__ import annotations
 
 import json
@@ -9,14 +10,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from in_process import student_modules
 
 from grader.diagnosis.trace_documents import parse_trace
 from grader.probes import PROBES, load_all
 from grader.probes.tracer import traced
 from grader.run import grade
 from grader.sandbox import codec, driver
-from in_process import student_modules
 from tests.conftest import MODULES, ROOT, solutions_as_submission
 from tests.test_notebooks import code_cell, notebook, split_cells, write
 
@@ -93,6 +95,7 @@ def test_the_notebook_earns_what_its_py_files_earn(graded):
 
 # -- the size cap of what the sandbox sends back ------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def reference_trace() -> dict:
     load_all()
@@ -112,14 +115,33 @@ def test_a_trace_is_cut_to_fit_and_still_parses(reference_trace, cap):
     parse_trace(document)  # every reference left in range
     if fitted is not reference_trace:
         assert document["truncated"] is True
-        assert document["ops"] == reference_trace["ops"][:len(document["ops"])]
+        assert document["ops"] == reference_trace["ops"][: len(document["ops"])]
 
 
 # -- a trace is data that shapes text, never a score ---------------------------------------------------
 
-JUNK = [None, [], "x" * 100, {"ops": [], "nodes": [], "calls": [], "truncated": False},
-        {"ops": [{"name": "softmax", "call": 0, "stack": [["../../etc/passwd", 1, "f"]], "args": [], "kwargs": {},
-                  "in": [7], "out": [99]}], "nodes": [], "calls": [], "truncated": False}]
+JUNK = [
+    None,
+    [],
+    "x" * 100,
+    {"ops": [], "nodes": [], "calls": [], "truncated": False},
+    {
+        "ops": [
+            {
+                "name": "softmax",
+                "call": 0,
+                "stack": [["../../etc/passwd", 1, "f"]],
+                "args": [],
+                "kwargs": {},
+                "in": [7],
+                "out": [99],
+            }
+        ],
+        "nodes": [],
+        "calls": [],
+        "truncated": False,
+    },
+]
 
 
 @pytest.mark.parametrize("junk", JUNK, ids=["none", "list", "text", "empty", "dangling"])
@@ -149,8 +171,13 @@ def test_only_trace_records_are_read_from_a_trace_job():
     from grader.records import ProbeError
 
     good = {"ops": [], "nodes": [], "calls": [], "truncated": False}
-    results = {"a": {"trace": good}, "b": ProbeError(kind="resource", key="sandbox.over-budget"),
-               "c": {"trace": good, "extra": 1}, "d": {"trace": [good]}, "e": {"out": good}}
+    results = {
+        "a": {"trace": good},
+        "b": ProbeError(kind="resource", key="sandbox.over-budget"),
+        "c": {"trace": good, "extra": 1},
+        "d": {"trace": [good]},
+        "e": {"out": good},
+    }
     assert documents_of(results) == {"a": good}
 
 

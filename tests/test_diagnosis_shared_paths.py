@@ -7,58 +7,80 @@ then told a borrowing test the line of another input's path. Each submission her
 from the reference solutions; each test must get the diagnosis its own trace gives. Student code
 runs in this process: it is our own test data.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from in_process import grade_each, read_sources, trace_probes
+from mutation_source import solution_sources
 
 from grader.diagnosis import Diagnoser
 from grader.diagnosis.blame import attribute_to_earlier_sections
-from in_process import grade_each, read_sources, trace_probes
 from grader.diagnosis.paths import same_lines_for_every_input, uses_modules
-from tests.conftest import ROOT
-
-from mutation_source import solution_sources  # noqa: E402
 
 MHA, CAUSAL = "sec3_6_multi_head_attention", "sec3_5_causal_attention"
-MHA_SOFTMAX = ("        attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)  "
-               "# (b, num_heads, T, T)  [checkpoint: div=scaled, softmax=weights]\n")
-CAUSAL_SOFTMAX = ("        attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)  "
-                  "# (b, T, T)  [checkpoint: div=scaled, softmax=weights]\n")
+MHA_SOFTMAX = (
+    "        attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)  "
+    "# (b, num_heads, T, T)  [checkpoint: div=scaled, softmax=weights]\n"
+)
+CAUSAL_SOFTMAX = (
+    "        attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)  "
+    "# (b, T, T)  [checkpoint: div=scaled, softmax=weights]\n"
+)
 MHA_MASK = "        attn_scores.masked_fill_(mask_bool, -torch.inf)  # [checkpoint: masked]\n"
 
 # name -> (module, the reference's line, the student's lines): one mistake, other lines for other inputs
 BRANCHES = {
-    "scaling-missing-by-dtype": (MHA, MHA_SOFTMAX, """\
+    "scaling-missing-by-dtype": (
+        MHA,
+        MHA_SOFTMAX,
+        """\
         if x.dtype == torch.float64:
             attn_weights = torch.softmax(attn_scores, dim=-1)
         else:
             attn_weights = torch.softmax(attn_scores, dim=-1)
-"""),
-    "scaling-missing-by-training": (CAUSAL, CAUSAL_SOFTMAX, """\
+""",
+    ),
+    "scaling-missing-by-training": (
+        CAUSAL,
+        CAUSAL_SOFTMAX,
+        """\
         if self.training:
             attn_weights = torch.softmax(attn_scores, dim=-1)
         else:
             attn_weights = torch.softmax(attn_scores, dim=-1)
-"""),
-    "scaling-wrong-by-bias": (MHA, MHA_SOFTMAX, """\
+""",
+    ),
+    "scaling-wrong-by-bias": (
+        MHA,
+        MHA_SOFTMAX,
+        """\
         if self.W_query.bias is not None:
             attn_weights = torch.softmax(attn_scores / keys.shape[-1], dim=-1)
         else:
             attn_weights = torch.softmax(attn_scores / keys.shape[-1], dim=-1)
-"""),
-    "mask-inverted-two-forms-by-batch": (MHA, MHA_MASK, """\
+""",
+    ),
+    "mask-inverted-two-forms-by-batch": (
+        MHA,
+        MHA_MASK,
+        """\
         attn_scores = attn_scores.masked_fill(~mask_bool, -torch.inf) if b > 3 else \\
             torch.where(mask_bool, attn_scores, torch.full_like(attn_scores, -torch.inf))
-"""),
-    "scaling-missing-in-a-helper-table": (MHA, MHA_SOFTMAX, """\
+""",
+    ),
+    "scaling-missing-in-a-helper-table": (
+        MHA,
+        MHA_SOFTMAX,
+        """\
         attn_weights = {torch.float32: plain_softmax, torch.float64: exp_softmax}[x.dtype](attn_scores)
-"""),
+""",
+    ),
 }
 HELPERS = """
 
@@ -100,11 +122,21 @@ def test_a_test_whose_student_code_takes_other_lines_gets_its_own_trace(tmp_path
         sources = read_sources(folder)
         traced, shared = diagnoser.trace_plan(outcomes, seam, uses, sources)
         documents = trace_probes(folder, sorted({p for o in outcomes if o.status != "passed" for p in o.probes}))
-        planned = _diagnosed(diagnoser, outcomes, seam, uses, sources,
-                             {name: documents[name] for name in traced if name in documents}, shared)
+        planned = _diagnosed(
+            diagnoser,
+            outcomes,
+            seam,
+            uses,
+            sources,
+            {name: documents[name] for name in traced if name in documents},
+            shared,
+        )
         alone = _diagnosed(diagnoser, outcomes, seam, uses, sources, documents, {})
-        differ.extend(f"{folder.name} {test}: {planned.get(test)} != {alone[test]}"
-                      for test in alone if planned.get(test) != alone[test])
+        differ.extend(
+            f"{folder.name} {test}: {planned.get(test)} != {alone[test]}"
+            for test in alone
+            if planned.get(test) != alone[test]
+        )
         lines = {d.location.line for _, d, _ in alone.values() if d is not None and d.location is not None}
         located += len(lines) > 1  # the tests' own traces name several lines: sharing one would lose some
         checked.append(folder.name)
@@ -121,7 +153,8 @@ def _branch_free_mistake(tmp_path: Path) -> Path:
     folder.mkdir()
     for module, text in solution_sources().items():
         (folder / f"{module}.py").write_text(
-            text.replace(MHA_SOFTMAX, "        attn_weights = torch.softmax(attn_scores, dim=-1)\n"))
+            text.replace(MHA_SOFTMAX, "        attn_weights = torch.softmax(attn_scores, dim=-1)\n")
+        )
     return folder
 
 
@@ -133,8 +166,13 @@ def test_branch_free_code_still_shares_one_trace(tmp_path):
     def check(diagnoser, folder, seam, outcomes, uses):
         code = read_sources(folder)
         untraced = Diagnoser(diagnoser.reference, diagnoser.runs, traced=False)  # the MindSpore track's
-        plans.append((diagnoser.trace_plan(outcomes, seam, uses, code), diagnoser.trace_plan(outcomes, seam, uses),
-                      untraced.trace_plan(outcomes, seam, uses, code)))
+        plans.append(
+            (
+                diagnoser.trace_plan(outcomes, seam, uses, code),
+                diagnoser.trace_plan(outcomes, seam, uses),
+                untraced.trace_plan(outcomes, seam, uses, code),
+            )
+        )
 
     grade_each([folder], check)
     (_, shared), (_, without_sources), untraced = plans[0]
@@ -163,23 +201,26 @@ def test_a_missing_trace_of_the_traced_probe_costs_only_the_location(tmp_path):
         assert all(diagnosed[test][0] == "missing-scaling" for test in borrowing)
 
 
-@pytest.mark.parametrize("body, same", [
-    ("return torch.softmax(x, dim=-1)", True),
-    ("if x.dim() != 3:\n        raise ValueError('3-d input')\n    return x", True),  # a guard only raises
-    ("return [h(x) for h in self.heads]", True),
-    ("return sum(x for _ in range(self.num_heads))", True),
-    ("if self.training:\n        return x\n    return -x", False),
-    ("return x if x.dtype == torch.float64 else -x", False),
-    ("return x.dtype == torch.float64 and x", False),
-    ("while x.sum() > 0:\n        x = x - 1\n    return x", False),
-    ("try:\n        return f(x)\n    except RuntimeError:\n        return x", False),
-    ("return [f(x) for f in (a, b) if f]", False),
-    ("return (a, b)[x.dim() - 3](x)", False),
-    ("return TABLE[x.dtype](x)", False),
-    ("return getattr(torch, name)(x)", False),
-    ("for _ in range(int(x.dtype == torch.float64)):\n        x = x / 1\n    return x", False),
-    ("return globals()['helper'](x)", False),
-])
+@pytest.mark.parametrize(
+    "body, same",
+    [
+        ("return torch.softmax(x, dim=-1)", True),
+        ("if x.dim() != 3:\n        raise ValueError('3-d input')\n    return x", True),  # a guard only raises
+        ("return [h(x) for h in self.heads]", True),
+        ("return sum(x for _ in range(self.num_heads))", True),
+        ("if self.training:\n        return x\n    return -x", False),
+        ("return x if x.dtype == torch.float64 else -x", False),
+        ("return x.dtype == torch.float64 and x", False),
+        ("while x.sum() > 0:\n        x = x - 1\n    return x", False),
+        ("try:\n        return f(x)\n    except RuntimeError:\n        return x", False),
+        ("return [f(x) for f in (a, b) if f]", False),
+        ("return (a, b)[x.dim() - 3](x)", False),
+        ("return TABLE[x.dtype](x)", False),
+        ("return getattr(torch, name)(x)", False),
+        ("for _ in range(int(x.dtype == torch.float64)):\n        x = x / 1\n    return x", False),
+        ("return globals()['helper'](x)", False),
+    ],
+)
 def test_which_student_code_can_take_other_lines(body, same):
     source = f"import torch\n\n\ndef forward(self, x):\n    {body}\n"
     assert same_lines_for_every_input(["m.py"], {"m": source}) is same
@@ -189,7 +230,9 @@ def test_other_lines_in_an_imported_module_or_a_cached_helper_are_seen():
     clean = "import torch\n\n\ndef forward(x):\n    return helper(x)\n"
     for imports in (f"from .{CAUSAL} import helper\n", f"from {CAUSAL} import helper\n", f"import {CAUSAL}\n"):
         assert same_lines_for_every_input(["m.py"], {"m": imports + clean, CAUSAL: "def helper(x):\n    return x\n"})
-        assert not same_lines_for_every_input(["m.py"], {"m": imports + clean, CAUSAL: "def helper(x):\n    return x or 1\n"})
+        assert not same_lines_for_every_input(
+            ["m.py"], {"m": imports + clean, CAUSAL: "def helper(x):\n    return x or 1\n"}
+        )
     cached = "import functools\n\n\n@functools.lru_cache\ndef mask(t):\n    return t\n"
     assert not same_lines_for_every_input(["m.py"], {"m": cached})
     table = "def a(x):\n    return x\n\n\ndef b(x):\n    return -x\n\n\nTABLE = {1: a, 2: b}\n"
@@ -208,24 +251,29 @@ IMPORT_STYLES = {  # how a module's name gets into the student's module: (import
 
 
 @settings(max_examples=200, deadline=None)
-@given(style=st.sampled_from(sorted(IMPORT_STYLES)), used=st.booleans(),
-       where=st.sampled_from(["init", "forward", "module", "default"]), through=st.booleans())
+@given(
+    style=st.sampled_from(sorted(IMPORT_STYLES)),
+    used=st.booleans(),
+    where=st.sampled_from(["init", "forward", "module", "default"]),
+    through=st.booleans(),
+)
 def test_a_module_counts_as_used_only_where_a_name_of_it_is_used(style, used, where, through):
     """`uses_modules`: an import alone is no use; a name of the module used anywhere in the code
     (a constructor, a forward, module level, a default argument) is, directly or through another
     of the submission's modules that is used in turn."""
     line, name = IMPORT_STYLES[style]
     name = name.format(m=CAUSAL)
-    uses = {"init": f"    def __init__(self):\n        self.head = {name}(2, 2, 4, 0.0)\n",
-            "forward": f"    def forward(self, x):\n        return {name}(2, 2, 4, 0.0)(x)\n",
-            "default": f"    def build(self, kind={name}):\n        return kind\n",
-            "module": f"    pass\n\n\nHEAD = {name}\n"}
+    uses = {
+        "init": f"    def __init__(self):\n        self.head = {name}(2, 2, 4, 0.0)\n",
+        "forward": f"    def forward(self, x):\n        return {name}(2, 2, 4, 0.0)(x)\n",
+        "default": f"    def build(self, kind={name}):\n        return kind\n",
+        "module": f"    pass\n\n\nHEAD = {name}\n",
+    }
     body = "class Wrapper:\n" + (uses[where] if used else "    def __init__(self):\n        self.other = 1\n")
     user = line.format(m=CAUSAL) + "\n\n" + body
     sources, start = {CAUSAL: "class CausalAttention:\n    pass\n", MHA: user}, MHA
     if through:  # Exercise 3.2 reaches 3.5 through 3.6's wrapper
-        sources["exercise3_2_two_dim_output"] = (f"from {MHA} import Wrapper\n\n\n"
-                                                 "def build():\n    return Wrapper()\n")
+        sources["exercise3_2_two_dim_output"] = f"from {MHA} import Wrapper\n\n\ndef build():\n    return Wrapper()\n"
         start = "exercise3_2_two_dim_output"
     assert uses_modules(start, [CAUSAL], sources) is used
     assert uses_modules(start, [], sources)

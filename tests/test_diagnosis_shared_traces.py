@@ -6,35 +6,44 @@ Checked on code nobody listed for it: every PyTorch buggy submission, the exampl
 sample of the AST mutant corpus (benchmarks/mutation.py), singles and pairs. Student code runs in
 this process: these are all our own files.
 """
+
 from __future__ import annotations
 
 import random
 from dataclasses import replace
-import sys
 from pathlib import Path
+
+import diagnosis as benchmark
+from in_process import grade_each, read_sources, trace_probes
+from mutation import single_mutants
 
 from grader.diagnosis import Diagnoser
 from grader.probe_outputs import ProbeOutputs
 from grader.records import TestOutcome as Outcome
 from tests.conftest import ROOT
 
-import diagnosis as benchmark  # noqa: E402
-from in_process import grade_each, read_sources, trace_probes  # noqa: E402
-from mutation import single_mutants  # noqa: E402
-
 
 def _folders(tmp_path: Path) -> list[Path]:
-    buggy = [p for p in sorted((ROOT / "tests" / "submissions" / "buggy").iterdir())
-             if p.is_dir() and not p.name.endswith("-ms")]
+    buggy = [
+        p
+        for p in sorted((ROOT / "tests" / "submissions" / "buggy").iterdir())
+        if p.is_dir() and not p.name.endswith("-ms")
+    ]
     students = [p for p in sorted((ROOT / "examples" / "class").iterdir()) if p.is_dir()]
     mutants = random.Random(7).sample([m for m in single_mutants() if m.label], 40)
     singles = benchmark.single_cases(mutants)
-    pairs = [benchmark.Case(f"pair-{i}", "pair", {**a.sources, **b.sources}, a.labels + b.labels)
-             for i, (a, b) in enumerate(zip(singles[::2], singles[1::2])) if set(a.sources).isdisjoint(b.sources)]
+    pairs = [
+        benchmark.Case(f"pair-{i}", "pair", {**a.sources, **b.sources}, a.labels + b.labels)
+        for i, (a, b) in enumerate(zip(singles[::2], singles[1::2]))
+        if set(a.sources).isdisjoint(b.sources)
+    ]
     original = benchmark.solution_sources()
     folders = []
-    for case in [benchmark.Case(p.name, "buggy", {f.stem: f.read_text() for f in p.glob("*.py")}, [])
-                 for p in buggy + students] + singles + pairs:
+    for case in (
+        [benchmark.Case(p.name, "buggy", {f.stem: f.read_text() for f in p.glob("*.py")}, []) for p in buggy + students]
+        + singles
+        + pairs
+    ):
         folder = tmp_path / f"case{len(folders):03d}"
         folder.mkdir()
         for module, text in original.items():
@@ -43,8 +52,9 @@ def _folders(tmp_path: Path) -> list[Path]:
     return folders
 
 
-def _diagnosed(diagnoser: Diagnoser, outcomes: list[Outcome], seam: ProbeOutputs, uses, sources, documents,
-               shared) -> dict[str, tuple]:
+def _diagnosed(
+    diagnoser: Diagnoser, outcomes: list[Outcome], seam: ProbeOutputs, uses, sources, documents, shared
+) -> dict[str, tuple]:
     fresh = [replace(outcome, misconception=None, diagnosis=None) for outcome in outcomes]
     fresh = diagnoser.diagnose_submission(fresh, seam, uses, sources, documents, shared)
     return {o.id: (o.misconception, o.diagnosis) for o in fresh if o.status != "passed"}
@@ -63,8 +73,9 @@ def test_a_test_that_borrows_a_trace_gets_the_diagnosis_its_own_trace_gives(tmp_
         if set(traced) & set(shared) or not set(shared.values()) <= set(traced):
             differ.append(f"{folder.name}: a probe both traced and shared, or sharing an untraced one")
         documents = trace_probes(folder, traced + sorted(shared))
-        planned = _diagnosed(diagnoser, outcomes, seam, uses, sources,
-                             {name: documents[name] for name in traced}, shared)
+        planned = _diagnosed(
+            diagnoser, outcomes, seam, uses, sources, {name: documents[name] for name in traced}, shared
+        )
         alone = _diagnosed(diagnoser, outcomes, seam, uses, sources, documents, {})
         differ.extend(f"{folder.name} {test}" for test in alone if planned.get(test) != alone[test])
         borrowed += len(shared)
@@ -81,7 +92,9 @@ def test_tests_of_different_functions_or_causes_never_share_a_trace():
     from grader.diagnosis import code_path
 
     assert code_path("sec3_4_self_attention:v1_transplanted") != code_path("sec3_4_self_attention:v2_transplanted")
-    assert code_path("sec3_6_multi_head_attention:wrapper_forward") != code_path("sec3_6_multi_head_attention:mha_forward")
+    assert code_path("sec3_6_multi_head_attention:wrapper_forward") != code_path(
+        "sec3_6_multi_head_attention:mha_forward"
+    )
     # a seeded run (parameters as the constructor made them) never stands for a transplanted one
     assert code_path("sec3_5_causal_attention:book_seed")[1] and not code_path("sec3_5_causal_attention:causality")[1]
 
@@ -94,8 +107,9 @@ def test_a_variant_is_matched_once_per_test_and_forgotten_with_the_submission(mo
     folder = ROOT / "examples" / "class" / "carol"
     asked: list[str] = []
     real = Diagnoser._variant
-    monkeypatch.setattr(Diagnoser, "_variant", lambda self, outcome, student: asked.append(outcome.id)
-                        or real(self, outcome, student))
+    monkeypatch.setattr(
+        Diagnoser, "_variant", lambda self, outcome, student: asked.append(outcome.id) or real(self, outcome, student)
+    )
     kept, diagnosers = [], []
 
     def check(diagnoser: Diagnoser, folder: Path, seam: ProbeOutputs, outcomes: list[Outcome], uses) -> None:

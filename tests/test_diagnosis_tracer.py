@@ -4,6 +4,7 @@ A trace comes from student code: it must never change what the probe returns, mu
 its caps however much the code computes, and the trusted side accepts only the documented
 structure (any other document is a TraceError, never a crash).
 """
+
 from __future__ import annotations
 
 import copy
@@ -13,17 +14,16 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from in_process import run_probes, student_modules, trace_probes
 
 from grader.diagnosis.checkpoints import SOLUTIONS_DIR, reference
-from in_process import run_probes, student_modules, trace_probes
 from grader.diagnosis.recognise import analyse
 from grader.diagnosis.trace_documents import Received, TraceError, documents_of, fingerprint, parse_trace
-from grader.probes import PROBES, load_all
-from grader.probes import tracer
+from grader.probes import PROBES, load_all, tracer
 from grader.probes.tracer import traced
+from grader.reference_code import ModuleNamespace
 from grader.sandbox import codec, driver
 from grader.sandbox.driver import run_probe
-from grader.reference_code import ModuleNamespace
 from tests.conftest import solutions_as_submission
 
 load_all()
@@ -50,8 +50,13 @@ def test_the_tracer_records_ops_arguments_lines_and_values():
 
 def test_tracing_never_changes_a_result(tmp_path):
     submission = solutions_as_submission(tmp_path / "solutions")
-    probes = ["sec3_3_simple_attention:context_vectors", CAUSAL, "sec3_5_causal_attention:train_mode",
-              "sec3_6_multi_head_attention:mha_dropout", "exercise3_1_weight_transfer:square"]
+    probes = [
+        "sec3_3_simple_attention:context_vectors",
+        CAUSAL,
+        "sec3_5_causal_attention:train_mode",
+        "sec3_6_multi_head_attention:mha_dropout",
+        "exercise3_1_weight_transfer:square",
+    ]
     plain = run_probes(submission, probes)
     documents = trace_probes(submission, probes)
     for probe in probes:
@@ -65,14 +70,17 @@ def test_tracing_never_changes_a_result(tmp_path):
 def test_a_trace_stays_within_its_caps_and_says_so(tmp_path):
     submission = solutions_as_submission(tmp_path / "loop")
     path = submission / "sec3_3_simple_attention.py"
-    path.write_text(path.read_text() + '''
+    path.write_text(
+        path.read_text()
+        + """
 
 def attention_scores(inputs):
     total = inputs @ inputs.T
     for _ in range(20000):
         total = total + 0.0 * torch.rand(200, 200).sum()
     return total
-''')
+"""
+    )
     probe = "sec3_3_simple_attention:attention_scores"
     document = trace_probes(submission, [probe])[probe]
     trace = parse_trace(document)
@@ -84,7 +92,9 @@ def attention_scores(inputs):
 def test_code_that_switches_the_tracer_off_only_loses_its_own_trace(tmp_path):
     submission = solutions_as_submission(tmp_path / "hostile")
     path = submission / "sec3_3_simple_attention.py"
-    path.write_text(path.read_text() + '''
+    path.write_text(
+        path.read_text()
+        + """
 
 import sys
 from torch.overrides import _pop_mode_temporarily
@@ -98,7 +108,8 @@ def attention_weights(inputs):
             return torch.softmax(inputs @ inputs.T, dim=-1)
     except Exception:
         return torch.softmax(inputs @ inputs.T, dim=-1)
-''')
+"""
+    )
     probe = "sec3_3_simple_attention:attention_weights"
     document = trace_probes(submission, [probe])[probe]
     parse_trace(document)  # still a valid document (perhaps an empty one)
@@ -114,15 +125,29 @@ def sys_profile_is_restored() -> bool:
 def test_a_reference_trace_is_labelled_with_its_declared_checkpoints():
     instances = reference(CAUSAL).instances
     assert len(instances) == 5
-    assert instances[0].order == ["keys", "queries", "values", "scores", "masked", "scaled", "weights", "dropped",
-                                  "context"]
-    assert math.isclose(instances[0].context.divisor, 8 ** 0.5)
+    assert instances[0].order == [
+        "keys",
+        "queries",
+        "values",
+        "scores",
+        "masked",
+        "scaled",
+        "weights",
+        "dropped",
+        "context",
+    ]
+    assert math.isclose(instances[0].context.divisor, 8**0.5)
     assert instances[0].context.hidden.shape == (5, 5)
 
 
 def test_the_recogniser_finds_nothing_wrong_in_the_reference():
-    for probe in ("sec3_3_simple_attention:context_vectors", CAUSAL, "sec3_6_multi_head_attention:mha_forward",
-                  "sec3_6_multi_head_attention:wrapper_forward", "exercise3_1_weight_transfer:square"):
+    for probe in (
+        "sec3_3_simple_attention:context_vectors",
+        CAUSAL,
+        "sec3_6_multi_head_attention:mha_forward",
+        "sec3_6_multi_head_attention:wrapper_forward",
+        "exercise3_1_weight_transfer:square",
+    ):
         finding = analyse(reference(probe), parse_trace(_reference_document(probe)))
         assert not finding.mistakes and finding.departure is None and finding.construction is None, probe
 
@@ -147,11 +172,19 @@ def _mutations(document: dict):
 
 SMALL = _reference_document("sec3_3_simple_attention:context_vector_for_query")
 PATHS = _mutations(SMALL)
-JUNK = st.one_of(st.none(), st.booleans(), st.integers(-10**9, 10**9), st.floats(allow_nan=True),
-                 st.text(max_size=20), st.lists(st.integers(-5, 5), max_size=5),
-                 st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
-                 st.just({"node": 10**6}), st.just({"node": -5}), st.just(torch.zeros(3)),
-                 st.just(torch.zeros(10**4 + 7)))
+JUNK = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**9), 10**9),
+    st.floats(allow_nan=True),
+    st.text(max_size=20),
+    st.lists(st.integers(-5, 5), max_size=5),
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+    st.just({"node": 10**6}),
+    st.just({"node": -5}),
+    st.just(torch.zeros(3)),
+    st.just(torch.zeros(10**4 + 7)),
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -192,8 +225,13 @@ def _same_content(a, b) -> bool:
     if type(a) is not type(b):
         return False
     if type(a) is torch.Tensor:
-        return a.dtype == b.dtype and a.shape == b.shape and bool(torch.equal(a, b) or (a.isnan() == b.isnan()).all()
-                                                                  and torch.equal(a.nan_to_num(), b.nan_to_num()))
+        return (
+            a.dtype == b.dtype
+            and a.shape == b.shape
+            and bool(
+                torch.equal(a, b) or (a.isnan() == b.isnan()).all() and torch.equal(a.nan_to_num(), b.nan_to_num())
+            )
+        )
     if type(a) is dict:
         return a.keys() == b.keys() and all(_same_content(a[k], b[k]) for k in a)
     if type(a) is list:
@@ -321,7 +359,9 @@ def test_a_trace_received_again_is_neither_parsed_nor_analysed_again(monkeypatch
     parsed, analysed = [], []
     real_parse, real_analyse = evidence.parse_trace, evidence.recognise.analyse
     monkeypatch.setattr(evidence, "parse_trace", lambda document: parsed.append(1) or real_parse(document))
-    monkeypatch.setattr(evidence.recognise, "analyse", lambda ref, trace: analysed.append(1) or real_analyse(ref, trace))
+    monkeypatch.setattr(
+        evidence.recognise, "analyse", lambda ref, trace: analysed.append(1) or real_analyse(ref, trace)
+    )
     probe = "sec3_3_simple_attention:context_vector_for_query"
     findings = evidence.Findings()
     first = findings.get(probe, Received(SMALL, b"a" * 32))
@@ -335,6 +375,7 @@ def test_a_trace_received_again_is_neither_parsed_nor_analysed_again(monkeypatch
 
 
 # -- the packed form a trace travels in (grader.sandbox.driver.packed) ---------------------------
+
 
 def _wire(document: dict) -> dict:
     """A document as the trusted side receives it from the sandbox: packed, encoded, decoded."""
@@ -350,10 +391,13 @@ def test_a_packed_trace_reads_as_the_trace_it_packs():
         wire = _wire(document)
         assert set(wire["values"]) and all(type(node.get("value", 0)) is int for node in wire["nodes"])
         plain, packed_trace = parse_trace(document), parse_trace(wire)
-        assert [(n.shape, n.dtype, n.op, n.origin) for n in plain.nodes] \
-            == [(n.shape, n.dtype, n.op, n.origin) for n in packed_trace.nodes]
-        assert all((a.value is None) == (b.value is None) and (a.value is None or _same_content(a.value, b.value))
-                   for a, b in zip(plain.nodes, packed_trace.nodes))
+        assert [(n.shape, n.dtype, n.op, n.origin) for n in plain.nodes] == [
+            (n.shape, n.dtype, n.op, n.origin) for n in packed_trace.nodes
+        ]
+        assert all(
+            (a.value is None) == (b.value is None) and (a.value is None or _same_content(a.value, b.value))
+            for a, b in zip(plain.nodes, packed_trace.nodes)
+        )
         assert analyse(reference(probe), plain) == analyse(reference(probe), packed_trace)
 
 
@@ -362,9 +406,19 @@ VALUED = next(i for i, n in enumerate(PACKED["nodes"]) if "value" in n)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(["offset", "dtype", "values", "flat", "shape"]),
-       st.integers(-10**12, 10**12), st.sampled_from([torch.zeros(3), torch.zeros(2, 2), torch.zeros(3, dtype=torch.int64),
-                                                      torch.zeros(tracer.MAX_ELEMENTS + 1), torch.zeros(0)]))
+@given(
+    st.sampled_from(["offset", "dtype", "values", "flat", "shape"]),
+    st.integers(-(10**12), 10**12),
+    st.sampled_from(
+        [
+            torch.zeros(3),
+            torch.zeros(2, 2),
+            torch.zeros(3, dtype=torch.int64),
+            torch.zeros(tracer.MAX_ELEMENTS + 1),
+            torch.zeros(0),
+        ]
+    ),
+)
 def test_a_forged_packed_value_is_read_within_bounds_or_refused(field, number, tensor):
     document = copy.deepcopy(PACKED)
     node = document["nodes"][VALUED]
@@ -392,21 +446,38 @@ def test_a_test_blocked_by_another_broken_module_is_not_traced_unless_blame_move
     its own, so its probes are not traced. When that module passes its tests, the cause is the
     caller's (grader.diagnosis.blame) and the probes are traced."""
     from grader.diagnosis import Diagnoser
-    from grader.records import ProbeError, TestOutcome
     from grader.probe_outputs import ProbeOutputs
+    from grader.records import ProbeError, TestOutcome
 
     diagnoser = Diagnoser(ProbeOutputs({}), [])
-    error = ProbeError(kind="exception", key="exception.raised", module="sec3_6_multi_head_attention",
-                       exc_type="RuntimeError")
+    error = ProbeError(
+        kind="exception", key="exception.raised", module="sec3_6_multi_head_attention", exc_type="RuntimeError"
+    )
     probe = "exercise3_3_gpt2_attention:forward"
     student = ProbeOutputs({probe: error})
 
     def outcomes(mha: str) -> list[TestOutcome]:
-        blocked = TestOutcome(id="exercise3_3_gpt2_attention::test_forward", module="exercise3_3_gpt2_attention",
-                              name="test_forward", section="ex3.3", status="failed", points=0.0, max_points=1.0,
-                              error=error, blocked_by="sec3_6_multi_head_attention", probes=(probe,))
-        own = TestOutcome(id="sec3_6_multi_head_attention::test_mha", module="sec3_6_multi_head_attention",
-                          name="test_mha", section="3.6", status=mha, points=0.0, max_points=1.0)
+        blocked = TestOutcome(
+            id="exercise3_3_gpt2_attention::test_forward",
+            module="exercise3_3_gpt2_attention",
+            name="test_forward",
+            section="ex3.3",
+            status="failed",
+            points=0.0,
+            max_points=1.0,
+            error=error,
+            blocked_by="sec3_6_multi_head_attention",
+            probes=(probe,),
+        )
+        own = TestOutcome(
+            id="sec3_6_multi_head_attention::test_mha",
+            module="sec3_6_multi_head_attention",
+            name="test_mha",
+            section="3.6",
+            status=mha,
+            points=0.0,
+            max_points=1.0,
+        )
         return [own, blocked]
 
     assert diagnoser.probes_to_trace(outcomes("failed"), student) == []
@@ -422,7 +493,9 @@ def test_a_trace_of_odd_arguments_still_travels(tmp_path):
 
     submission = solutions_as_submission(tmp_path / "odd")
     path = submission / "sec3_3_simple_attention.py"
-    path.write_text(path.read_text() + '''
+    path.write_text(
+        path.read_text()
+        + """
 
 def attention_scores(inputs, _deep=0):
     for _ in range(12):
@@ -433,7 +506,8 @@ def attention_scores(inputs, _deep=0):
         except Exception:
             pass
     return inputs @ inputs.T
-''')
+"""
+    )
     probe = "sec3_3_simple_attention:attention_scores"
     with student_modules(submission) as ns:
         alone = driver.StudentNamespace(ns.directory)

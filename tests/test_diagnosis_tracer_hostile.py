@@ -3,6 +3,7 @@ hooks, audit hooks, its own mode, uninitialised memory, storages that move. What
 does, its probe's result is the untraced one (unless the code looks at the tracer itself, e.g.
 `sys.gettrace()`, which no design can hide), the hooks are put back after the run, traces of the
 same code are identical, and no value is recorded from memory nobody wrote."""
+
 from __future__ import annotations
 
 import subprocess
@@ -11,8 +12,8 @@ import textwrap
 
 import pytest
 import torch
-
 from in_process import run_probes, student_modules, trace_probes
+
 from grader.diagnosis.trace_documents import fingerprint
 from grader.probes import PROBES, load_all
 from grader.probes.tracer import traced
@@ -52,7 +53,9 @@ def _untraced_and_traced_agree(submission, probe: str = PROBE) -> bool:
 
 
 def test_a_trace_hook_the_code_sets_inside_an_op_is_its_own(tmp_path):
-    submission = _submission(tmp_path, '''
+    submission = _submission(
+        tmp_path,
+        """
         import sys
         _seen = [0]
 
@@ -73,13 +76,16 @@ def test_a_trace_hook_the_code_sets_inside_an_op_is_its_own(tmp_path):
             _helper()
             sys.settrace(None)
             return torch.softmax(inputs @ inputs.T, dim=-1) + _seen[0]
-        ''')
+        """,
+    )
     assert _untraced_and_traced_agree(submission)
     assert sys.gettrace() is None
 
 
 def test_sys_settrace_replaced_by_the_code_changes_nothing(tmp_path):
-    submission = _submission(tmp_path, '''
+    submission = _submission(
+        tmp_path,
+        """
         import sys
         _real = sys.settrace
 
@@ -92,14 +98,17 @@ def test_sys_settrace_replaced_by_the_code_changes_nothing(tmp_path):
                 return torch.softmax(inputs @ inputs.T, dim=-1)
             finally:
                 sys.settrace = _real
-        ''')
+        """,
+    )
     assert _untraced_and_traced_agree(submission)
     assert sys.gettrace() is None
 
 
 def test_an_audit_hook_that_refuses_settrace_changes_nothing(tmp_path):
     """Audit hooks cannot be removed: the check runs in a process of its own."""
-    submission = _submission(tmp_path, '''
+    submission = _submission(
+        tmp_path,
+        """
         import sys
         if not hasattr(sys, "_armed"):
             sys._armed = [False]
@@ -114,19 +123,22 @@ def test_an_audit_hook_that_refuses_settrace_changes_nothing(tmp_path):
                 return torch.softmax(inputs @ inputs.T, dim=-1)
             finally:
                 sys._armed[0] = False
-        ''')
-    script = textwrap.dedent(f'''
+        """,
+    )
+    script = textwrap.dedent(f"""
         import sys
         from pathlib import Path
         from tests import test_diagnosis_tracer_hostile as t
         agree = t._untraced_and_traced_agree(Path({str(submission)!r}))
         sys.exit(0 if agree and sys.gettrace() is None else 1)
-        ''')
+        """)
     assert subprocess.run([sys.executable, "-c", script], timeout=300).returncode == 0
 
 
 def test_the_hooks_found_are_put_back_after_the_code_sets_a_profile_or_enters_the_mode_again(tmp_path):
-    submission = _submission(tmp_path, '''
+    submission = _submission(
+        tmp_path,
+        """
         import sys
         import torch.overrides
 
@@ -140,7 +152,8 @@ def test_the_hooks_found_are_put_back_after_the_code_sets_a_profile_or_enters_th
                 with stack[-1]:
                     pass
             return torch.softmax(inputs @ inputs.T, dim=-1)
-        ''')
+        """,
+    )
     try:
         trace_probes(submission, [PROBE])
         hooks = (sys.gettrace(), sys.getprofile())
@@ -151,7 +164,9 @@ def test_the_hooks_found_are_put_back_after_the_code_sets_a_profile_or_enters_th
 
 
 def test_calls_keep_their_result_and_return_line_however_they_end(tmp_path):
-    submission = _submission(tmp_path, '''
+    submission = _submission(
+        tmp_path,
+        """
         def _gen(x):
             yield x @ x.T
 
@@ -169,7 +184,8 @@ def test_calls_keep_their_result_and_return_line_however_they_end(tmp_path):
             out = _helper(next(_gen(inputs)))
             _pure(100)  # Python work after the last op
             return out
-        ''')
+        """,
+    )
     trace = trace_probes(submission, [PROBE])[PROBE]
     calls = [c for c in trace["calls"] if c["function"] == "attention_weights"]
     assert len(calls) == 2 and all(c["result"] and c.get("returned") for c in calls)
@@ -177,7 +193,9 @@ def test_calls_keep_their_result_and_return_line_however_they_end(tmp_path):
 
 
 def test_a_call_the_code_makes_torch_run_inside_the_probe_s_backward_is_recorded(tmp_path):
-    submission = _submission(tmp_path, '''
+    submission = _submission(
+        tmp_path,
+        """
         class _Twice(torch.autograd.Function):
             @staticmethod
             def forward(ctx, x):
@@ -193,7 +211,9 @@ def test_a_call_the_code_makes_torch_run_inside_the_probe_s_backward_is_recorded
             return _Twice.apply(_v2_forward(self, x))
 
         SelfAttention_v2.forward = _forward
-        ''', module="sec3_4_self_attention")
+        """,
+        module="sec3_4_self_attention",
+    )
     probe = "sec3_4_self_attention:gradients"
     trace = trace_probes(submission, [probe])[probe]
     backward = [c for c in trace["calls"] if c["function"] == "backward"]
@@ -221,14 +241,17 @@ UNINITIALISED = {
 @pytest.mark.parametrize("make", UNINITIALISED)
 def test_no_value_is_recorded_from_memory_nobody_wrote(tmp_path, make, fill):
     write = "t.copy_(weights)" if fill == "whole" else "for i in range(n):\n                t[i] = weights[i]"
-    submission = _submission(tmp_path, f'''
+    submission = _submission(
+        tmp_path,
+        f"""
         def attention_weights(inputs):
             n = inputs.shape[0]
             weights = torch.softmax(inputs @ inputs.T, dim=-1)
             {UNINITIALISED[make]}
             {write}
             return t
-        ''')
+        """,
+    )
     _poison(111.0)
     first = trace_probes(submission, [PROBE])[PROBE]
     _poison(222.0)
@@ -240,7 +263,9 @@ def test_no_value_is_recorded_from_memory_nobody_wrote(tmp_path, make, fill):
 
 
 def test_a_parameter_of_empty_memory_the_probe_fills_keeps_its_value(tmp_path):
-    submission = _submission(tmp_path, '''
+    submission = _submission(
+        tmp_path,
+        """
         class SelfAttention_v1(nn.Module):
             def __init__(self, d_in, d_out):
                 super().__init__()
@@ -252,7 +277,9 @@ def test_a_parameter_of_empty_memory_the_probe_fills_keeps_its_value(tmp_path):
                 keys, queries, values = x @ self.W_key, x @ self.W_query, x @ self.W_value
                 weights = torch.softmax(queries @ keys.T / keys.shape[-1] ** 0.5, dim=-1)
                 return weights @ values
-        ''', module="sec3_4_self_attention")
+        """,
+        module="sec3_4_self_attention",
+    )
     probe = "sec3_4_self_attention:v1_transplanted"
     trace = trace_probes(submission, [probe])[probe]
     forward = {i for i, c in enumerate(trace["calls"]) if c["function"] == "forward"}
@@ -261,7 +288,9 @@ def test_a_parameter_of_empty_memory_the_probe_fills_keeps_its_value(tmp_path):
 
 
 def test_memory_a_resize_freed_is_no_origin_of_a_later_tensor(tmp_path):
-    submission = _submission(tmp_path, '''
+    submission = _submission(
+        tmp_path,
+        """
         import numpy as np
         _kept = []
 
@@ -272,10 +301,12 @@ def test_memory_a_resize_freed_is_no_origin_of_a_later_tensor(tmp_path):
             b = torch.from_numpy(np.ones(64, dtype=np.float32))  # made by no op the tracer sees
             c = b * 2
             return torch.softmax(inputs @ inputs.T, dim=-1) + 0 * c.sum()
-        ''')
+        """,
+    )
     trace = trace_probes(submission, [PROBE])[PROBE]
     empties = {i for i, n in enumerate(trace["nodes"]) if n["op"] >= 0 and trace["ops"][n["op"]]["name"] == "empty"}
-    leaves = [trace["nodes"][i] for op in trace["ops"] if op["name"] == "mul" for i in op["in"]
-              if trace["nodes"][i]["op"] < 0]
+    leaves = [
+        trace["nodes"][i] for op in trace["ops"] if op["name"] == "mul" for i in op["in"] if trace["nodes"][i]["op"] < 0
+    ]
     assert leaves and not any(leaf.get("origin") in empties for leaf in leaves)
     assert all("value" in leaf for leaf in leaves)

@@ -1,4 +1,5 @@
 """The whole grading path, as instructors use it: stubs, the solutions and the example class."""
+
 from __future__ import annotations
 
 import json
@@ -63,21 +64,31 @@ def test_results_json_follows_the_contract(graded_class):
         assert module and name.startswith("test_")
     for name in ("feedback.html", "feedback.md"):
         assert (reports / "bob" / name).stat().st_size > 0
-    assert (reports / "gradebook.csv").read_text().splitlines()[0].startswith("student,3.3,3.4,3.5,3.6,ex3.1,ex3.2,ex3.3,total")
+    assert (
+        (reports / "gradebook.csv")
+        .read_text()
+        .splitlines()[0]
+        .startswith("student,3.3,3.4,3.5,3.6,ex3.1,ex3.2,ex3.3,total")
+    )
 
 
 def test_cli_grades_one_submission_and_prints_the_report_path(tmp_path):
     submission = solutions_as_submission(tmp_path / "me")
-    run = subprocess.run([sys.executable, "-m", "grader", str(submission), "--out", str(tmp_path / "out"),
-                          "--quiet", "--jobs", "1"], capture_output=True, text=True, cwd=ROOT)
+    run = subprocess.run(
+        [sys.executable, "-m", "grader", str(submission), "--out", str(tmp_path / "out"), "--quiet", "--jobs", "1"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert run.returncode == 0, run.stderr
     assert str(tmp_path / "out" / "feedback.html") in run.stdout
     assert json.loads((tmp_path / "out" / "results.json").read_text())["submission"] == "me"
 
 
 def test_cli_refuses_a_missing_path_with_a_clear_error(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "grader", str(tmp_path / "nowhere"), "--quiet"],
-                         capture_output=True, text=True, cwd=ROOT)
+    run = subprocess.run(
+        [sys.executable, "-m", "grader", str(tmp_path / "nowhere"), "--quiet"], capture_output=True, text=True, cwd=ROOT
+    )
     assert run.returncode == 2
     assert "does not exist" in run.stderr
 
@@ -159,7 +170,9 @@ def test_erin_unfinished_sections_score_zero_and_finished_ones_full(graded_class
 def test_the_sandbox_starts_before_the_grader_imports_torch():
     """The run and the sandbox pool import no torch, so the workers' start-up (each imports torch)
     overlaps the grader's own import of it and of the suites."""
-    code = ("import sys; import grader.run, grader.sandbox.pool; "
-            "print(sorted(m for m in ('torch', 'pytest', 'jinja2') if m in sys.modules))")
+    code = (
+        "import sys; import grader.run, grader.sandbox.pool; "
+        "print(sorted(m for m in ('torch', 'pytest', 'jinja2') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -3,6 +3,7 @@ each hidden test, diagnosis, messages, heatmaps, rendering, writing, the whole g
 result) is made to fail for one student; that student gets a note (and an error result where the
 points depend on the failed stage), everyone else is graded as usual, the class reports are
 written, and a rerun reuses the results instead of repeating the crash."""
+
 from __future__ import annotations
 
 import pytest
@@ -45,18 +46,30 @@ def run(tmp_path_factory):
             if name_of(*args, **kwargs) == stage:
                 raise Boom(stage)
             return real(*args, **kwargs)
+
         return wrapper
 
-    monkeypatch.setattr(discovery, "_read_folder", failing("read_fails", discovery._read_folder,
-                                                           lambda folder, name: name))
-    monkeypatch.setattr(stages, "heatmaps", failing("heatmaps_fail", stages.heatmaps,
-                                                    lambda infos, reference, seam: _seam_owner.get(id(seam))))
-    monkeypatch.setattr(stages, "assembled", failing("grading_fails", stages.assembled,
-                                                     lambda graded, *a: graded.submission.name))
-    monkeypatch.setattr(writers, "render_feedback", failing("render_fails", writers.render_feedback,
-                                                            lambda result, catalog: result.submission))
-    monkeypatch.setattr(grading, "write_submission_reports", failing(
-        "write_fails", grading.write_submission_reports, lambda result, out_dir, catalog: result.submission))
+    monkeypatch.setattr(
+        discovery, "_read_folder", failing("read_fails", discovery._read_folder, lambda folder, name: name)
+    )
+    monkeypatch.setattr(
+        stages,
+        "heatmaps",
+        failing("heatmaps_fail", stages.heatmaps, lambda infos, reference, seam: _seam_owner.get(id(seam))),
+    )
+    monkeypatch.setattr(
+        stages, "assembled", failing("grading_fails", stages.assembled, lambda graded, *a: graded.submission.name)
+    )
+    monkeypatch.setattr(
+        writers,
+        "render_feedback",
+        failing("render_fails", writers.render_feedback, lambda result, catalog: result.submission),
+    )
+    monkeypatch.setattr(
+        grading,
+        "write_submission_reports",
+        failing("write_fails", grading.write_submission_reports, lambda result, out_dir, catalog: result.submission),
+    )
     real_diagnose = Diagnoser.diagnose_submission
 
     def diagnose(self, outcomes, seam, *args, **kwargs):

@@ -1,6 +1,7 @@
 """A child that forges its probe results (tests/attacks/flood_results.py, cheat_forged_record.py)
 controls what reaches the hidden suites. Whatever form those results take, the student is told
 they are not what the grader's probe builds; the grader never claims the fault is its own."""
+
 import copy
 import random
 
@@ -52,5 +53,7 @@ def test_forged_results_are_the_students_never_the_graders():
         outcomes.extend(suites.run(ProbeOutputs(forged), reference))
     assert len(outcomes) == FORGERIES * len(suites.infos)
     blamed_on_grader = [o.id for o in outcomes if o.error is not None and o.error.kind == "internal"]
-    assert not blamed_on_grader, sorted({(o.id, str(o.error.params)[:150]) for o in outcomes if o.error is not None and o.error.kind == "internal"})
+    assert not blamed_on_grader, sorted(
+        {(o.id, str(o.error.params)[:150]) for o in outcomes if o.error is not None and o.error.kind == "internal"}
+    )
     assert any(o.error is not None and o.error.key == "integrity.forged-result" for o in outcomes)

@@ -5,6 +5,7 @@ apt-get and Python replaced by stand-ins that record what they are asked to inst
 index here) while its own steps (the permission lock on the kit) really run, and a Python that
 holds the kit's dependencies but not the kit, as setup.sh's virtual environment does.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,22 +17,32 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grader.classroom.deployment import locate_submission, readable_by_others, runtime_requirements
 from grader.classroom.gradescope import MAX_RESULTS_BYTES, VENV, run, to_gradescope
 from grader.i18n import Catalog
 from grader.records import MODULES
 from tests.conftest import ROOT, solutions_as_submission
-from tests.platforms import (NO_BWRAP_PATH, WITHOUT_NAMESPACES, answer_key_lines, deps_only_python, environment,
-                             hunter_source, open_root, remove_root)
+from tests.platforms import (
+    NO_BWRAP_PATH,
+    WITHOUT_NAMESPACES,
+    answer_key_lines,
+    deps_only_python,
+    environment,
+    hunter_source,
+    open_root,
+    remove_root,
+)
 
 
 @pytest.fixture(scope="module")
 def autograder_zip(tmp_path_factory):
     out = tmp_path_factory.mktemp("gs") / "autograder.zip"
-    subprocess.run([sys.executable, "-m", "grader", "gradescope", str(out)], check=True, cwd=ROOT,
-                   capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "grader", "gradescope", str(out)], check=True, cwd=ROOT, capture_output=True, timeout=300
+    )
     return out
 
 
@@ -40,8 +51,14 @@ def test_zip_holds_setup_run_autograder_and_the_kit(autograder_zip):
         names = set(archive.namelist())
         setup = archive.read("setup.sh").decode()
         modes = {name: archive.getinfo(name).external_attr >> 16 for name in ("setup.sh", "run_autograder")}
-    assert {"setup.sh", "run_autograder", "kit/pyproject.toml", "kit/grader/run/__init__.py",
-            "kit/grader/classroom/gradescope.py", "kit/solutions/sec3_5_causal_attention.py"} <= names
+    assert {
+        "setup.sh",
+        "run_autograder",
+        "kit/pyproject.toml",
+        "kit/grader/run/__init__.py",
+        "kit/grader/classroom/gradescope.py",
+        "kit/solutions/sec3_5_causal_attention.py",
+    } <= names
     assert any(name.startswith("kit/grader/suites/hidden/test_") for name in names)
     assert not any("__pycache__" in name or name.endswith(".pyc") for name in names)
     assert "torch==2.13.0" in setup and "download.pytorch.org/whl/cpu" in setup
@@ -90,11 +107,17 @@ def dry_run_setup(source_root: Path, work: Path, system_python: str) -> list[str
         shim.chmod(0o755)
     log = work / "log"
     log.write_text("")
-    env = {"PATH": f"{shims}:{tools}", "LOG": str(log), "SHIMS": str(shims), "AUTOGRADER_ROOT": str(source_root),
-           "ATTENTION_KIT_VENV": str(work / "venv"),
-           "PYTHON311": FAKE_PYTHON.format(version="3.11", too_old="0", name="python3.11")}
-    done = subprocess.run(["/bin/bash", str(source_root / "source" / "setup.sh")], env=env, capture_output=True,
-                          text=True, timeout=120)
+    env = {
+        "PATH": f"{shims}:{tools}",
+        "LOG": str(log),
+        "SHIMS": str(shims),
+        "AUTOGRADER_ROOT": str(source_root),
+        "ATTENTION_KIT_VENV": str(work / "venv"),
+        "PYTHON311": FAKE_PYTHON.format(version="3.11", too_old="0", name="python3.11"),
+    }
+    done = subprocess.run(
+        ["/bin/bash", str(source_root / "source" / "setup.sh")], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     return log.read_text().splitlines()
 
@@ -110,8 +133,16 @@ def test_setup_installs_dependencies_only_and_locks_the_kit(autograder_zip, tmp_
     assert any("python3.11" in line for line in installs) == (system_python == "3.10")
     assert f"venv {venv_from} {tmp_path / 'work' / 'venv'}" in log
     calls = [line.split()[1:] for line in log if line.startswith("venv-python")]
-    assert calls[0] == ["-m", "pip", "install", "--quiet", "--no-cache-dir", "torch==2.13.0",
-                        "--index-url", "https://download.pytorch.org/whl/cpu"]
+    assert calls[0] == [
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-cache-dir",
+        "torch==2.13.0",
+        "--index-url",
+        "https://download.pytorch.org/whl/cpu",
+    ]
     assert calls[1][:5] == ["-m", "pip", "install", "--quiet", "--no-cache-dir"]
     assert calls[1][5:] == runtime_requirements()  # the dependencies; never the kit
     assert calls[2:] == [["-m", "compileall", "-q", str(root / "source" / "kit")]]
@@ -130,6 +161,7 @@ def test_scripts_name_the_virtual_environment():
 
 
 # -- run_autograder on a faithful layout ----------------------------------------------------------
+
 
 def autograder_root(autograder_zip: Path, work: Path) -> Path:
     root = open_root("attention-kit-gs-")
@@ -165,8 +197,14 @@ def graded(autograder_zip, tmp_path_factory):
                 (upload / "sec3_3_simple_attention.py").write_text(hunter_source([str(root), str(kit)]))
                 env["PATH"] = NO_BWRAP_PATH  # no bubblewrap, as in a container that cannot run it
                 if scenario == "hostile-old-layout":  # the kit pip-installed into site-packages, as before
-                    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                               capture_output=True, text=True, check=True).stdout.strip())
+                    site = Path(
+                        subprocess.run(
+                            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                            capture_output=True,
+                            text=True,
+                            check=True,
+                        ).stdout.strip()
+                    )
                     shutil.copytree(ROOT / "solutions", site / "solutions")
                     shutil.copytree(ROOT / "grader", site / "grader", ignore=shutil.ignore_patterns("__pycache__"))
             else:  # a module that is a link into the kit's answer key
@@ -174,14 +212,23 @@ def graded(autograder_zip, tmp_path_factory):
                 (upload / "sec3_5_causal_attention.py").unlink()
                 (upload / "sec3_5_causal_attention.py").symlink_to(kit / "solutions" / "sec3_5_causal_attention.py")
             prefix = WITHOUT_NAMESPACES if scenario.startswith("hostile") else []
-            done = subprocess.run([*prefix, "/bin/bash", str(root / "source" / "run_autograder")], env=env,
-                                  capture_output=True,
-                                  text=True, timeout=600)
+            done = subprocess.run(
+                [*prefix, "/bin/bash", str(root / "source" / "run_autograder")],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
             assert done.returncode == 0, done.stderr[-3000:]
             raw = (root / "results" / "results.json").read_bytes()
             kit_report = json.loads((root / "results" / "kit-report" / "results.json").read_text())
-            outcomes[scenario] = {"results": json.loads(raw), "raw": raw.decode(), "kit": kit_report,
-                                  "stdout": done.stdout, "root_mode": root.stat().st_mode & 0o777}
+            outcomes[scenario] = {
+                "results": json.loads(raw),
+                "raw": raw.decode(),
+                "kit": kit_report,
+                "stdout": done.stdout,
+                "root_mode": root.stat().st_mode & 0o777,
+            }
         finally:
             if scenario == "hostile-old-layout":
                 shutil.rmtree(site / "solutions", ignore_errors=True)
@@ -242,6 +289,7 @@ def test_a_module_linked_into_the_kit_scores_nothing(graded):
 
 # -- pieces ------------------------------------------------------------------------------------------
 
+
 def test_no_submission_and_grader_failure_still_write_results(tmp_path, monkeypatch):
     (tmp_path / "submission").mkdir()
     (tmp_path / "submission" / "notes.txt").write_text("hello")
@@ -290,11 +338,33 @@ def test_locate_submission_never_follows_a_link(tmp_path):
 
 
 def test_conversion_of_a_results_document():
-    document = {"submission": "s", "score": 2.0, "max_score": 5.0, "sections": [], "integrity": [],
-                "tests": [{"id": "sec3_5_causal_attention::test_a", "section": "3.5", "points": 2.0, "max_points": 2.0,
-                           "status": "passed", "message": "", "misconception": None},
-                          {"id": "sec3_5_causal_attention::test_b", "section": "3.5", "points": 0.0, "max_points": 3.0,
-                           "status": "failed", "message": "values differ", "misconception": "mask-inverted"}]}
+    document = {
+        "submission": "s",
+        "score": 2.0,
+        "max_score": 5.0,
+        "sections": [],
+        "integrity": [],
+        "tests": [
+            {
+                "id": "sec3_5_causal_attention::test_a",
+                "section": "3.5",
+                "points": 2.0,
+                "max_points": 2.0,
+                "status": "passed",
+                "message": "",
+                "misconception": None,
+            },
+            {
+                "id": "sec3_5_causal_attention::test_b",
+                "section": "3.5",
+                "points": 0.0,
+                "max_points": 3.0,
+                "status": "failed",
+                "message": "values differ",
+                "misconception": "mask-inverted",
+            },
+        ],
+    }
     result = to_gradescope(document, Catalog("en"), visibility="after_published")
     assert result["score"] == 2.0
     assert [t["score"] for t in result["tests"]] == [2.0, 0.0]
@@ -304,16 +374,30 @@ def test_conversion_of_a_results_document():
     assert {t["visibility"] for t in result["tests"]} == {"after_published"}
 
 
-_TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=300) | \
-    st.builds(lambda piece, count: piece * count, st.text(max_size=6), st.integers(0, 300_000))
+_TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=300) | st.builds(
+    lambda piece, count: piece * count, st.text(max_size=6), st.integers(0, 300_000)
+)
 
 
 @settings(max_examples=40, deadline=None)
 @given(messages=st.lists(_TEXT, min_size=1, max_size=70), feedback=_TEXT)
 def test_any_text_gives_a_writable_results_json_within_1_mb(messages, feedback):
-    document = {"score": 0.0, "max_score": float(len(messages)), "tests": [
-        {"id": f"{MODULES[i % 7]}::test_{i}", "section": "3.5", "points": 0.0, "max_points": 1.0, "status": "failed",
-         "message": message, "misconception": None} for i, message in enumerate(messages)]}
+    document = {
+        "score": 0.0,
+        "max_score": float(len(messages)),
+        "tests": [
+            {
+                "id": f"{MODULES[i % 7]}::test_{i}",
+                "section": "3.5",
+                "points": 0.0,
+                "max_points": 1.0,
+                "status": "failed",
+                "message": message,
+                "misconception": None,
+            }
+            for i, message in enumerate(messages)
+        ],
+    }
     result = to_gradescope(document, Catalog("zh"), feedback_md=feedback)
     raw = json.dumps(result, indent=2, ensure_ascii=False).encode("utf-8")  # no lone surrogate survives
     assert len(raw) <= MAX_RESULTS_BYTES

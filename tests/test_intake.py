@@ -2,6 +2,7 @@
 never through a link, never a hard link, FIFO, device or folder posing as a module, never more than
 the size cap; names of any encoding; notebooks parsed defensively. Every refusal is a note naming
 the file, and costs only that file."""
+
 from __future__ import annotations
 
 import json
@@ -14,12 +15,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grader.intake.discovery import (MAX_SOURCE_BYTES, discover, find_submissions, find_upload, holds_submission,
-                                     notebook_submission, read_submission)
-from grader.intake.notebook_cells import origin_at
+from grader.intake.discovery import (
+    MAX_SOURCE_BYTES,
+    discover,
+    find_submissions,
+    find_upload,
+    holds_submission,
+    notebook_submission,
+    read_submission,
+)
 from grader.intake.files import Folder, Refused, read_beneath
-from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, notebook_modules
 from grader.intake.names import display_names, folder_names, raw_name, safe_component
+from grader.intake.notebook_cells import origin_at
+from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, notebook_modules
 from grader.intake.shown import shown
 from grader.run import CLASS_OUTPUTS
 from tests.conftest import ROOT
@@ -33,6 +41,7 @@ def notes(submission) -> dict[str, str]:
 
 
 # -- one file at a time ------------------------------------------------------------------------------
+
 
 def test_a_regular_file_is_read_and_everything_else_is_refused_by_name(tmp_path):
     outside = tmp_path / "outside.py"
@@ -49,7 +58,8 @@ def test_a_regular_file_is_read_and_everything_else_is_refused_by_name(tmp_path)
     submission = read_submission(folder)
     assert submission.sources == {M33: "X = 1\n"}
     assert notes(submission) == {
-        f"{M35}.py": "submission.file-link", f"{M36}.py": "submission.file-link",
+        f"{M35}.py": "submission.file-link",
+        f"{M36}.py": "submission.file-link",
         "sec3_4_self_attention.py": "submission.file-link",
         "exercise3_1_weight_transfer.py": "submission.file-hardlink",
         "exercise3_2_two_dim_output.py": "submission.file-special",
@@ -75,8 +85,11 @@ def test_sizes_are_capped_before_reading(tmp_path):
         handle.truncate(1024**3)
     submission = read_submission(tmp_path)
     assert set(submission.sources) == {M36}
-    assert notes(submission) == {f"{M33}.py": "submission.file-too-large", f"{M35}.py": "submission.file-too-large",
-                                 "sec3_4_self_attention.ipynb": "submission.notebook-too-large"}
+    assert notes(submission) == {
+        f"{M33}.py": "submission.file-too-large",
+        f"{M35}.py": "submission.file-too-large",
+        "sec3_4_self_attention.ipynb": "submission.notebook-too-large",
+    }
 
 
 def test_at_most_cap_plus_one_bytes_are_ever_read(tmp_path):
@@ -164,6 +177,7 @@ def test_nbgrader_copies_are_read_by_the_same_rules(tmp_path):
 
 # -- names ------------------------------------------------------------------------------------------
 
+
 def test_undecodable_and_odd_names_are_shown_escaped_and_stay_unique(tmp_path):
     names = display_names([GBK_NAME, "\\xd5\\xc5\\xc8\\xfd", "a\nb", "\u202eevil", "plain"])
     assert display_names([GBK_NAME]) == {GBK_NAME: "\\xd5\\xc5\\xc8\\xfd"}
@@ -175,8 +189,14 @@ def test_undecodable_and_odd_names_are_shown_escaped_and_stay_unique(tmp_path):
         assert raw_name(name) == raw
 
 
-@given(st.lists(st.text(min_size=1, max_size=40) | st.binary(min_size=1, max_size=40).map(os.fsdecode),
-                min_size=1, max_size=12, unique=True))
+@given(
+    st.lists(
+        st.text(min_size=1, max_size=40) | st.binary(min_size=1, max_size=40).map(os.fsdecode),
+        min_size=1,
+        max_size=12,
+        unique=True,
+    )
+)
 def test_output_folders_are_safe_unique_and_never_a_class_output(raw):
     raw = [r for r in raw if "/" not in r and "\0" not in r and r not in (".", "..")]
     shown_names = display_names(raw)
@@ -206,6 +226,7 @@ def test_safe_component_examples():
 
 # -- notebooks: any bytes, any JSON -------------------------------------------------------------------
 
+
 def _reason(raw: bytes, name: str = "chapter.ipynb") -> str | None:
     try:
         notebook_modules(raw, name)
@@ -214,16 +235,32 @@ def _reason(raw: bytes, name: str = "chapter.ipynb") -> str | None:
     return None
 
 
-@pytest.mark.parametrize("document, reason", [
-    ({"cells": {"not": "a list"}}, "no-cells"),
-    ({"worksheets": 3}, "no-cells"),
-    ({"worksheets": [{"cells": "abc"}, 7, {"cells": [{"cell_type": "code", "input": 5}]}]}, None),
-    ({"cells": [{"cell_type": "code", "source": 12, "metadata": {"tags": "module:sec3_3_simple_attention"}}]}, None),
-    ({"cells": [{"cell_type": "code", "source": ["x = 1", 3, None], "metadata": {"tags": {"a": 1}}}]}, None),
-    ({"cells": [{"cell_type": "code", "source": "x", "metadata": {"tags": 5, "attention_kit": [1],
-                                                                    "nbgrader": "yes"}}]}, None),
-    ({"cells": [7, None, "s", {"cell_type": {"x": 1}}]}, None),
-])
+@pytest.mark.parametrize(
+    "document, reason",
+    [
+        ({"cells": {"not": "a list"}}, "no-cells"),
+        ({"worksheets": 3}, "no-cells"),
+        ({"worksheets": [{"cells": "abc"}, 7, {"cells": [{"cell_type": "code", "input": 5}]}]}, None),
+        (
+            {"cells": [{"cell_type": "code", "source": 12, "metadata": {"tags": "module:sec3_3_simple_attention"}}]},
+            None,
+        ),
+        ({"cells": [{"cell_type": "code", "source": ["x = 1", 3, None], "metadata": {"tags": {"a": 1}}}]}, None),
+        (
+            {
+                "cells": [
+                    {
+                        "cell_type": "code",
+                        "source": "x",
+                        "metadata": {"tags": 5, "attention_kit": [1], "nbgrader": "yes"},
+                    }
+                ]
+            },
+            None,
+        ),
+        ({"cells": [7, None, "s", {"cell_type": {"x": 1}}]}, None),
+    ],
+)
 def test_wrong_types_anywhere_are_read_leniently(document, reason):
     assert _reason(json.dumps(document).encode()) == reason
 
@@ -238,31 +275,53 @@ def test_nesting_and_size_bombs_are_catalogued_reasons():
 
 
 def test_a_parser_bomb_in_an_unmarked_cell_costs_nothing():
-    cells = [{"cell_type": "code", "metadata": {}, "source": "1" + "+1" * 15_000},  # scanned: RecursionError
-             {"cell_type": "code", "metadata": {}, "source": "x = [" + "1," * 200_000 + "]"},  # too long to scan
-             {"cell_type": "code", "metadata": {}, "source": "-" * 100_000 + "1"},
-             {"cell_type": "code", "metadata": {}, "source": f"# module: {M33}\nX = 1"}]
+    cells = [
+        {"cell_type": "code", "metadata": {}, "source": "1" + "+1" * 15_000},  # scanned: RecursionError
+        {"cell_type": "code", "metadata": {}, "source": "x = [" + "1," * 200_000 + "]"},  # too long to scan
+        {"cell_type": "code", "metadata": {}, "source": "-" * 100_000 + "1"},
+        {"cell_type": "code", "metadata": {}, "source": f"# module: {M33}\nX = 1"},
+    ]
     modules = notebook_modules(json.dumps({"cells": cells}).encode(), "chapter.ipynb")
     assert "X = 1" in modules[M33].source and "+1+1" not in modules[M33].source
 
 
-json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-                           lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8),
-                                                                                            children, max_size=5),
-                           max_leaves=40)
-cell_like = st.fixed_dictionaries({}, optional={
-    "cell_type": st.sampled_from(["code", "markdown", "raw"]) | json_values,
-    "source": st.text() | st.lists(st.text() | json_values, max_size=4) | json_values,
-    "metadata": st.fixed_dictionaries({}, optional={"tags": json_values | st.lists(st.sampled_from(
-        [f"module:{M33}", f"module:{M35}", "kit:skip"]) | json_values), "attention_kit": json_values,
-        "nbgrader": json_values}) | json_values,
-    "input": json_values,
-})
-notebook_like = st.fixed_dictionaries({}, optional={"cells": st.lists(cell_like, max_size=6) | json_values,
-                                                    "worksheets": st.lists(st.fixed_dictionaries(
-                                                        {}, optional={"cells": st.lists(cell_like, max_size=4)
-                                                                      | json_values}), max_size=3) | json_values,
-                                                    "metadata": json_values}) | json_values
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5),
+    max_leaves=40,
+)
+cell_like = st.fixed_dictionaries(
+    {},
+    optional={
+        "cell_type": st.sampled_from(["code", "markdown", "raw"]) | json_values,
+        "source": st.text() | st.lists(st.text() | json_values, max_size=4) | json_values,
+        "metadata": st.fixed_dictionaries(
+            {},
+            optional={
+                "tags": json_values
+                | st.lists(st.sampled_from([f"module:{M33}", f"module:{M35}", "kit:skip"]) | json_values),
+                "attention_kit": json_values,
+                "nbgrader": json_values,
+            },
+        )
+        | json_values,
+        "input": json_values,
+    },
+)
+notebook_like = (
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "cells": st.lists(cell_like, max_size=6) | json_values,
+            "worksheets": st.lists(
+                st.fixed_dictionaries({}, optional={"cells": st.lists(cell_like, max_size=4) | json_values}), max_size=3
+            )
+            | json_values,
+            "metadata": json_values,
+        },
+    )
+    | json_values
+)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -291,16 +350,20 @@ def test_any_bytes_are_a_notebook_or_a_catalogued_reason(raw, name):
 
 # -- chapter notebooks: helpers anywhere, feedback in cells ----------------------------------------------
 
+
 def _nb(*cells: tuple[str, dict]) -> bytes:
-    return json.dumps({"cells": [{"cell_type": "code", "metadata": meta, "source": src, "outputs": []}
-                                 for src, meta in cells]}).encode()
+    return json.dumps(
+        {"cells": [{"cell_type": "code", "metadata": meta, "source": src, "outputs": []} for src, meta in cells]}
+    ).encode()
 
 
 def test_helpers_defined_in_unmarked_cells_are_graded_like_the_kernel_has_them():
-    raw = _nb(("import math\n\ndef helper(x):\n    '''doc\nstring'''\n    return x * 2\n\ndemo = 1 / 0", {}),
-              (f"# module: {M33}\ndef f(x):\n    return helper(x) + later(x)", {}),
-              ("class Sub(MissingBase):\n    pass\n\n@decorate_missing\ndef g():\n    pass", {}),
-              ("def later(x):\n    return 1\n\ndef f(x):\n    return 'a draft left in a scratch cell'", {}))
+    raw = _nb(
+        ("import math\n\ndef helper(x):\n    '''doc\nstring'''\n    return x * 2\n\ndemo = 1 / 0", {}),
+        (f"# module: {M33}\ndef f(x):\n    return helper(x) + later(x)", {}),
+        ("class Sub(MissingBase):\n    pass\n\n@decorate_missing\ndef g():\n    pass", {}),
+        ("def later(x):\n    return 1\n\ndef f(x):\n    return 'a draft left in a scratch cell'", {}),
+    )
     source = notebook_modules(raw, "chapter.ipynb")[M33].source
     namespace: dict = {}
     exec(compile(source, "m", "exec"), namespace)  # the unusable definitions cost nothing
@@ -310,8 +373,12 @@ def test_helpers_defined_in_unmarked_cells_are_graded_like_the_kernel_has_them()
 
 
 def test_every_generated_line_knows_its_cell_and_line():
-    raw = _nb(("import math", {}), ("", {}), (f"# module: {M33}\nA = 1\nB = math.pi\n%time A", {}),
-              ("x = 1\nraise ValueError('here')", {"tags": [f"module:{M35}"]}))
+    raw = _nb(
+        ("import math", {}),
+        ("", {}),
+        (f"# module: {M33}\nA = 1\nB = math.pi\n%time A", {}),
+        ("x = 1\nraise ValueError('here')", {"tags": [f"module:{M35}"]}),
+    )
     modules = notebook_modules(raw, "chapter.ipynb", "chapter.ipynb")
     m35 = modules[M35]
     line = m35.source.split("\n").index("raise ValueError('here')") + 1
@@ -335,13 +402,16 @@ def test_origins_take_memory_per_cell_not_per_line():
 
 # -- the bundle ships intake: it must need nothing but the standard library -----------------------------
 
+
 def test_intake_imports_only_the_standard_library_and_records():
-    code = ("import sys; import grader.intake.discovery, grader.intake.notebooks, grader.intake.files, "
-            "grader.intake.shown, grader.intake.source_text, grader.intake.names, grader.intake.notebook_cells; "
-            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'jinja2', 'numpy', 'markupsafe', "
-            "'rich', 'pytest') or (m.startswith('grader.') "
-            "and not m.startswith(('grader.intake', 'grader.records')))); "
-            "print(bad); sys.exit(1 if bad else 0)")
+    code = (
+        "import sys; import grader.intake.discovery, grader.intake.notebooks, grader.intake.files, "
+        "grader.intake.shown, grader.intake.source_text, grader.intake.names, grader.intake.notebook_cells; "
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'jinja2', 'numpy', 'markupsafe', "
+        "'rich', 'pytest') or (m.startswith('grader.') "
+        "and not m.startswith(('grader.intake', 'grader.records')))); "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert run.returncode == 0, run.stdout + run.stderr
 
@@ -352,11 +422,16 @@ def test_folder_reads_entries_with_their_kinds(tmp_path):
     (tmp_path / "l").symlink_to("f")
     os.mkfifo(tmp_path / "p")
     with Folder.open(tmp_path) as folder:
-        assert [(e.name, e.kind) for e in folder.entries()] == [("d", "folder"), ("f", "file"), ("l", "link"),
-                                                                ("p", "special")]
+        assert [(e.name, e.kind) for e in folder.entries()] == [
+            ("d", "folder"),
+            ("f", "file"),
+            ("l", "link"),
+            ("p", "special"),
+        ]
 
 
 # -- budgets: what one submission can cost the trusted process -------------------------------------------
+
 
 def test_one_submission_is_read_within_its_budgets(tmp_path):
     from grader.intake.submission import MAX_NOTEBOOKS, MAX_SUBMISSION_BYTES
@@ -374,8 +449,9 @@ def test_one_submission_is_read_within_its_budgets(tmp_path):
     assert notes(submission)[f"{M33} (chapter.ipynb)"] == "submission.notebook-code-too-large"
     assert notes(submission)["big3.ipynb"] == "submission.file-over-budget"
     # read in name order: big0-2 (21 MB), big3 over the budget, chapter, small00-small11: 16 read
-    assert [n.detail for n in submission.problems if n.kind == "submission.notebook-skipped"] == \
-        [f"small{index}.ipynb" for index in range(12, 16)]
+    assert [n.detail for n in submission.problems if n.kind == "submission.notebook-skipped"] == [
+        f"small{index}.ipynb" for index in range(12, 16)
+    ]
 
 
 def test_a_crowded_folder_still_yields_its_modules(tmp_path):
@@ -393,6 +469,7 @@ def test_many_small_values_are_too_complex_too():
 
 # -- text that travels on: always UTF-8, read as Python reads it --------------------------------------
 
+
 def _sources_travel(submission) -> None:
     """What the sandbox is sent: every source as UTF-8 (a source that cannot be encoded was a dead
     worker and a zero for the whole submission, not only for that file)."""
@@ -407,8 +484,9 @@ def test_a_lone_surrogate_in_a_notebook_is_graded_as_the_kernel_would_see_it(tmp
     folder = tmp_path / "s"
     folder.mkdir()
     source = "def f(x):\n    return x  # PLACE\n"
-    (folder / f"{M33}.ipynb").write_text(json.dumps({"cells": [{"cell_type": "code", "metadata": {},
-                                                                  "source": source}]}).replace("PLACE", "\\ud800"))
+    (folder / f"{M33}.ipynb").write_text(
+        json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "source": source}]}).replace("PLACE", "\\ud800")
+    )
     submission = read_submission(folder)
     assert not submission.problems
     assert "return x  # \ufffd" in submission.sources[M33]
@@ -424,14 +502,19 @@ def test_a_declared_encoding_is_read_as_python_reads_it(tmp_path):
     assert decode_source(latin.encode("latin-1")) == latin.replace("latin-1", "utf-8")
     # only line 1 or 2 declares, line 2 only after a comment or a blank line; a BOM means UTF-8
     # (undecodable bytes replaced, as before)
-    for raw in (b"x = 1\n# coding: gbk\n\xd6\xd0\n", b"\xef\xbb\xbf# coding: gbk\nx = 1\n",
-                b"\n\n# coding: gbk\n\xd6\xd0\n", b"# coding: utf-8-unix\n\xd6\xd0\n"):
+    for raw in (
+        b"x = 1\n# coding: gbk\n\xd6\xd0\n",
+        b"\xef\xbb\xbf# coding: gbk\nx = 1\n",
+        b"\n\n# coding: gbk\n\xd6\xd0\n",
+        b"# coding: utf-8-unix\n\xd6\xd0\n",
+    ):
         assert decode_source(raw) == raw.decode("utf-8", errors="replace")
     # an encoding outside SOURCE_ENCODINGS (unknown, not text, or slow) is not used: UTF-8, and the
     # declaration says so, for the sandbox to read the same text
     for raw in (b"# coding: nope\n\xd6\xd0\n", b"# coding: hex\nx = 1\n", b"# coding: punycode\nx = 1\n"):
-        assert decode_source(raw) == raw.decode("utf-8", errors="replace").replace(raw[10:raw.index(b"\n")].decode(),
-                                                                              "utf-8", 1)
+        assert decode_source(raw) == raw.decode("utf-8", errors="replace").replace(
+            raw[10 : raw.index(b"\n")].decode(), "utf-8", 1
+        )
     folder = tmp_path / "s"
     folder.mkdir()
     (folder / f"{M33}.py").write_bytes(gbk.encode("gbk"))
@@ -445,13 +528,18 @@ ANY_CHARACTER = st.characters(exclude_categories=()) | st.characters(min_codepoi
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.binary(max_size=300), st.lists(st.lists(ANY_CHARACTER, max_size=30).map("".join), max_size=4),
-       st.sampled_from(["gbk", "latin-1", "utf-8", "cp1252", "shift_jis", "utf-16", "nope"]))
+@given(
+    st.binary(max_size=300),
+    st.lists(st.lists(ANY_CHARACTER, max_size=30).map("".join), max_size=4),
+    st.sampled_from(["gbk", "latin-1", "utf-8", "cp1252", "shift_jis", "utf-16", "nope"]),
+)
 def test_any_module_bytes_and_any_notebook_text_travel_as_utf8(raw, texts, encoding):
     cells = [{"cell_type": "code", "metadata": {}, "source": f"# module: {M35}\n{text}"} for text in texts]
-    files = {f"{M33}.py": f"# coding: {encoding}\n".encode() + raw,
-             f"{M36}.py": raw,
-             "chapter.ipynb": json.dumps({"cells": cells}).encode()}  # (ensure_ascii: lone surrogates escaped)
+    files = {
+        f"{M33}.py": f"# coding: {encoding}\n".encode() + raw,
+        f"{M36}.py": raw,
+        "chapter.ipynb": json.dumps({"cells": cells}).encode(),
+    }  # (ensure_ascii: lone surrogates escaped)
     from grader.intake.submission import submission_from_files
 
     _sources_travel(submission_from_files("s", tmp_path_of_nothing(), files))

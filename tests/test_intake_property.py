@@ -4,6 +4,7 @@ an honest control student. Whatever the tree: the batch finishes with exit 0, ev
 results.json, the control's result is bit-identical to its clean-run result, nothing is written
 outside the output folder, and the trusted process's peak memory stays within a margin of a clean
 run's. Few examples here (each is one `grade` run); `benchmarks/intake_soak.py` runs many."""
+
 from __future__ import annotations
 
 import json
@@ -22,16 +23,31 @@ from hypothesis import strategies as st
 from tests.conftest import MODULES, ROOT, solutions_as_submission
 
 RSS_MARGIN_MB = 300
-GRADE = ("import resource, sys\nfrom grader.cli import main\ncode = main(sys.argv[2:])\n"
-         "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024))\n"
-         "sys.exit(code)\n")
-LINK_TARGETS = ["/etc/shadow", "/proc/self/environ", "/proc/self/mem", "/dev/zero", "/proc/self/cwd/solutions",
-                f"/proc/self/cwd/solutions/{MODULES[0]}.py", str(ROOT / "solutions" / f"{MODULES[2]}.py"),
-                f"../honest/{MODULES[1]}.py", "../honest", "nowhere", ".", "..", "loop"]
+GRADE = (
+    "import resource, sys\nfrom grader.cli import main\ncode = main(sys.argv[2:])\n"
+    "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024))\n"
+    "sys.exit(code)\n"
+)
+LINK_TARGETS = [
+    "/etc/shadow",
+    "/proc/self/environ",
+    "/proc/self/mem",
+    "/dev/zero",
+    "/proc/self/cwd/solutions",
+    f"/proc/self/cwd/solutions/{MODULES[0]}.py",
+    str(ROOT / "solutions" / f"{MODULES[2]}.py"),
+    f"../honest/{MODULES[1]}.py",
+    "../honest",
+    "nowhere",
+    ".",
+    "..",
+    "loop",
+]
 SPARSE_SIZES = [600 * 1024, 9 * 1024**2, 2 * 1024**3]
 
 
 # -- what a tree is made of -------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -40,20 +56,30 @@ class Entry:
     data: object = None
 
 
-json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
-                           | st.text(max_size=20),
-                           lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6),
-                                                                                            children, max_size=4),
-                           max_leaves=25)
-cell = st.fixed_dictionaries({"cell_type": st.sampled_from(["code", "markdown"])}, optional={
-    "source": st.sampled_from([f"# module: {m}\nX = 1" for m in MODULES] + ["def helper():\n    return 1",
-                                                                         "1" + "+1" * 5000]) | json_values,
-    "metadata": st.fixed_dictionaries({}, optional={"tags": json_values, "nbgrader": json_values}) | json_values})
-notebook_json = st.one_of(json_values, st.fixed_dictionaries({"cells": st.lists(cell, max_size=5) | json_values}),
-                          st.fixed_dictionaries({"worksheets": json_values}))
-file_names = st.one_of(st.sampled_from([f"{m}.py" for m in MODULES] + [f"{m}.ipynb" for m in MODULES]
-                                       + ["chapter.ipynb"]),
-                       st.text(min_size=1, max_size=12).map(lambda t: t + st_suffix(t)))
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    max_leaves=25,
+)
+cell = st.fixed_dictionaries(
+    {"cell_type": st.sampled_from(["code", "markdown"])},
+    optional={
+        "source": st.sampled_from(
+            [f"# module: {m}\nX = 1" for m in MODULES] + ["def helper():\n    return 1", "1" + "+1" * 5000]
+        )
+        | json_values,
+        "metadata": st.fixed_dictionaries({}, optional={"tags": json_values, "nbgrader": json_values}) | json_values,
+    },
+)
+notebook_json = st.one_of(
+    json_values,
+    st.fixed_dictionaries({"cells": st.lists(cell, max_size=5) | json_values}),
+    st.fixed_dictionaries({"worksheets": json_values}),
+)
+file_names = st.one_of(
+    st.sampled_from([f"{m}.py" for m in MODULES] + [f"{m}.ipynb" for m in MODULES] + ["chapter.ipynb"]),
+    st.text(min_size=1, max_size=12).map(lambda t: t + st_suffix(t)),
+)
 
 
 def st_suffix(text: str) -> str:
@@ -61,8 +87,14 @@ def st_suffix(text: str) -> str:
 
 
 def usable(name: str) -> bool:
-    return bool(name) and "/" not in name and "\0" not in name and not name.startswith(".") \
-        and name != "honest" and len(os.fsencode(name)) < 200
+    return (
+        bool(name)
+        and "/" not in name
+        and "\0" not in name
+        and not name.startswith(".")
+        and name != "honest"
+        and len(os.fsencode(name)) < 200
+    )
 
 
 entries = st.one_of(
@@ -73,11 +105,19 @@ entries = st.one_of(
     st.builds(Entry, file_names, st.just("link"), st.sampled_from(LINK_TARGETS)),
     st.builds(Entry, file_names, st.sampled_from(["fifo", "folder", "hardlink", "solution"])),
 ).filter(lambda e: usable(e.name))
-folder_names = st.one_of(st.text(min_size=1, max_size=16), st.binary(min_size=1, max_size=16).map(os.fsdecode),
-                         st.sampled_from(["gradebook.csv", "summary.html", "results.json", "=1+1", "CON", "-x",
-                                          "Gradebook.CSV", "a\nb", "\u202etxt.exe"])).filter(usable)
-students = st.dictionaries(folder_names, st.one_of(st.lists(entries, max_size=5, unique_by=lambda e: e.name),
-                                                   st.sampled_from(LINK_TARGETS)), min_size=1, max_size=4)
+folder_names = st.one_of(
+    st.text(min_size=1, max_size=16),
+    st.binary(min_size=1, max_size=16).map(os.fsdecode),
+    st.sampled_from(
+        ["gradebook.csv", "summary.html", "results.json", "=1+1", "CON", "-x", "Gradebook.CSV", "a\nb", "\u202etxt.exe"]
+    ),
+).filter(usable)
+students = st.dictionaries(
+    folder_names,
+    st.one_of(st.lists(entries, max_size=5, unique_by=lambda e: e.name), st.sampled_from(LINK_TARGETS)),
+    min_size=1,
+    max_size=4,
+)
 
 
 def materialise(klass: Path, tree: dict, outside: Path) -> None:
@@ -115,9 +155,15 @@ def materialise(klass: Path, tree: dict, outside: Path) -> None:
 
 # -- one run -------------------------------------------------------------------------------------
 
+
 def grade_in_subprocess(klass: Path, out: Path, rss: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", GRADE, str(rss), str(klass), "--out", str(out), "--quiet",
-                           "--jobs", "2"], capture_output=True, text=True, cwd=ROOT, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-c", GRADE, str(rss), str(klass), "--out", str(out), "--quiet", "--jobs", "2"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=900,
+    )
 
 
 def snapshot(root: Path, *skip: Path) -> dict[str, tuple]:
@@ -165,8 +211,11 @@ def check_tree(tree: dict, base: Path, clean: dict) -> int:
     listing = sorted(p.name for p in out.iterdir())
     assert len(documents) == students_of(klass), (listing, run.stdout, run.stderr[-3000:])
     assert len({d["submission"] for d in documents}) == len(documents)
-    assert (out / "gradebook.csv").is_file() and (out / "summary.html").is_file(), (listing, run.stdout,
-                                                                                    run.stderr[-3000:])
+    assert (out / "gradebook.csv").is_file() and (out / "summary.html").is_file(), (
+        listing,
+        run.stdout,
+        run.stderr[-3000:],
+    )
     assert (out / "honest" / "results.json").read_bytes() == clean["results"]
     rss = int((base / "rss").read_text())
     assert rss <= clean["rss"] + RSS_MARGIN_MB, (rss, clean["rss"])
@@ -179,8 +228,11 @@ def clean(tmp_path_factory):
     solutions_as_submission(base / "class" / "honest")
     run = grade_in_subprocess(base / "class", base / "out", base / "rss")
     assert run.returncode == 0, run.stderr[-3000:]
-    return {"out": base / "out", "results": (base / "out" / "honest" / "results.json").read_bytes(),
-            "rss": int((base / "rss").read_text())}
+    return {
+        "out": base / "out",
+        "results": (base / "out" / "honest" / "results.json").read_bytes(),
+        "rss": int((base / "rss").read_text()),
+    }
 
 
 @settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))

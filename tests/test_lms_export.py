@@ -7,6 +7,7 @@ Each CSV is read back the way the LMS reads it: `canvas_import` follows Canvas's
 (grade/import/csv: a header, one row per user identified by the mapped column, a row whose
 identifier matches no user stops the import, grades above the item's maximum are refused).
 """
+
 from __future__ import annotations
 
 import csv
@@ -21,7 +22,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grader.classroom.lms_export import ExportError, export
 from grader.classroom.textsafe import FORMULA_STARTS, spreadsheet_cell
@@ -32,8 +34,10 @@ from tests.conftest import ROOT
 
 EN = Catalog("en")
 TITLE = "Chapter 3 attention"
-NON_ASSIGNMENT = re.compile("Current Score|Current Points|Current Grade|Final Score|Final Points|Final Grade|"
-                            "Override Score|Override Grade|Override Status")
+NON_ASSIGNMENT = re.compile(
+    "Current Score|Current Points|Current Grade|Final Score|Final Points|Final Grade|"
+    "Override Score|Override Grade|Override Status"
+)
 
 
 def canvas_import(text: str) -> tuple[dict[str, float], list[dict]]:
@@ -56,10 +60,18 @@ def canvas_import(text: str) -> tuple[dict[str, float], list[dict]]:
             points = {title: float(row[columns + i]) for i, title in enumerate(titles)}
             continue
         assert any(row[:columns]), "a row with nothing to identify a student"
-        students.append({"student": row[0], "id": row[1], "login": row[columns - 2] if columns == 5 else "",
-                         "sis": row[2] if columns == 5 else "", "section": row[columns - 1],
-                         "grades": {title: (float(row[columns + i]) if row[columns + i] else None)
-                                    for i, title in enumerate(titles)}})
+        students.append(
+            {
+                "student": row[0],
+                "id": row[1],
+                "login": row[columns - 2] if columns == 5 else "",
+                "sis": row[2] if columns == 5 else "",
+                "section": row[columns - 1],
+                "grades": {
+                    title: (float(row[columns + i]) if row[columns + i] else None) for i, title in enumerate(titles)
+                },
+            }
+        )
     assert set(points) == set(titles), "the Points Possible row gives every assignment's points"
     return points, students
 
@@ -90,8 +102,9 @@ def class_output(tmp_path_factory):
     """The example class graded once, the real way; every test below only reads it."""
     out = tmp_path_factory.mktemp("export") / "reports"
     grade(ROOT / "examples" / "class", out, jobs=2, force=True)
-    documents = {d.name: json.loads((d / "results.json").read_text()) for d in out.iterdir()
-                 if (d / "results.json").exists()}
+    documents = {
+        d.name: json.loads((d / "results.json").read_text()) for d in out.iterdir() if (d / "results.json").exists()
+    }
     return out, documents
 
 
@@ -129,10 +142,12 @@ def test_moodle_rows_without_a_points_row(class_output, tmp_path, by):
 def test_export_grades_nothing_and_changes_nothing(class_output, tmp_path):
     out, _ = class_output
     before = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
-    script = ("import sys\nfrom grader.cli import main\n"
-              f"code = main(['export', {str(out)!r}, '--lms', 'canvas', '--to', {str(tmp_path / 'g.csv')!r}])\n"
-              "assert code == 0\n"
-              "assert 'torch' not in sys.modules and 'grader.sandbox.pool' not in sys.modules, 'it graded'\n")
+    script = (
+        "import sys\nfrom grader.cli import main\n"
+        f"code = main(['export', {str(out)!r}, '--lms', 'canvas', '--to', {str(tmp_path / 'g.csv')!r}])\n"
+        "assert code == 0\n"
+        "assert 'torch' not in sys.modules and 'grader.sandbox.pool' not in sys.modules, 'it graded'\n"
+    )
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "6 students" in done.stdout and "63 points possible" in done.stdout
@@ -141,17 +156,35 @@ def test_export_grades_nothing_and_changes_nothing(class_output, tmp_path):
 
 # -- odd names, broken folders, collisions --------------------------------------------------------
 
+
 def results(name: str | None, score: float, sections: dict[str, float] | None = None) -> str:
     sections = sections or {"3.5": score}
-    document = {"score": score, "max_score": 63.0, "tests": [], "integrity": [],
-                "sections": [{"id": s, "title": s, "score": v, "max_score": 14.0} for s, v in sections.items()]}
+    document = {
+        "score": score,
+        "max_score": 63.0,
+        "tests": [],
+        "integrity": [],
+        "sections": [{"id": s, "title": s, "score": v, "max_score": 14.0} for s, v in sections.items()],
+    }
     if name is not None:
         document["submission"] = name
     return json.dumps(document)
 
 
-ODD = ["=HYPERLINK(\"http://evil.example\",\"x\")", "+1 555", "-2-3", "@SUM(A1:A9)", "\tindented",
-       "comma, the student", 'quote "marks"', "two\nlines", "李雷", "Jose\u0301", "x" * 300, "cr\rreturn"]
+ODD = [
+    '=HYPERLINK("http://evil.example","x")',
+    "+1 555",
+    "-2-3",
+    "@SUM(A1:A9)",
+    "\tindented",
+    "comma, the student",
+    'quote "marks"',
+    "two\nlines",
+    "李雷",
+    "Jose\u0301",
+    "x" * 300,
+    "cr\rreturn",
+]
 
 
 def odd_class(base: Path) -> Path:
@@ -183,7 +216,7 @@ def test_odd_names_stay_inert_single_line_text(tmp_path, lms):
     assert all(inert(cell) for row in rows for cell in row)
     names = {row[0] for row in rows[1:]}
     assert "李雷" in names and "José" in names  # Unicode kept, in NFC
-    assert "'=HYPERLINK(\"http://evil.example\",\"x\")" in names and "'@SUM(A1:A9)" in names
+    assert '\'=HYPERLINK("http://evil.example","x")' in names and "'@SUM(A1:A9)" in names
     assert any(name.startswith("\\udc") or "\\xd5" in name for name in names)  # undecodable bytes, escaped
     assert max(len(name) for name in names) <= 255
     assert set(done.altered_ids) >= {ODD[0], ODD[1], ODD[2], ODD[3], "two\nlines"}
@@ -209,8 +242,10 @@ def _row(cell: str) -> str:
 
 
 @settings(max_examples=25, deadline=None)
-@given(name=st.text(st.characters(min_codepoint=1, max_codepoint=0x10FFFF), min_size=1, max_size=40),
-       score=st.integers(0, 63))
+@given(
+    name=st.text(st.characters(min_codepoint=1, max_codepoint=0x10FFFF), min_size=1, max_size=40),
+    score=st.integers(0, 63),
+)
 def test_any_student_name_exports_and_reads_back(name, score):
     with tempfile.TemporaryDirectory() as base:
         out = Path(base) / "reports"
@@ -226,8 +261,13 @@ def test_any_student_name_exports_and_reads_back(name, score):
 
 def test_broken_results_are_left_out_and_listed(tmp_path):
     out = tmp_path / "reports"
-    for name, content in {"ok": results("ok", 10.0), "garbage": "{not json", "nan": results("nan", float("nan")),
-                          "negative": results("negative", -1.0), "list": "[1, 2]"}.items():
+    for name, content in {
+        "ok": results("ok", 10.0),
+        "garbage": "{not json",
+        "nan": results("nan", float("nan")),
+        "negative": results("negative", -1.0),
+        "list": "[1, 2]",
+    }.items():
         (out / name).mkdir(parents=True)
         (out / name / "results.json").write_text(content)
     (out / "elsewhere.json").write_text(results("linked", 63.0))
@@ -260,7 +300,8 @@ def test_one_submissions_output_folder(tmp_path):
     (tmp_path / "results.json").write_text(results("submission", 41.0))
     done = export(tmp_path, lms="moodle", assignment=TITLE, catalog=EN)
     assert moodle_import(done.path.read_text(encoding="utf-8"), "Student") == [
-        {"id": "submission", "grades": {TITLE: 41.0}}]
+        {"id": "submission", "grades": {TITLE: 41.0}}
+    ]
 
 
 def test_a_student_named_results_json_is_one_of_a_class(tmp_path):
@@ -296,11 +337,13 @@ def test_grade_never_names_a_students_folder_like_a_default_export():
 
 # -- rosters: the LMS's own export tells who is who -----------------------------------------------
 
-CANVAS_ROSTER = ("\ufeffStudent,ID,SIS User ID,SIS Login ID,Section,Homework 1 (101),Final Score\n"
-                 "    Points Possible,,,,,10,\n"
-                 "\"Liddell, Alice\",1001,S-1,alice,Section A,9,90\n"
-                 "\"Builder, Bob\",1002,S-2,bob,Section B,7,70\n"
-                 "\"Nobody, Ned\",1003,S-3,ned,Section B,,\n")
+CANVAS_ROSTER = (
+    "\ufeffStudent,ID,SIS User ID,SIS Login ID,Section,Homework 1 (101),Final Score\n"
+    "    Points Possible,,,,,10,\n"
+    '"Liddell, Alice",1001,S-1,alice,Section A,9,90\n'
+    '"Builder, Bob",1002,S-2,bob,Section B,7,70\n'
+    '"Nobody, Ned",1003,S-3,ned,Section B,,\n'
+)
 
 
 def test_a_canvas_roster_gives_canvas_ids_and_names(class_output, tmp_path):
@@ -310,7 +353,9 @@ def test_a_canvas_roster_gives_canvas_ids_and_names(class_output, tmp_path):
     done = export(out, lms="canvas", assignment=TITLE, catalog=EN, roster=roster, to=tmp_path / "c.csv")
     points, students = canvas_import((tmp_path / "c.csv").read_text(encoding="utf-8"))
     assert [(s["student"], s["id"], s["sis"], s["login"], s["section"]) for s in students] == [
-        ("Liddell, Alice", "1001", "S-1", "alice", "Section A"), ("Builder, Bob", "1002", "S-2", "bob", "Section B")]
+        ("Liddell, Alice", "1001", "S-1", "alice", "Section A"),
+        ("Builder, Bob", "1002", "S-2", "bob", "Section B"),
+    ]
     assert [s["grades"][TITLE] for s in students] == [documents["alice"]["score"], documents["bob"]["score"]]
     assert done.unmatched == ["carol", "dave", "erin", "frank"] and done.not_submitted == ["ned"]
 
@@ -318,34 +363,53 @@ def test_a_canvas_roster_gives_canvas_ids_and_names(class_output, tmp_path):
 def test_a_moodle_roster_keyed_by_email(class_output, tmp_path):
     out, documents = class_output
     roster = tmp_path / "roster.csv"
-    roster.write_text("First name;Last name;ID number;Email address\n"
-                      "Carol;Chen;20230003;carol\nDave;Diaz;20230004;dave\n", encoding="utf-8")
+    roster.write_text(
+        "First name;Last name;ID number;Email address\nCarol;Chen;20230003;carol\nDave;Diaz;20230004;dave\n",
+        encoding="utf-8",
+    )
     done = export(out, lms="moodle", assignment=TITLE, catalog=EN, roster=roster, to=tmp_path / "m.csv")
     assert done.identity_column == "Email address"
     users = moodle_import((tmp_path / "m.csv").read_text(encoding="utf-8"), "Email address")
-    assert users == [{"id": "carol", "grades": {TITLE: documents["carol"]["score"]}},
-                     {"id": "dave", "grades": {TITLE: documents["dave"]["score"]}}]
+    assert users == [
+        {"id": "carol", "grades": {TITLE: documents["carol"]["score"]}},
+        {"id": "dave", "grades": {TITLE: documents["dave"]["score"]}},
+    ]
 
 
-@pytest.mark.parametrize("content, key, error", [
-    ("name,login\nX,nobody\n", None, "roster-no-key"),
-    ("name,login\nX,alice\n", "email", "roster-no-column"),
-    ("name,login\nalice,x\n", "login", "roster-key-matches-none"),
-    ("\n\n", None, "roster-no-header"),
-])
+@pytest.mark.parametrize(
+    "content, key, error",
+    [
+        ("name,login\nX,nobody\n", None, "roster-no-key"),
+        ("name,login\nX,alice\n", "email", "roster-no-column"),
+        ("name,login\nalice,x\n", "login", "roster-key-matches-none"),
+        ("\n\n", None, "roster-no-header"),
+    ],
+)
 def test_roster_problems_are_named(class_output, tmp_path, content, key, error):
     roster = tmp_path / "roster.csv"
     roster.write_text(content)
     with pytest.raises(ExportError) as raised:
-        export(class_output[0], lms="canvas", assignment=TITLE, catalog=EN, roster=roster, roster_key=key,
-               to=tmp_path / "x.csv")
+        export(
+            class_output[0],
+            lms="canvas",
+            assignment=TITLE,
+            catalog=EN,
+            roster=roster,
+            roster_key=key,
+            to=tmp_path / "x.csv",
+        )
     assert raised.value.key == error and EN.has(f"export.error.{error}")
 
 
 def test_cli_errors_are_clear_in_both_languages(tmp_path):
     for lang, words in (("en", "does not exist"), ("zh", "不存在")):
-        done = subprocess.run([sys.executable, "-m", "grader", "export", str(tmp_path / "nope"), "--lms", "moodle",
-                               "--lang", lang], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "grader", "export", str(tmp_path / "nope"), "--lms", "moodle", "--lang", lang],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr
 
 
@@ -358,7 +422,9 @@ def test_the_deploy_catalogue_says_everything_in_both_languages():
             found |= keys(value, f"{prefix}{key}.") if isinstance(value, dict) else {prefix + key}
         return found
 
-    catalogues = {lang: tomllib.loads((ROOT / "templates" / "i18n" / lang / "deploy.toml").read_text(encoding="utf-8"))
-                  for lang in ("en", "zh")}
+    catalogues = {
+        lang: tomllib.loads((ROOT / "templates" / "i18n" / lang / "deploy.toml").read_text(encoding="utf-8"))
+        for lang in ("en", "zh")
+    }
     assert keys(catalogues["en"]) == keys(catalogues["zh"])
     assert len(keys(catalogues["en"])) > 40

@@ -1,4 +1,5 @@
 """The framework adapter: track detection, and MindSpore Cells seen by the probes in MindSpore terms."""
+
 from __future__ import annotations
 
 import ast
@@ -13,19 +14,37 @@ from hypothesis import strategies as st
 import grader.frameworks.mindspore_adapter
 from grader.frameworks import MINDSPORE, PYTORCH, needs_mindspore, track_of
 
-IMPORTS = ["import mindspore", "import mindspore as ms", "from mindspore import nn, ops",
-           "from mindspore.nn import Cell", "import numpy, mindspore", "import mindspore.ops as ops"]
-NOT_IMPORTS = ["import torch", "import mindspore_like", "from .mindspore import x", "# import mindspore",
-               "text = 'import mindspore'", "import numpy as mindspore_np"]
+IMPORTS = [
+    "import mindspore",
+    "import mindspore as ms",
+    "from mindspore import nn, ops",
+    "from mindspore.nn import Cell",
+    "import numpy, mindspore",
+    "import mindspore.ops as ops",
+]
+NOT_IMPORTS = [
+    "import torch",
+    "import mindspore_like",
+    "from .mindspore import x",
+    "# import mindspore",
+    "text = 'import mindspore'",
+    "import numpy as mindspore_np",
+]
 
 
-@given(st.sampled_from(IMPORTS), st.lists(st.sampled_from(NOT_IMPORTS + ["x = 1", "def f():\n    return 2"]),
-                                           max_size=4), st.integers(0, 4))
+@given(
+    st.sampled_from(IMPORTS),
+    st.lists(st.sampled_from(NOT_IMPORTS + ["x = 1", "def f():\n    return 2"]), max_size=4),
+    st.integers(0, 4),
+)
 def test_a_module_importing_mindspore_anywhere_is_on_the_mindspore_track(line, others, position):
     lines = list(others)
     lines.insert(min(position, len(lines)), line)
     assert needs_mindspore("\n".join(lines))
-    assert track_of({"sec3_3_simple_attention": "import mindspore\n", "sec3_4_self_attention": "\n".join(lines)}) == MINDSPORE
+    assert (
+        track_of({"sec3_3_simple_attention": "import mindspore\n", "sec3_4_self_attention": "\n".join(lines)})
+        == MINDSPORE
+    )
     assert track_of({"sec3_3_simple_attention": "x = 1\n", "sec3_4_self_attention": "\n".join(lines)}) == MINDSPORE
 
 
@@ -116,8 +135,9 @@ def test_gradients_are_mindsporess_own(ns):
     (module(x) * w).sum().backward()
     got = {name: p.grad for name, p in module.named_parameters()}
     c = cell(module)
-    expected = ms.grad(lambda x: (c(x) * ms.Tensor(w.numpy())).sum(), grad_position=None,
-                       weights=c.trainable_params())(ms.Tensor(x.numpy()))
+    expected = ms.grad(lambda x: (c(x) * ms.Tensor(w.numpy())).sum(), grad_position=None, weights=c.trainable_params())(
+        ms.Tensor(x.numpy())
+    )
     for (name, grad), want in zip(got.items(), expected):
         np.testing.assert_allclose(grad.numpy(), want.asnumpy(), rtol=1e-6, atol=1e-7, err_msg=name)
 
@@ -146,9 +166,16 @@ def test_a_submissions_device_target_is_kept_from_taking_effect():
 @st.composite
 def configurations(draw):
     heads = draw(st.integers(1, 3))
-    return {"b": draw(st.integers(1, 3)), "t": draw(st.integers(1, 6)), "d_in": draw(st.integers(1, 5)),
-            "head_dim": draw(st.integers(1, 3)), "heads": heads, "bias": draw(st.booleans()),
-            "seed": draw(st.integers(0, 10_000)), "context": 6}
+    return {
+        "b": draw(st.integers(1, 3)),
+        "t": draw(st.integers(1, 6)),
+        "d_in": draw(st.integers(1, 5)),
+        "head_dim": draw(st.integers(1, 3)),
+        "heads": heads,
+        "bias": draw(st.booleans()),
+        "seed": draw(st.integers(0, 10_000)),
+        "context": 6,
+    }
 
 
 @settings(max_examples=15, deadline=None)
@@ -164,11 +191,18 @@ def test_any_configuration_computes_what_the_pytorch_reference_computes(ns, conf
     mha_weights = weights | linear_weights("out_proj", d_out, d_out, bias=True, seed=config["seed"] + 50)
     x = randn(config["b"], config["t"], config["d_in"], seed=config["seed"] + 1)
     pairs = (
-        (CausalAttention(*args, qkv_bias=config["bias"]),
-         ns.module("sec3_5_causal_attention").CausalAttention(*args, qkv_bias=config["bias"]), weights),
-        (MultiHeadAttention(*args, num_heads=config["heads"], qkv_bias=config["bias"]),
-         ns.module("sec3_6_multi_head_attention").MultiHeadAttention(*args, num_heads=config["heads"],
-                                                                     qkv_bias=config["bias"]), mha_weights),
+        (
+            CausalAttention(*args, qkv_bias=config["bias"]),
+            ns.module("sec3_5_causal_attention").CausalAttention(*args, qkv_bias=config["bias"]),
+            weights,
+        ),
+        (
+            MultiHeadAttention(*args, num_heads=config["heads"], qkv_bias=config["bias"]),
+            ns.module("sec3_6_multi_head_attention").MultiHeadAttention(
+                *args, num_heads=config["heads"], qkv_bias=config["bias"]
+            ),
+            mha_weights,
+        ),
     )
     for reference, student, known in pairs:
         transplant(reference, known)
@@ -177,8 +211,9 @@ def test_any_configuration_computes_what_the_pytorch_reference_computes(ns, conf
             torch.testing.assert_close(student(x), reference.eval()(x), atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("line", ["import ｍｉｎｄｓｐｏｒｅ as ms", "from ｍｉｎｄｓｐｏｒｅ import nn",
-                                  "import mindspore"])
+@pytest.mark.parametrize(
+    "line", ["import ｍｉｎｄｓｐｏｒｅ as ms", "from ｍｉｎｄｓｐｏｒｅ import nn", "import mindspore"]
+)
 def test_the_track_is_read_from_the_code_python_runs_not_its_spelling(line):
     """Python reads identifiers NFKC-normalised: fullwidth letters import mindspore too."""
     sources = {"sec3_3_simple_attention": line + "\n", "sec3_4_self_attention": "# ｍｉｎｄｓｐｏｒｅ ok\nx = 1\n"}
@@ -193,8 +228,13 @@ def _sibling_imports(package: Path) -> dict[str, set[str]]:
     for path in package.glob("*.py"):
         imported = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
-                [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
             imported |= {name.removeprefix(prefix) for name in names if name.startswith(prefix)}
         found[path.stem] = imported
     return found

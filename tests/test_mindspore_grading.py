@@ -6,6 +6,7 @@ MindSpore port: `Parameter(mask, requires_grad=False)` masks, `ops.rand` initial
 leftover `set_context(mode=PYNATIVE_MODE, device_target="Ascend")` in every module, which raises on
 a CPU-only machine and must cost no points.
 """
+
 from __future__ import annotations
 
 import csv
@@ -16,8 +17,8 @@ import pytest
 
 pytest.importorskip("mindspore")
 
-from tests.conftest import ROOT, mindspore_solutions_as_submission, solutions_as_submission  # noqa: E402
-from grader.run import grade  # noqa: E402
+from grader.run import grade
+from tests.conftest import ROOT, mindspore_solutions_as_submission, solutions_as_submission
 
 EXAMPLES = ROOT / "examples" / "mindspore-class"
 # correct MindSpore submissions written otherwise than the reference (other ops, mask kept as a
@@ -48,8 +49,13 @@ def failing(result):
 def test_each_submission_is_graded_on_its_own_track(graded):
     results, _, _ = graded
     assert {name: r.track for name, r in results.items()} == {
-        "mei": "mindspore", "port-style": "mindspore", "ms-stubs": "mindspore", "ms-solutions": "mindspore",
-        "torch-solutions": "pytorch", **{name: "mindspore" for name in CORRECT}}
+        "mei": "mindspore",
+        "port-style": "mindspore",
+        "ms-stubs": "mindspore",
+        "ms-solutions": "mindspore",
+        "torch-solutions": "pytorch",
+        **{name: "mindspore" for name in CORRECT},
+    }
 
 
 def test_the_mindspore_reference_earns_full_marks_through_the_student_path(graded):
@@ -84,14 +90,28 @@ def test_the_example_student_gets_the_score_and_diagnoses_it_deserves(graded):
         f"{S33}::test_attention_weights_rows_sum_to_one": ("error", "dim-not-axis", None),
         f"{S33}::test_context_vectors": ("error", "dim-not-axis", None),
         # positional nn.Dropout(dropout): keep_prob 0.0 cannot be built
-        **{f"{S35}::{name}": ("error", "dropout-keep-prob", None) for name in (
-            "test_causal_attention_matches_reference", "test_causal_attention_book_seed", "test_causality",
-            "test_batch_independence", "test_mask_is_a_buffer", "test_qkv_bias",
-            "test_gradients_reach_every_parameter")},
+        **{
+            f"{S35}::{name}": ("error", "dropout-keep-prob", None)
+            for name in (
+                "test_causal_attention_matches_reference",
+                "test_causal_attention_book_seed",
+                "test_causality",
+                "test_batch_independence",
+                "test_mask_is_a_buffer",
+                "test_qkv_bias",
+                "test_gradients_reach_every_parameter",
+            )
+        },
         # ... which the wrapper and Exercise 3.2 build on
-        **{f"{S36}::{name}": ("error", None, S35) for name in (
-            "test_wrapper_registers_heads", "test_wrapper_concatenates_heads", "test_wrapper_matches_reference",
-            "test_wrapper_causal")},
+        **{
+            f"{S36}::{name}": ("error", None, S35)
+            for name in (
+                "test_wrapper_registers_heads",
+                "test_wrapper_concatenates_heads",
+                "test_wrapper_matches_reference",
+                "test_wrapper_causal",
+            )
+        },
         "exercise3_2_two_dim_output::test_two_heads_two_dimensional_output": ("error", None, S35),
         "exercise3_2_two_dim_output::test_seeded_output": ("error", None, S35),
         # MultiHeadAttention's mask as a trainable Parameter
@@ -142,16 +162,38 @@ def test_chinese_reports_explain_the_mindspore_traps(graded, tmp_path):
 # -- the MindSpore buggy submissions of tests/submissions/buggy/<misconception>-ms/ -----------------
 S33, S34, S35 = "sec3_3_simple_attention", "sec3_4_self_attention", "sec3_5_causal_attention"
 BUGGY = {
-    "dim-not-axis-ms": {f"{S33}::{t}": "dim-not-axis" for t in (
-        "test_attention_weights", "test_attention_weights_rows_sum_to_one", "test_context_vectors")},
-    "dropout-keep-prob-ms": {f"{S35}::{t}": "dropout-keep-prob" for t in (
-        "test_causal_attention_matches_reference", "test_causal_attention_book_seed", "test_causality",
-        "test_batch_independence", "test_mask_is_a_buffer", "test_qkv_bias", "test_gradients_reach_every_parameter")},
-    "mask-trainable-ms": {f"{S35}::{t}": "mask-trainable" for t in (  # the mask among the parameters
-        "test_mask_is_a_buffer", "test_qkv_bias", "test_gradients_reach_every_parameter")},
-    "torch-api-ms": {f"{S34}::{t}": "torch-api" for t in (
-        "test_self_attention_v2_matches_reference", "test_self_attention_v2_qkv_bias",
-        "test_gradients_reach_every_parameter")},
+    "dim-not-axis-ms": {
+        f"{S33}::{t}": "dim-not-axis"
+        for t in ("test_attention_weights", "test_attention_weights_rows_sum_to_one", "test_context_vectors")
+    },
+    "dropout-keep-prob-ms": {
+        f"{S35}::{t}": "dropout-keep-prob"
+        for t in (
+            "test_causal_attention_matches_reference",
+            "test_causal_attention_book_seed",
+            "test_causality",
+            "test_batch_independence",
+            "test_mask_is_a_buffer",
+            "test_qkv_bias",
+            "test_gradients_reach_every_parameter",
+        )
+    },
+    "mask-trainable-ms": {
+        f"{S35}::{t}": "mask-trainable"
+        for t in (  # the mask among the parameters
+            "test_mask_is_a_buffer",
+            "test_qkv_bias",
+            "test_gradients_reach_every_parameter",
+        )
+    },
+    "torch-api-ms": {
+        f"{S34}::{t}": "torch-api"
+        for t in (
+            "test_self_attention_v2_matches_reference",
+            "test_self_attention_v2_qkv_bias",
+            "test_gradients_reach_every_parameter",
+        )
+    },
 }
 
 

@@ -8,6 +8,7 @@ must hold the scores the kit's own path gives for the same notebooks; feedback s
 notebook, never shows emoji (blank boxes without an emoji font) and autograde prints no noise.
 `nbgrader validate` must tell the truth on blank, buggy and correct notebooks.
 """
+
 from __future__ import annotations
 
 import copy
@@ -27,10 +28,10 @@ import pytest
 
 pytest.importorskip("nbgrader")
 
-from grader.classroom.nbgrader_autograde import BOOK_ORDER, NOTEBOOK_NAME  # noqa: E402
-from grader.classroom.nbgrader_env import tools_dir  # noqa: E402
-from grader.records import MODULE_SECTIONS  # noqa: E402
-from grader.run import grade  # noqa: E402
+from grader.classroom.nbgrader_autograde import BOOK_ORDER, NOTEBOOK_NAME
+from grader.classroom.nbgrader_env import tools_dir
+from grader.records import MODULE_SECTIONS
+from grader.run import grade
 
 pytestmark = pytest.mark.nbgrader
 ASSIGNMENT = "ch3"
@@ -40,7 +41,7 @@ EMOJI = re.compile("[\u2600-\u27bf\U0001f300-\U0001faff]")
 
 # The hostile student: every solution left as a stub, and in the kernel a fake public-check module
 # that makes each test cell "pass", stderr noise, and a printed score.
-HOSTILE_CELL = '''import os, sys, types
+HOSTILE_CELL = """import os, sys, types
 open(os.environ["KIT_E2E_MARKER"], "w").write("the student's code ran in nbgrader's kernel")
 fake = types.ModuleType("ch3_checks")
 def check_section(module, namespace, lang=None):
@@ -50,7 +51,7 @@ fake.check_section = check_section
 sys.modules["ch3_checks"] = fake
 print("noise", file=sys.stderr)
 63.0
-'''
+"""
 
 
 def clean_env(home: Path, **extra: str) -> dict[str, str]:
@@ -100,8 +101,9 @@ def correct(module, solution, stub):
 
 def buggy(module, solution, stub):
     if module == "sec3_3_simple_attention":  # softmax over the wrong dimension in 3.3.2
-        changed = solution.replace("torch.softmax(attention_scores(inputs), dim=-1)",
-                                   "torch.softmax(attention_scores(inputs), dim=0)")
+        changed = solution.replace(
+            "torch.softmax(attention_scores(inputs), dim=-1)", "torch.softmax(attention_scores(inputs), dim=0)"
+        )
         assert changed != solution
         return changed
     return solution
@@ -144,14 +146,25 @@ def course(request, tmp_path_factory):
     timings["create+generate"] = time.perf_counter() - started
 
     source, release = read_notebooks(course)
-    students = {"alice": _student_notebook(source, release, correct),
-                "bob": _student_notebook(source, release, buggy),
-                "mallory": _student_notebook(source, release, hostile),
-                # deleted the test cell of 3.5 (code correct) and the solution cell of 3.6
-                "dora": without("test_sec3_5_causal_attention", _student_notebook(source, release, correct)),
-                "sam": without("sec3_6_multi_head_attention", _student_notebook(source, release, correct))}
-    students["mallory"]["cells"].insert(3, {"cell_type": "code", "id": "evil", "execution_count": None,
-                                            "metadata": {}, "outputs": [], "source": HOSTILE_CELL})
+    students = {
+        "alice": _student_notebook(source, release, correct),
+        "bob": _student_notebook(source, release, buggy),
+        "mallory": _student_notebook(source, release, hostile),
+        # deleted the test cell of 3.5 (code correct) and the solution cell of 3.6
+        "dora": without("test_sec3_5_causal_attention", _student_notebook(source, release, correct)),
+        "sam": without("sec3_6_multi_head_attention", _student_notebook(source, release, correct)),
+    }
+    students["mallory"]["cells"].insert(
+        3,
+        {
+            "cell_type": "code",
+            "id": "evil",
+            "execution_count": None,
+            "metadata": {},
+            "outputs": [],
+            "source": HOSTILE_CELL,
+        },
+    )
     for student, notebook in students.items():
         hand_in(course, student, notebook)
 
@@ -200,8 +213,11 @@ def expected_cell_score(result, points: dict[str, float]) -> float:
 
 def cell_points(course: Path) -> dict[str, float]:
     source = json.loads((course / "source" / ASSIGNMENT / f"{NOTEBOOK_NAME}.ipynb").read_text())
-    return {c["metadata"]["nbgrader"]["grade_id"].removeprefix("test_"): c["metadata"]["nbgrader"]["points"]
-            for c in source["cells"] if c["metadata"].get("nbgrader", {}).get("grade")}
+    return {
+        c["metadata"]["nbgrader"]["grade_id"].removeprefix("test_"): c["metadata"]["nbgrader"]["points"]
+        for c in source["cells"]
+        if c["metadata"].get("nbgrader", {}).get("grade")
+    }
 
 
 def feedback(course: Path, student: str) -> str:
@@ -280,6 +296,7 @@ def test_feedback_shows_the_kits_report_in_any_font(course):
 
 # -- nbgrader validate tells the truth ----------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def released(tmp_path_factory):
     base = tmp_path_factory.mktemp("validate")
@@ -322,12 +339,17 @@ def test_validate_passes_a_correct_notebook(released):
 
 # -- a failed first step does not break the next ----------------------------------------------------
 
+
 def test_a_half_made_gradebook_is_completed(tmp_path):
     """What nbgrader left behind when it could not find `alembic`: tables without a schema version,
     which `nbgrader db upgrade` could never migrate. The course's config completes it."""
     course = create_course(tmp_path)
-    made = run([sys.executable, "-c", "from nbgrader.api import Gradebook; Gradebook('sqlite:///gradebook.db')"],
-               course, {"PATH": str(tmp_path / "nowhere"), "HOME": str(tmp_path)}, check=False)
+    made = run(
+        [sys.executable, "-c", "from nbgrader.api import Gradebook; Gradebook('sqlite:///gradebook.db')"],
+        course,
+        {"PATH": str(tmp_path / "nowhere"), "HOME": str(tmp_path)},
+        check=False,
+    )
     assert made.returncode != 0 and "alembic" in made.stderr
     with sqlite3.connect(course / "gradebook.db") as db:
         assert "alembic_version" not in {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
@@ -338,6 +360,7 @@ def test_a_half_made_gradebook_is_completed(tmp_path):
 
 
 # -- fast checks of the pieces, without running nbgrader --------------------------------------------
+
 
 def test_public_checks_fail_closed_under_autograde(monkeypatch, tmp_path):
     """Without the GradeWithKit preprocessor a test cell must score 0, never full marks."""
@@ -400,8 +423,13 @@ def test_course_config_handles_nbgraders_traps(tmp_path, monkeypatch):
     assert len(solutions) == 7
     assert all("### BEGIN SOLUTION" in "".join(c["source"]) for c in solutions)
     assert {p.name for p in notebook.parent.iterdir()} == {
-        f"{NOTEBOOK_NAME}.ipynb", "ch3_checks.py", "ch3_check_list.py", "ch3_check_tools.py", "check_messages.json",
-        "check_report.txt.j2"}
+        f"{NOTEBOOK_NAME}.ipynb",
+        "ch3_checks.py",
+        "ch3_check_list.py",
+        "ch3_check_tools.py",
+        "check_messages.json",
+        "check_report.txt.j2",
+    }
 
 
 def test_cell_feedback_names_no_emoji_and_speaks_of_the_notebook():
@@ -410,13 +438,23 @@ def test_cell_feedback_names_no_emoji_and_speaks_of_the_notebook():
 
     for lang in ("en", "zh"):
         catalog = Catalog(lang)
-        document = {"sections": [{"id": "3.6", "score": 0.0, "max_score": 4.0, "title": "3.6"}],
-                    "tests": [{"id": "sec3_6_multi_head_attention::test_shape", "status": "error", "points": 0.0,
-                               "max_points": 4.0, "misconception": None,
-                               "message": catalog.t("import.missing", module="sec3_6_multi_head_attention")}],
-                    "integrity": [{"kind": "submission.notebook-not-json", "detail": "x.ipynb (1:2)"}]}
-        html = cell_feedback_html(document, "sec3_6_multi_head_attention", catalog,
-                                  missing={"sec3_6_multi_head_attention"}, restored=True)
+        document = {
+            "sections": [{"id": "3.6", "score": 0.0, "max_score": 4.0, "title": "3.6"}],
+            "tests": [
+                {
+                    "id": "sec3_6_multi_head_attention::test_shape",
+                    "status": "error",
+                    "points": 0.0,
+                    "max_points": 4.0,
+                    "misconception": None,
+                    "message": catalog.t("import.missing", module="sec3_6_multi_head_attention"),
+                }
+            ],
+            "integrity": [{"kind": "submission.notebook-not-json", "detail": "x.ipynb (1:2)"}],
+        }
+        html = cell_feedback_html(
+            document, "sec3_6_multi_head_attention", catalog, missing={"sec3_6_multi_head_attention"}, restored=True
+        )
         assert not EMOJI.search(html)
         assert "# module: sec3_6_multi_head_attention" in html
         assert catalog.t("import.missing", module="sec3_6_multi_head_attention") not in html

@@ -1,4 +1,5 @@
 """Notebook submissions are graded exactly as the equivalent .py files."""
+
 from __future__ import annotations
 
 import ast
@@ -9,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.intake.discovery import find_submissions, read_submission
 from grader.i18n import LANGUAGES, Catalog
+from grader.intake.discovery import find_submissions, read_submission
 from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, modules_from_notebook, python_code
 from grader.run import grade
 from tests.conftest import MODULES, solutions_as_submission
@@ -27,9 +28,12 @@ def markdown(source: str) -> dict:
 
 
 def notebook(cells: list[dict]) -> dict:
-    return {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                        "language": "python"}},
-            "nbformat": 4, "nbformat_minor": 4}
+    return {
+        "cells": cells,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 4,
+    }
 
 
 def split_cells(source: str) -> list[str]:
@@ -39,7 +43,7 @@ def split_cells(source: str) -> list[str]:
     cells, imports = [], []
     for node in tree.body:
         start = (node.decorator_list[0].lineno if getattr(node, "decorator_list", None) else node.lineno) - 1
-        text = "\n".join(lines[start: node.end_lineno])
+        text = "\n".join(lines[start : node.end_lineno])
         (imports if isinstance(node, (ast.Import, ast.ImportFrom)) else cells).append(text)
     return ["\n".join(imports)] + cells
 
@@ -59,8 +63,10 @@ def section_notebooks(folder: Path, solutions: Path) -> None:
             code_cell("!pip list | head -3\ntorch.tril?\nfor i in range(2):\n    %time i\n"),
             code_cell("%%bash\necho this is not python\n"),
             code_cell("%%time\nx = 1 + 1\n"),
-            code_cell("raise AssertionError('an nbgrader test cell: never part of the module')",
-                      nbgrader={"grade": True, "solution": False, "grade_id": f"t_{module}", "points": 1}),
+            code_cell(
+                "raise AssertionError('an nbgrader test cell: never part of the module')",
+                nbgrader={"grade": True, "solution": False, "grade_id": f"t_{module}", "points": 1},
+            ),
         ]
         write(folder / f"{module}.ipynb", notebook(cells))
 
@@ -70,9 +76,15 @@ def chapter_notebook(folder: Path, solutions: Path) -> None:
     cell marked in one of the three accepted ways."""
     folder.mkdir(parents=True)
     cells = [markdown("# Chapter 3"), code_cell("import torch\nimport torch.nn as nn\nprint('ready')")]
-    order = ["sec3_3_simple_attention", "sec3_4_self_attention", "exercise3_1_weight_transfer",
-             "sec3_5_causal_attention", "sec3_6_multi_head_attention", "exercise3_2_two_dim_output",
-             "exercise3_3_gpt2_attention"]
+    order = [
+        "sec3_3_simple_attention",
+        "sec3_4_self_attention",
+        "exercise3_1_weight_transfer",
+        "sec3_5_causal_attention",
+        "sec3_6_multi_head_attention",
+        "exercise3_2_two_dim_output",
+        "exercise3_3_gpt2_attention",
+    ]
     for index, module in enumerate(order):
         code = SIBLING.sub("", (solutions / f"{module}.py").read_text())
         code = re.sub(r"^import torch(\.nn as nn)?\n", "", code, flags=re.M)
@@ -111,10 +123,12 @@ def test_notebooks_score_exactly_what_the_py_files_score(graded):
         assert graded[name].score == py.score
         notes = [n for n in graded[name].integrity if not n.kind.startswith("sandbox")]
         # each section notebook's one nbgrader test cell is left out, and said so (the chapter has none)
-        assert all(n.kind == "submission.notebook-test-cells" and re.fullmatch(r".*\.ipynb \(\d+\)", n.detail)
-                   for n in notes)
-        assert sorted(n.detail.split(" (")[0] for n in notes) == \
-            (sorted(f"{m}.ipynb" for m in MODULES) if name == "sections" else [])
+        assert all(
+            n.kind == "submission.notebook-test-cells" and re.fullmatch(r".*\.ipynb \(\d+\)", n.detail) for n in notes
+        )
+        assert sorted(n.detail.split(" (")[0] for n in notes) == (
+            sorted(f"{m}.ipynb" for m in MODULES) if name == "sections" else []
+        )
 
 
 def test_a_broken_notebook_costs_only_its_own_tests(graded):
@@ -131,6 +145,7 @@ def test_a_broken_notebook_costs_only_its_own_tests(graded):
 
 # -- reading notebooks, without grading --------------------------------------------------------------
 
+
 def test_magics_become_pass_and_non_python_cells_go(tmp_path):
     assert python_code("%%bash\nls\n") is None
     assert python_code("%%html\n<b>x</b>") is None
@@ -142,13 +157,18 @@ def test_magics_become_pass_and_non_python_cells_go(tmp_path):
 
 def test_nbgrader_test_cells_and_skipped_cells_are_not_code(tmp_path):
     path = tmp_path / "sec3_5_causal_attention.ipynb"
-    write(path, notebook([
-        code_cell("A = 1"),
-        code_cell("B = 2", nbgrader={"grade": True, "solution": True, "grade_id": "s"}),
-        code_cell("assert False", nbgrader={"grade": True, "solution": False, "grade_id": "t"}),
-        code_cell("import nb_helper", tags=["kit:skip"]),
-        code_cell("C = 3", attention_kit={"skip": True}),
-    ]))
+    write(
+        path,
+        notebook(
+            [
+                code_cell("A = 1"),
+                code_cell("B = 2", nbgrader={"grade": True, "solution": True, "grade_id": "s"}),
+                code_cell("assert False", nbgrader={"grade": True, "solution": False, "grade_id": "t"}),
+                code_cell("import nb_helper", tags=["kit:skip"]),
+                code_cell("C = 3", attention_kit={"skip": True}),
+            ]
+        ),
+    )
     source = modules_from_notebook(path)["sec3_5_causal_attention"]
     namespace: dict = {}
     exec(compile(source, "m", "exec"), namespace)
@@ -157,12 +177,17 @@ def test_nbgrader_test_cells_and_skipped_cells_are_not_code(tmp_path):
 
 def test_chapter_notebook_modules_see_earlier_ones(tmp_path):
     path = tmp_path / "my chapter.ipynb"
-    write(path, notebook([
-        code_cell("import math\nvalue = 3"),
-        code_cell("# module: sec3_3_simple_attention\ndef f():\n    return math.pi"),
-        code_cell("def g():\n    return f()", tags=["module:sec3_4_self_attention"]),
-        code_cell("# module: not_a_module\nh = 1"),
-    ]))
+    write(
+        path,
+        notebook(
+            [
+                code_cell("import math\nvalue = 3"),
+                code_cell("# module: sec3_3_simple_attention\ndef f():\n    return math.pi"),
+                code_cell("def g():\n    return f()", tags=["module:sec3_4_self_attention"]),
+                code_cell("# module: not_a_module\nh = 1"),
+            ]
+        ),
+    )
     sources = modules_from_notebook(path)
     assert set(sources) == {"sec3_3_simple_attention", "sec3_4_self_attention"}
     assert sources["sec3_3_simple_attention"].startswith("import math")
@@ -170,13 +195,16 @@ def test_chapter_notebook_modules_see_earlier_ones(tmp_path):
     assert "from sec3_3_simple_attention import *" in sources["sec3_4_self_attention"]
 
 
-@pytest.mark.parametrize("content, reason", [
-    ("not json at all", "not-json"),
-    ('["a list"]', "no-cells"),
-    ('{"metadata": {}}', "no-cells"),
-    ("", "not-json"),
-    ("x" * (MAX_NOTEBOOK_BYTES + 1), "too-large"),
-])
+@pytest.mark.parametrize(
+    "content, reason",
+    [
+        ("not json at all", "not-json"),
+        ('["a list"]', "no-cells"),
+        ('{"metadata": {}}', "no-cells"),
+        ("", "not-json"),
+        ("x" * (MAX_NOTEBOOK_BYTES + 1), "too-large"),
+    ],
+)
 def test_unreadable_notebooks_say_why_in_the_students_language(tmp_path, content, reason):
     path = tmp_path / "sec3_3_simple_attention.ipynb"
     path.write_text(content)
@@ -213,8 +241,11 @@ def test_a_notebook_that_cannot_be_opened_says_so(tmp_path, monkeypatch):
 
 def test_nbformat3_notebooks_are_read(tmp_path):
     path = tmp_path / "sec3_3_simple_attention.ipynb"
-    path.write_text(json.dumps({"nbformat": 3, "worksheets": [{"cells": [
-        {"cell_type": "code", "input": "X = 42", "metadata": {}}]}]}))
+    path.write_text(
+        json.dumps(
+            {"nbformat": 3, "worksheets": [{"cells": [{"cell_type": "code", "input": "X = 42", "metadata": {}}]}]}
+        )
+    )
     assert "X = 42" in modules_from_notebook(path)["sec3_3_simple_attention"]
 
 
@@ -237,57 +268,84 @@ def test_a_test_cell_in_a_notebook_named_like_a_module_is_left_out_with_a_note(t
     """A notebook named like a module holds no test cell of the course's: a cell marked as one (a
     copy from somewhere, or the student's own cell marked by mistake) is left out, and a note says
     which, in the student's language, with what to do."""
-    write(tmp_path / "sec3_5_causal_attention.ipynb", notebook([
-        code_cell("A = 1"),
-        code_cell("B = 2", nbgrader={"grade": True, "solution": False, "grade_id": "mine", "points": 5}),
-        markdown("notes"),
-        code_cell("C = 3", nbgrader={"grade": "yes", "grade_id": "t"}),
-        code_cell("D = 4", nbgrader={"grade": True, "solution": True, "grade_id": "answer"}),
-        code_cell("E = 5", nbgrader="not a dict"),
-    ]))
+    write(
+        tmp_path / "sec3_5_causal_attention.ipynb",
+        notebook(
+            [
+                code_cell("A = 1"),
+                code_cell("B = 2", nbgrader={"grade": True, "solution": False, "grade_id": "mine", "points": 5}),
+                markdown("notes"),
+                code_cell("C = 3", nbgrader={"grade": "yes", "grade_id": "t"}),
+                code_cell("D = 4", nbgrader={"grade": True, "solution": True, "grade_id": "answer"}),
+                code_cell("E = 5", nbgrader="not a dict"),
+            ]
+        ),
+    )
     submission = read_submission(tmp_path)
     source = submission.sources["sec3_5_causal_attention"]
     assert "A = 1" in source and "D = 4" in source and "E = 5" in source
     assert "B = 2" not in source and "C = 3" not in source
     assert [(n.kind, n.detail) for n in submission.problems] == [
-        ("submission.notebook-test-cells", "sec3_5_causal_attention.ipynb (2, 4)")]
+        ("submission.notebook-test-cells", "sec3_5_causal_attention.ipynb (2, 4)")
+    ]
     for lang in LANGUAGES:
         text = Catalog(lang).t("integrity.submission.notebook-test-cells", detail=submission.problems[0].detail)
         assert "sec3_5_causal_attention.ipynb (2, 4)" in text and "nbgrader" in text
 
 
 def test_a_note_lists_at_most_ten_test_cells(tmp_path):
-    write(tmp_path / "sec3_3_simple_attention.ipynb", notebook(
-        [code_cell(f"X{i} = {i}", nbgrader={"grade": True, "grade_id": f"t{i}"}) for i in range(50)]))
+    write(
+        tmp_path / "sec3_3_simple_attention.ipynb",
+        notebook([code_cell(f"X{i} = {i}", nbgrader={"grade": True, "grade_id": f"t{i}"}) for i in range(50)]),
+    )
     [note] = read_submission(tmp_path).problems
     assert note.detail == "sec3_3_simple_attention.ipynb (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, …)"
 
 
 def test_a_chapter_notebooks_test_cells_need_no_note(tmp_path):
-    write(tmp_path / "chapter.ipynb", notebook([
-        code_cell("# module: sec3_3_simple_attention\nX = 1"),
-        code_cell("from ch3_checks import check_section\ncheck_section('sec3_3_simple_attention', globals())",
-                  nbgrader={"grade": True, "solution": False, "grade_id": "test_sec3_3_simple_attention",
-                            "points": 9}),
-    ]))
+    write(
+        tmp_path / "chapter.ipynb",
+        notebook(
+            [
+                code_cell("# module: sec3_3_simple_attention\nX = 1"),
+                code_cell(
+                    "from ch3_checks import check_section\ncheck_section('sec3_3_simple_attention', globals())",
+                    nbgrader={
+                        "grade": True,
+                        "solution": False,
+                        "grade_id": "test_sec3_3_simple_attention",
+                        "points": 9,
+                    },
+                ),
+            ]
+        ),
+    )
     submission = read_submission(tmp_path)
     assert submission.problems == () and "X = 1" in submission.sources["sec3_3_simple_attention"]
 
 
-@pytest.mark.parametrize("scratch", [
-    "from ch3_checks import check_section\ncheck_section('sec3_3_simple_attention', globals())",
-    "import ch3_checks\nch3_checks.check_section('sec3_3_simple_attention', globals())",
-    "import ch3_check_list as checks, ch3_check_tools\nprint(checks)",
-])
+@pytest.mark.parametrize(
+    "scratch",
+    [
+        "from ch3_checks import check_section\ncheck_section('sec3_3_simple_attention', globals())",
+        "import ch3_checks\nch3_checks.check_section('sec3_3_simple_attention', globals())",
+        "import ch3_check_list as checks, ch3_check_tools\nprint(checks)",
+    ],
+)
 def test_a_cell_that_runs_the_public_checks_costs_the_student_nothing(tmp_path, scratch):
     """A cell that runs the course's public checks (a copy of a test cell without its nbgrader
     metadata, or the student's own scratch cell) imports them; they are not the student's code and
     not where the code is graded: the import is no part of the modules (it failed every module)."""
-    write(tmp_path / "chapter.ipynb", notebook([
-        code_cell("import torch"),
-        code_cell("# module: sec3_3_simple_attention\nX = torch.ones(1)"),
-        code_cell(scratch),
-    ]))
+    write(
+        tmp_path / "chapter.ipynb",
+        notebook(
+            [
+                code_cell("import torch"),
+                code_cell("# module: sec3_3_simple_attention\nX = torch.ones(1)"),
+                code_cell(scratch),
+            ]
+        ),
+    )
     source = read_submission(tmp_path).sources["sec3_3_simple_attention"]
     assert "ch3_check" not in source and "import torch" in source
     namespace: dict = {}

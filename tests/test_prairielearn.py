@@ -7,6 +7,7 @@ where, and its permission step, executed on a copy of the kit), and the image's 
 under a temporary root: opt/attention-kit as the Dockerfile leaves it, /grade as PrairieLearn mounts it,
 and a Python that holds the kit's dependencies but not the kit.
 """
+
 from __future__ import annotations
 
 import base64
@@ -21,18 +22,35 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from grader.classroom.deployment import (STARTUP_SECONDS, Graded, answer_key_exposure, limits_within, readable_by_others,
-                                         runtime_requirements)
+from grader import records
+from grader.classroom.deployment import (
+    STARTUP_SECONDS,
+    Graded,
+    answer_key_exposure,
+    limits_within,
+    readable_by_others,
+    runtime_requirements,
+)
 from grader.classroom.prairielearn import MAX_RESULTS_BYTES, MAX_TIMEOUT, MIN_TIMEOUT, run, to_prairielearn
 from grader.classroom.prairielearn_question import DEFAULT_TIMEOUT, ENTRYPOINT, KIT_DIR, QUESTION_ID
 from grader.i18n import Catalog
-from grader import records
 from grader.records import MODULES, GradeResult, ProbeError, SectionScore, StudentFrame
 from grader.sandbox.pool import Limits
-from tests.platforms import (NO_BWRAP_PATH, ROOT, WITHOUT_NAMESPACES, answer_key_lines, deps_only_python, environment,
-                             hunter_source, open_root, remove_root, sibling_imports)
+from tests.platforms import (
+    NO_BWRAP_PATH,
+    ROOT,
+    WITHOUT_NAMESPACES,
+    answer_key_lines,
+    deps_only_python,
+    environment,
+    hunter_source,
+    open_root,
+    remove_root,
+    sibling_imports,
+)
 
 IMAGE = "course-staff/attention-kit-grader:1.0"
 
@@ -43,12 +61,20 @@ IMAGE = "course-staff/attention-kit-grader:1.0"
 # (name, description, points, max_points, message, output, images) are optional. The kit always
 # writes name, points, max_points and output for every test (what pl-external-grader-results needs to
 # show points), so the schema requires them.
-IMAGE_SCHEMA = {"oneOf": [
-    {"type": "object", "required": ["url"], "additionalProperties": False,
-     "properties": {"url": {"type": "string", "pattern": r"^data:image/[a-z0-9.+-]+;base64,[A-Za-z0-9+/=]+$"},
-                    "label": {"type": "string"}}},
-    {"type": "string"},
-]}
+IMAGE_SCHEMA = {
+    "oneOf": [
+        {
+            "type": "object",
+            "required": ["url"],
+            "additionalProperties": False,
+            "properties": {
+                "url": {"type": "string", "pattern": r"^data:image/[a-z0-9.+-]+;base64,[A-Za-z0-9+/=]+$"},
+                "label": {"type": "string"},
+            },
+        },
+        {"type": "string"},
+    ]
+}
 RESULTS_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -59,19 +85,22 @@ RESULTS_SCHEMA = {
         "message": {"type": "string"},
         "output": {"type": "string"},
         "images": {"type": "array", "items": IMAGE_SCHEMA},
-        "tests": {"type": "array", "items": {
-            "type": "object",
-            "required": ["name", "points", "max_points", "output"],
-            "properties": {
-                "name": {"type": "string", "minLength": 1},
-                "description": {"type": "string"},
-                "points": {"type": "number", "minimum": 0},
-                "max_points": {"type": "number", "minimum": 0},
-                "message": {"type": "string"},
-                "output": {"type": "string"},
-                "images": {"type": "array", "items": IMAGE_SCHEMA},
+        "tests": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "points", "max_points", "output"],
+                "properties": {
+                    "name": {"type": "string", "minLength": 1},
+                    "description": {"type": "string"},
+                    "points": {"type": "number", "minimum": 0},
+                    "max_points": {"type": "number", "minimum": 0},
+                    "message": {"type": "string"},
+                    "output": {"type": "string"},
+                    "images": {"type": "array", "items": IMAGE_SCHEMA},
+                },
             },
-        }},
+        },
     },
     "if": {"properties": {"gradable": {"const": False}}, "required": ["gradable"]},
     "then": {"required": ["gradable", "format_errors"]},
@@ -90,9 +119,15 @@ def check_results(results: dict, raw: bytes | None = None) -> None:
 
 # -- the question and the image recipe -------------------------------------------------------------
 
+
 def write(out: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "grader", "prairielearn", str(out), *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "grader", "prairielearn", str(out), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -125,12 +160,27 @@ def test_info_json_enables_external_grading_with_the_image(written):
     assert info["type"] == "v3" and info["gradingMethod"] == "External" and info["singleVariant"] is True
     options = info["externalGradingOptions"]
     # the keys infoQuestion.ts's ExternalGradingOptionsJsonSchema allows (it is a strict object)
-    assert set(options) <= {"comment", "enabled", "image", "entrypoint", "serverFilesCourse", "timeout",
-                            "enableNetworking", "environment"}
-    assert options == {"enabled": True, "image": IMAGE, "entrypoint": ENTRYPOINT, "timeout": DEFAULT_TIMEOUT,
-                       "enableNetworking": False}
-    assert json.loads((written / "questions" / QUESTION_ID / "tests" / "attention-kit.json").read_text()) == {"lang": "en",
-                                                                                               "timeout": DEFAULT_TIMEOUT}
+    assert set(options) <= {
+        "comment",
+        "enabled",
+        "image",
+        "entrypoint",
+        "serverFilesCourse",
+        "timeout",
+        "enableNetworking",
+        "environment",
+    }
+    assert options == {
+        "enabled": True,
+        "image": IMAGE,
+        "entrypoint": ENTRYPOINT,
+        "timeout": DEFAULT_TIMEOUT,
+        "enableNetworking": False,
+    }
+    assert json.loads((written / "questions" / QUESTION_ID / "tests" / "attention-kit.json").read_text()) == {
+        "lang": "en",
+        "timeout": DEFAULT_TIMEOUT,
+    }
 
 
 def test_question_html_takes_the_seven_modules_or_notebooks(written):
@@ -161,9 +211,15 @@ def test_editors_start_from_the_stubs_and_a_rewrite_keeps_the_uuid(written, tmp_
     assert again["uuid"] == first["uuid"] and not (question / "stubs").exists()
 
 
-@pytest.mark.parametrize("args, words", [(["--image", "Not An Image"], "Docker image"),
-                                         (["--timeout", "601"], "600"), (["--timeout", "0"], "90"),
-                                         (["--timeout", "89"], "90")])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--image", "Not An Image"], "Docker image"),
+        (["--timeout", "601"], "600"),
+        (["--timeout", "0"], "90"),
+        (["--timeout", "89"], "90"),
+    ],
+)
 def test_bad_options_are_refused_clearly(tmp_path, args, words):
     result = write(tmp_path / "out", *args)
     assert result.returncode == 2 and words in result.stderr and "Traceback" not in result.stderr
@@ -184,7 +240,9 @@ def dockerfile(written: Path) -> list[tuple[str, str]]:
     """(instruction, arguments) of the Dockerfile, continuation lines joined, comments dropped."""
     text = (written / "grader-image" / "Dockerfile").read_text()
     text = re.sub(r"\\\n", " ", "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#")))
-    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1].strip()) for line in text.splitlines() if line.strip()]
+    return [
+        (line.split(None, 1)[0].upper(), line.split(None, 1)[1].strip()) for line in text.splitlines() if line.strip()
+    ]
 
 
 def test_dockerfile_installs_dependencies_only_and_locks_the_kit(written):
@@ -217,11 +275,13 @@ def image_root(written: Path, *, locked: bool = True) -> tuple[Path, Path]:
     kit = root / KIT_DIR.lstrip("/")
     shutil.copytree(written / "grader-image" / "kit", kit)
     if locked:
-        (lock,) = [args for instruction, args in dockerfile(written)
-                   if instruction == "RUN" and "chmod -R go-rwx" in args]
+        (lock,) = [
+            args for instruction, args in dockerfile(written) if instruction == "RUN" and "chmod -R go-rwx" in args
+        ]
         bin_dir = Path(sys.executable).parent
-        subprocess.run(["sh", "-c", lock.replace(KIT_DIR, str(kit))], check=True,
-                       env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+        subprocess.run(
+            ["sh", "-c", lock.replace(KIT_DIR, str(kit))], check=True, env={"PATH": f"{bin_dir}:/usr/bin:/bin"}
+        )
     (root / "grade" / "tests").mkdir(parents=True)
     shutil.copy(written / "questions" / QUESTION_ID / "tests" / "attention-kit.json", root / "grade" / "tests")
     (root / "grade" / "data").mkdir()
@@ -245,10 +305,13 @@ def test_the_dockerfiles_permission_step_puts_the_kit_out_of_reach(written):
 
 # -- the entrypoint, end to end ------------------------------------------------------------------
 
+
 def submission(kind: str, places: list[str]) -> dict[str, str]:
     files = {f"{m}.py": sibling_imports((ROOT / "solutions" / f"{m}.py").read_text()) for m in MODULES}
     if kind == "buggy":
-        files["sec3_5_causal_attention.py"] = (ROOT / "tests/submissions/buggy/mask-inverted/sec3_5_causal_attention.py").read_text()
+        files["sec3_5_causal_attention.py"] = (
+            ROOT / "tests/submissions/buggy/mask-inverted/sec3_5_causal_attention.py"
+        ).read_text()
     elif kind == "unparseable":
         files = {f"{m}.py": f"def {m}(:\n    return\n" for m in MODULES}
         files["chapter.ipynb"] = '{"cells": [ {"cell_type": "code", "source": '
@@ -284,12 +347,21 @@ def graded(written, tmp_path_factory):
             prefix = WITHOUT_NAMESPACES if not bwrap else []
             if not bwrap:
                 env["PATH"] = NO_BWRAP_PATH
-            done = subprocess.run([*prefix, "/bin/sh", str(written / "grader-image" / "attention-kit-grade")], env=env,
-                                  capture_output=True, text=True, timeout=600)
+            done = subprocess.run(
+                [*prefix, "/bin/sh", str(written / "grader-image" / "attention-kit-grade")],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
             assert done.returncode == 0, done.stderr[-3000:]
             raw = (root / "grade" / "results" / "results.json").read_bytes()
-            outcomes[name] = {"results": json.loads(raw), "raw": raw, "stdout": done.stdout,
-                              "grade_mode": (root / "grade").stat().st_mode & 0o777}
+            outcomes[name] = {
+                "results": json.loads(raw),
+                "raw": raw,
+                "stdout": done.stdout,
+                "grade_mode": (root / "grade").stat().st_mode & 0o777,
+            }
         finally:
             remove_root(root)
     remove_root(venv_root)
@@ -359,6 +431,7 @@ def test_the_control_the_same_hunt_finds_the_kit_when_it_is_left_readable(graded
 
 # -- results.json whatever the text ----------------------------------------------------------------
 
+
 def test_a_grader_failure_is_not_gradable_and_says_so(tmp_path, monkeypatch):
     import grader.classroom.prairielearn as prairielearn
 
@@ -375,8 +448,10 @@ def test_a_grader_failure_is_not_gradable_and_says_so(tmp_path, monkeypatch):
     assert "grader" in result["format_errors"][0]
 
 
-@pytest.mark.parametrize("config, lang", [('{"lang": "zh"}', "zh"), ('{"lang": "fr"}', "en"), ("[1, 2]", "en"),
-                                          ("not json", "en"), (None, "en")])
+@pytest.mark.parametrize(
+    "config, lang",
+    [('{"lang": "zh"}', "zh"), ('{"lang": "fr"}', "en"), ("[1, 2]", "en"), ("not json", "en"), (None, "en")],
+)
 def test_the_questions_config_chooses_the_language(tmp_path, config, lang):
     (tmp_path / "student").mkdir()
     (tmp_path / "tests").mkdir()
@@ -386,8 +461,16 @@ def test_the_questions_config_chooses_the_language(tmp_path, config, lang):
     assert result["format_errors"] == [Catalog(lang).t("prairielearn.no-submission")]
 
 
-@pytest.mark.parametrize("config, timeout", [('{"timeout": 300}', 300), ('{"timeout": "300"}', DEFAULT_TIMEOUT), ('{"timeout": 30}', DEFAULT_TIMEOUT),
-                                             ('{"timeout": 100000}', DEFAULT_TIMEOUT), ("{}", DEFAULT_TIMEOUT)])
+@pytest.mark.parametrize(
+    "config, timeout",
+    [
+        ('{"timeout": 300}', 300),
+        ('{"timeout": "300"}', DEFAULT_TIMEOUT),
+        ('{"timeout": 30}', DEFAULT_TIMEOUT),
+        ('{"timeout": 100000}', DEFAULT_TIMEOUT),
+        ("{}", DEFAULT_TIMEOUT),
+    ],
+)
 def test_the_sandbox_limits_fit_the_questions_timeout(tmp_path, monkeypatch, config, timeout):
     """A submission that sleeps in every module still gets its results before PrairieLearn stops
     the grading job (the question's timeout, recorded beside the language)."""
@@ -430,19 +513,31 @@ def test_a_linked_config_is_not_followed(tmp_path):
     assert run(tmp_path)["format_errors"] == [Catalog("en").t("prairielearn.no-submission")]
 
 
-_TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=400) | \
-    st.builds(lambda piece, count: piece * count, st.text(max_size=8), st.integers(0, 200_000))
+_TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=400) | st.builds(
+    lambda piece, count: piece * count, st.text(max_size=8), st.integers(0, 200_000)
+)
 
 
 def test_syntax_errors_raised_by_imported_code_use_an_attempt():
     """Only a module that fails to parse when imported is "not gradable" (no attempt used); a module
     that imports and whose functions raise SyntaxError would otherwise choose whether an attempt
     counts, a free oracle on the probes' inputs."""
+
     def result(kind: str) -> GradeResult:
-        tests = [records.TestOutcome(f"{module}::test_x", module, "test_x", "3.5", "error", 0.0, 1.0, "m",
-                                     error=ProbeError(kind=kind, exc_type="SyntaxError", message="invalid syntax",
-                                                      module=module))
-                 for module in MODULES]
+        tests = [
+            records.TestOutcome(
+                f"{module}::test_x",
+                module,
+                "test_x",
+                "3.5",
+                "error",
+                0.0,
+                1.0,
+                "m",
+                error=ProbeError(kind=kind, exc_type="SyntaxError", message="invalid syntax", module=module),
+            )
+            for module in MODULES
+        ]
         return GradeResult("s", "hash", 0.0, 7.0, [SectionScore("3.5", "t", 0.0, 7.0)], tests, [])
 
     assert to_prairielearn(Graded({}, "", result("import"), []), Catalog("en"))["gradable"] is False
@@ -458,15 +553,31 @@ def grade_results(draw):
         status = draw(st.sampled_from(["passed", "failed", "error", "timeout"]))
         error = None
         if status in ("error", "timeout"):
-            error = ProbeError(kind=draw(st.sampled_from(["exception", "import", "timeout"])),
-                               exc_type=draw(st.sampled_from(["ValueError", "SyntaxError", "", "Exception"])),
-                               message=draw(_TEXT), module=module,
-                               frames=tuple(StudentFrame(draw(_TEXT), draw(st.integers(0, 10**6)), draw(_TEXT),
-                                                         draw(_TEXT)) for _ in range(draw(st.integers(0, 2)))))
+            error = ProbeError(
+                kind=draw(st.sampled_from(["exception", "import", "timeout"])),
+                exc_type=draw(st.sampled_from(["ValueError", "SyntaxError", "", "Exception"])),
+                message=draw(_TEXT),
+                module=module,
+                frames=tuple(
+                    StudentFrame(draw(_TEXT), draw(st.integers(0, 10**6)), draw(_TEXT), draw(_TEXT))
+                    for _ in range(draw(st.integers(0, 2)))
+                ),
+            )
         max_points = float(draw(st.integers(1, 3)))
-        tests.append(records.TestOutcome(f"{module}::test_{i}", module, f"test_{i}", "3.5", status,
-                                 max_points if status == "passed" else 0.0, max_points, draw(_TEXT), error=error,
-                                 misconception=draw(st.sampled_from([None, "mask-inverted", "no-such-id"]))))
+        tests.append(
+            records.TestOutcome(
+                f"{module}::test_{i}",
+                module,
+                f"test_{i}",
+                "3.5",
+                status,
+                max_points if status == "passed" else 0.0,
+                max_points,
+                draw(_TEXT),
+                error=error,
+                misconception=draw(st.sampled_from([None, "mask-inverted", "no-such-id"])),
+            )
+        )
     score = sum(t.points for t in tests)
     top = sum(t.max_points for t in tests)
     return GradeResult(draw(_TEXT), "hash", score, top, [SectionScore("3.5", draw(_TEXT), score, top)], tests, [])

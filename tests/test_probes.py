@@ -1,4 +1,5 @@
 """Shortcuts the probes take for speed must never change what they measure."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,8 +7,8 @@ import torch
 
 from grader.probes import exercise3_3_gpt2_attention as gpt2
 from grader.probes import linear_layers_zero_filled
-from grader.sandbox.driver import reset_global_state
 from grader.reference_code import ModuleNamespace
+from grader.sandbox.driver import reset_global_state
 
 
 def run_gpt2_probes(ns) -> dict:

@@ -14,6 +14,7 @@ the later blocks use that venv as README tells the reader to. One thing is narro
 every test module, not the run), since the whole suite is what CI runs, in the same clean way,
 and this test is part of it.
 """
+
 from __future__ import annotations
 
 import os
@@ -61,8 +62,9 @@ def fresh_clone(tmp_path_factory):
     if shutil.which("git") is None:
         pytest.fail("git is needed to clone HEAD (README's Quick start assumes it)")
     base = tmp_path_factory.mktemp("readme")
-    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(base / "project")], check=True, timeout=300,
-                   capture_output=True)
+    subprocess.run(
+        ["git", "clone", "--quiet", str(ROOT), str(base / "project")], check=True, timeout=300, capture_output=True
+    )
     (base / "home").mkdir()
     keep_pip_configuration(base / "home")
     yield base / "project", base / "home"
@@ -80,10 +82,16 @@ def keep_pip_configuration(home: Path) -> None:
 
 
 def run_block(code: str, clone: Path, home: Path) -> subprocess.CompletedProcess:
-    env = {"PATH": CLEAN_PATH, "HOME": str(home), "LANG": "C.UTF-8", "TERM": "dumb",
-           **{key: value for key, value in os.environ.items() if key.startswith("PIP_")}}
-    return subprocess.run(["bash", "-e", "-o", "pipefail", "-c", code], cwd=clone, env=env,
-                          capture_output=True, text=True, timeout=3600)
+    env = {
+        "PATH": CLEAN_PATH,
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        **{key: value for key, value in os.environ.items() if key.startswith("PIP_")},
+    }
+    return subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", code], cwd=clone, env=env, capture_output=True, text=True, timeout=3600
+    )
 
 
 def test_readme_blocks_run_in_a_clean_shell_on_a_fresh_clone(fresh_clone):
@@ -108,6 +116,10 @@ def test_readme_blocks_run_in_a_clean_shell_on_a_fresh_clone(fresh_clone):
     everything = "\n".join(outputs)
     assert "19 of 19 checks pass" in everything  # the bundle's check.py on alice
     assert "VALIDATION FAILED ON 7 CELL(S)" in everything  # nbgrader validate on the blank notebook
-    for made in ("bundle/check.py", "course/feedback/blank-student/ch3/ch3_attention.html", "course/grades.csv",
-                 "autograder.zip"):
+    for made in (
+        "bundle/check.py",
+        "course/feedback/blank-student/ch3/ch3_attention.html",
+        "course/grades.csv",
+        "autograder.zip",
+    ):
         assert (clone / made).is_file(), made

@@ -1,5 +1,6 @@
 """`grade release`: the student bundle holds stubs, README and public checks, and nothing secret; its
 check.py reads .py files and notebooks by the grader's own rules and tells the truth about them."""
+
 from __future__ import annotations
 
 import ast
@@ -18,11 +19,21 @@ from hypothesis import strategies as st
 from grader.classroom.release import KIT_DIR, intake_closure
 from tests.conftest import MODULES, ROOT, solutions_as_submission, stubs_as_submission
 
-SECRET_ROOTS = [ROOT / "grader" / "suites", ROOT / "grader" / "probes", ROOT / "grader" / "diagnosis",
-                ROOT / "solutions"]
-BOOK_ORDER = ["sec3_3_simple_attention", "sec3_4_self_attention", "exercise3_1_weight_transfer",
-              "sec3_5_causal_attention", "sec3_6_multi_head_attention", "exercise3_2_two_dim_output",
-              "exercise3_3_gpt2_attention"]
+SECRET_ROOTS = [
+    ROOT / "grader" / "suites",
+    ROOT / "grader" / "probes",
+    ROOT / "grader" / "diagnosis",
+    ROOT / "solutions",
+]
+BOOK_ORDER = [
+    "sec3_3_simple_attention",
+    "sec3_4_self_attention",
+    "exercise3_1_weight_transfer",
+    "sec3_5_causal_attention",
+    "sec3_6_multi_head_attention",
+    "exercise3_2_two_dim_output",
+    "exercise3_3_gpt2_attention",
+]
 SIBLING = re.compile(r"^from (sec3_\w+|exercise3_\w+) import .*$\n?", re.M)
 ALL_PASS = "19 of 19 checks pass"
 
@@ -30,8 +41,9 @@ ALL_PASS = "19 of 19 checks pass"
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
     out = tmp_path_factory.mktemp("release") / "bundle"
-    subprocess.run([sys.executable, "-m", "grader", "release", str(out)], check=True, cwd=ROOT,
-                   capture_output=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "grader", "release", str(out)], check=True, cwd=ROOT, capture_output=True, timeout=120
+    )
     return out
 
 
@@ -61,8 +73,11 @@ def secret_snippets() -> list[tuple[str, str]]:
 
 
 def leaks(bundle: Path) -> list[str]:
-    files = {str(f.relative_to(bundle)): _normal(f.read_text(encoding="utf-8", errors="replace"))
-             for f in bundle.rglob("*") if f.is_file()}
+    files = {
+        str(f.relative_to(bundle)): _normal(f.read_text(encoding="utf-8", errors="replace"))
+        for f in bundle.rglob("*")
+        if f.is_file()
+    }
     # The grader's intake is shipped on purpose; a body it has verbatim too (an exception's
     # __init__, say) is boilerplate, not a secret.
     public = " ".join(_normal(file.read_text(encoding="utf-8")) for file in intake_closure().values())
@@ -84,11 +99,21 @@ def leaks(bundle: Path) -> list[str]:
 
 def test_bundle_layout(bundle):
     names = {str(f.relative_to(bundle)) for f in bundle.rglob("*") if f.is_file()}
-    assert {"README.md", "check.py", "ch3_checks.py", "ch3_check_list.py", "check_messages.json", "check_report.txt.j2",
-            "exercises/README.md", f"{KIT_DIR}/grader/intake/__init__.py"} <= names
+    assert {
+        "README.md",
+        "check.py",
+        "ch3_checks.py",
+        "ch3_check_list.py",
+        "check_messages.json",
+        "check_report.txt.j2",
+        "exercises/README.md",
+        f"{KIT_DIR}/grader/intake/__init__.py",
+    } <= names
     assert {f"exercises/{m}.py" for m in MODULES} <= names
     for module in MODULES:
-        assert (bundle / "exercises" / f"{module}.py").read_bytes() == (ROOT / "exercises" / f"{module}.py").read_bytes()
+        assert (bundle / "exercises" / f"{module}.py").read_bytes() == (
+            ROOT / "exercises" / f"{module}.py"
+        ).read_bytes()
     readme = (bundle / "README.md").read_text(encoding="utf-8")
     assert "python check.py" in readme and "python check.py my_chapter3.ipynb" in readme and "{" not in readme
 
@@ -116,8 +141,9 @@ def test_the_shipped_intake_is_the_graders_own_and_needs_only_python(bundle):
     """check.py finds code by the grader's rules because it runs the grader's own intake, which
     must import nothing a student's Python lacks."""
     closure = intake_closure()
-    assert {f"grader.intake.{f.stem}" for f in (ROOT / "grader" / "intake").glob("*.py") if f.stem != "__init__"} \
-        <= set(closure)
+    assert {
+        f"grader.intake.{f.stem}" for f in (ROOT / "grader" / "intake").glob("*.py") if f.stem != "__init__"
+    } <= set(closure)
     for name, file in closure.items():
         assert (bundle / KIT_DIR / file.relative_to(ROOT)).read_bytes() == file.read_bytes()
         for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
@@ -132,6 +158,7 @@ def test_the_shipped_intake_is_the_graders_own_and_needs_only_python(bundle):
 
 # -- check.py, run as a student runs it ---------------------------------------------------------------
 
+
 def _check(bundle: Path, target: Path | None = None, *args: str, numpy: bool = True) -> subprocess.CompletedProcess:
     """`python check.py [TARGET]` in a clean environment. numpy=False: a Python without NumPy (pip
     install torch alone does not bring it; torch then warns on import)."""
@@ -139,7 +166,9 @@ def _check(bundle: Path, target: Path | None = None, *args: str, numpy: bool = T
     if not numpy:
         fake = bundle.parent / "no-numpy"
         (fake / "numpy").mkdir(parents=True, exist_ok=True)
-        (fake / "numpy" / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'numpy'\", name='numpy')")
+        (fake / "numpy" / "__init__.py").write_text(
+            "raise ModuleNotFoundError(\"No module named 'numpy'\", name='numpy')"
+        )
         env["PYTHONPATH"] = str(fake)
     command = [sys.executable, str(bundle / "check.py"), *([str(target)] if target else []), *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=bundle, env=env)
@@ -161,8 +190,10 @@ def test_check_on_the_stubs_says_where_to_start_and_nothing_else(bundle):
     assert result.stderr == ""  # no warning of torch's about NumPy, nor anything else
     assert "0 of 19 checks pass" in result.stdout
     assert one_next_step(result.stdout) == "each row of softmax_naive(x) sums to 1"
-    assert "Start here -> softmax_naive still raises NotImplementedError (sec3_3_simple_attention.py, line" \
+    assert (
+        "Start here -> softmax_naive still raises NotImplementedError (sec3_3_simple_attention.py, line"
         in result.stdout
+    )
 
 
 def test_check_on_correct_code_passes_and_speaks_chinese(bundle, tmp_path):
@@ -195,6 +226,7 @@ def test_check_gives_the_reason_of_each_failure(bundle, tmp_path):
 
 # -- notebooks ----------------------------------------------------------------------------------------
 
+
 def code_cell(source: str, **metadata) -> dict:
     return {"cell_type": "code", "execution_count": None, "metadata": metadata, "outputs": [], "source": source}
 
@@ -209,7 +241,10 @@ def module_code(folder: Path, module: str) -> str:
 
 
 def chapter_notebook(source: Path, path: Path, edit=lambda module, code: code) -> Path:
-    cells = [{"cell_type": "markdown", "metadata": {}, "source": "# Chapter 3"}, code_cell("import torch\nimport torch.nn as nn")]
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": "# Chapter 3"},
+        code_cell("import torch\nimport torch.nn as nn"),
+    ]
     cells += [code_cell(f"# module: {module}\n{edit(module, module_code(source, module))}") for module in BOOK_ORDER]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(notebook(cells)))
@@ -224,7 +259,9 @@ def test_check_reads_a_chapter_notebook_and_per_section_notebooks(bundle, tmp_pa
     sections = tmp_path / "sections"
     sections.mkdir()
     for module in MODULES:
-        (sections / f"{module}.ipynb").write_text(json.dumps(notebook([code_cell((solutions / f"{module}.py").read_text())])))
+        (sections / f"{module}.ipynb").write_text(
+            json.dumps(notebook([code_cell((solutions / f"{module}.py").read_text())]))
+        )
     assert ALL_PASS in _check(bundle, sections).stdout
 
 
@@ -232,8 +269,9 @@ def test_check_on_a_blank_and_a_buggy_notebook_says_where_in_the_notebook(bundle
     stubs = stubs_as_submission(tmp_path / "stubs")
     blank = _check(bundle, chapter_notebook(stubs, tmp_path / "blank" / "ch3.ipynb"))
     assert "0 of 19 checks pass" in blank.stdout
-    assert re.search(r"Start here -> softmax_naive still raises NotImplementedError \(ch3\.ipynb, cell 3, line \d+\)",
-                     blank.stdout), blank.stdout
+    assert re.search(
+        r"Start here -> softmax_naive still raises NotImplementedError \(ch3\.ipynb, cell 3, line \d+\)", blank.stdout
+    ), blank.stdout
     one_next_step(blank.stdout)
 
     solutions = solutions_as_submission(tmp_path / "py")
@@ -261,17 +299,20 @@ def test_check_reads_a_gbk_module_and_a_notebook_with_a_lone_surrogate(bundle, t
     folder = solutions_as_submission(tmp_path / "mine")
     source = (folder / "sec3_3_simple_attention.py").read_text()
     (folder / "sec3_3_simple_attention.py").write_bytes(
-        ("# -*- coding: gbk -*-\n# 第三章 注意力机制\n" + source + "\nTITLE = '注意力'\n").encode("gbk"))
+        ("# -*- coding: gbk -*-\n# 第三章 注意力机制\n" + source + "\nTITLE = '注意力'\n").encode("gbk")
+    )
     source = (folder / "sec3_4_self_attention.py").read_text()
     (folder / "sec3_4_self_attention.py").unlink()
     (folder / "sec3_4_self_attention.ipynb").write_text(
-        json.dumps(notebook([code_cell(source + "\nNOTE = 'PLACE'\n")])).replace("PLACE", "\\udc80"))
+        json.dumps(notebook([code_cell(source + "\nNOTE = 'PLACE'\n")])).replace("PLACE", "\\udc80")
+    )
     run = _check(bundle, folder)
     assert ALL_PASS in run.stdout, run.stdout + run.stderr
     assert run.returncode == 0
 
 
 # -- in-process, on many inputs ------------------------------------------------------------------------
+
 
 def bundle_checker(bundle: Path, name: str):
     """A bundle's check.py as a module (its ch3_checks and check list from the bundle too), for a
@@ -353,8 +394,14 @@ def notebook_layouts(draw, solutions: Path = TORCH_SOLUTIONS):
     return per_section, layout
 
 
-def write_layout(folder: Path, per_section: bool, layout: dict, solutions: Path = TORCH_SOLUTIONS,
-                 preamble: str = TORCH_PREAMBLE, edit=lambda module, code: code) -> None:
+def write_layout(
+    folder: Path,
+    per_section: bool,
+    layout: dict,
+    solutions: Path = TORCH_SOLUTIONS,
+    preamble: str = TORCH_PREAMBLE,
+    edit=lambda module, code: code,
+) -> None:
     """`layout` written as notebooks; `edit(module, code)` changes a module's code (within its statements)."""
     folder.mkdir(parents=True)
     chapter = [code_cell(preamble)]
@@ -394,6 +441,7 @@ def test_correct_code_passes_in_any_notebook_layout(checker, tmp_path_factory, l
 
 # -- the public checks in a notebook's test cell ---------------------------------------------------
 
+
 def notebook_namespace(folder: Path) -> dict:
     """What a chapter notebook's kernel holds after running every cell: one namespace."""
     namespace: dict = {}
@@ -422,7 +470,9 @@ def test_a_test_cell_reports_in_the_courses_language_within_validates_width(tmp_
         assert text.count(t("start-here")) == 1 and "NotImplementedError" in text
         assert Catalog(lang).t("sections.3_5") in text
 
-        ch3_checks.check_section("sec3_5_causal_attention", notebook_namespace(solutions_as_submission(tmp_path / "ok")))
+        ch3_checks.check_section(
+            "sec3_5_causal_attention", notebook_namespace(solutions_as_submission(tmp_path / "ok"))
+        )
         assert t("section-all-pass") in " ".join(capsys.readouterr().out.split())
     finally:
         sys.path.remove(str(tmp_path / "course"))
@@ -452,7 +502,9 @@ def test_a_test_cell_run_before_the_code_cells_says_to_run_them(tmp_path):
 def test_a_student_calling_exit_costs_only_that_check(checker, tmp_path):
     folder = solutions_as_submission(tmp_path / "mine")
     path = folder / "sec3_3_simple_attention.py"
-    path.write_text(path.read_text().replace('def softmax_naive(x):\n', 'def softmax_naive(x):\n    raise SystemExit(3)\n', 1))
+    path.write_text(
+        path.read_text().replace("def softmax_naive(x):\n", "def softmax_naive(x):\n    raise SystemExit(3)\n", 1)
+    )
     results = statuses(checker, folder, ("sec3_3_simple_attention",))
     assert [r["status"] for r in results] == ["fail", "pass", "pass", "pass"]
     assert results[0]["note"].startswith("SystemExit: 3 (sec3_3_simple_attention.py, line")
@@ -468,12 +520,16 @@ def test_an_error_is_located_in_its_own_cell_even_when_a_scratch_cell_has_the_sa
     def transposed_values(module, code):
         if module != "sec3_5_causal_attention":
             return code
-        return code.replace("        attn_weights = self.dropout(attn_weights)  # [checkpoint: dropped]\n",
-                            "        attn_weights = self.dropout(attn_weights)\n" + wrong + "\n")
+        return code.replace(
+            "        attn_weights = self.dropout(attn_weights)  # [checkpoint: dropped]\n",
+            "        attn_weights = self.dropout(attn_weights)\n" + wrong + "\n",
+        )
 
     path = chapter_notebook(solutions, tmp_path / "nb" / "ch3.ipynb", transposed_values)
     document = json.loads(path.read_text())
-    document["cells"].insert(1, code_cell("attn_weights, values = torch.rand(2, 6, 6), torch.rand(2, 6, 2)\n" + wrong.strip()))
+    document["cells"].insert(
+        1, code_cell("attn_weights, values = torch.rand(2, 6, 6), torch.rand(2, 6, 2)\n" + wrong.strip())
+    )
     path.write_text(json.dumps(document))
     cell = next(i for i, c in enumerate(document["cells"], 1) if "# module: sec3_5_causal_attention" in c["source"])
     line = document["cells"][cell - 1]["source"].split("\n").index(wrong) + 1
@@ -495,9 +551,11 @@ def _with_softmax_naive_prefix(folder: Path, top: str = "", first_line: str = ""
 
 def test_an_exception_whose_str_calls_exit_costs_only_its_check(checker, tmp_path):
     """str() of the student's exception raising SystemExit ended check.py silently before."""
-    folder = _with_softmax_naive_prefix(solutions_as_submission(tmp_path / "mine"),
-                                        "class Odd(Exception):\n    def __str__(self):\n        raise SystemExit(1)\n\n\n",
-                                        "raise Odd()")
+    folder = _with_softmax_naive_prefix(
+        solutions_as_submission(tmp_path / "mine"),
+        "class Odd(Exception):\n    def __str__(self):\n        raise SystemExit(1)\n\n\n",
+        "raise Odd()",
+    )
     results = statuses(checker, folder, ("sec3_3_simple_attention",))
     assert [r["status"] for r in results] == ["fail", "pass", "pass", "pass"]
     assert results[0]["note"].startswith("Odd (sec3_3_simple_attention.py, line "), results[0]["note"]
@@ -519,16 +577,21 @@ def test_a_student_breaking_the_seeding_gets_a_reason_not_a_traceback(checker, t
     assert results[0]["note"].startswith("TypeError: 'NoneType' object is not callable")
 
 
-
 def test_a_multi_head_attention_that_fails_for_every_input_does_not_pass_as_refusing(checker, tmp_path):
     """A NameError in __init__ made MultiHeadAttention(3, 5, 8, 0.0, num_heads=2) raise, and that
     passed "refuses d_out not divisible by num_heads"; the check now says the error instead."""
     folder = solutions_as_submission(tmp_path / "mine")
     path = folder / "sec3_6_multi_head_attention.py"
-    path.write_text(path.read_text().replace("self.head_dim = d_out // num_heads", "self.head_dim = d_out // num_head", 1))
-    refuses = next(r for r in statuses(checker, folder, ("sec3_6_multi_head_attention",)) if r["key"] == "sec3_6-mha-raises")
+    path.write_text(
+        path.read_text().replace("self.head_dim = d_out // num_heads", "self.head_dim = d_out // num_head", 1)
+    )
+    refuses = next(
+        r for r in statuses(checker, folder, ("sec3_6_multi_head_attention",)) if r["key"] == "sec3_6-mha-raises"
+    )
     assert refuses["status"] == "fail"
-    assert refuses["note"].startswith("NameError: name 'num_head' is not defined (sec3_6_multi_head_attention.py, line ")
+    assert refuses["note"].startswith(
+        "NameError: name 'num_head' is not defined (sec3_6_multi_head_attention.py, line "
+    )
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -550,9 +613,13 @@ def test_a_module_saved_as_utf16_is_named_and_gets_a_hint_not_an_empty_location(
 def test_a_mismatch_names_where_the_checked_function_is_in_a_py_file_and_a_notebook_cell(checker, tmp_path):
     """Expected vs actual came with no place in the student's code before; it now names the
     definition of the function or class the check called (a .py line, or a notebook cell and line)."""
+
     def softmax_over_columns(module, code):
-        return code.replace(".sum(dim=-1, keepdim=True)", ".sum(dim=0, keepdim=True)", 1) \
-            if module == "sec3_3_simple_attention" else code
+        return (
+            code.replace(".sum(dim=-1, keepdim=True)", ".sum(dim=0, keepdim=True)", 1)
+            if module == "sec3_3_simple_attention"
+            else code
+        )
 
     folder = solutions_as_submission(tmp_path / "py")
     path = folder / "sec3_3_simple_attention.py"
@@ -562,7 +629,9 @@ def test_a_mismatch_names_where_the_checked_function_is_in_a_py_file_and_a_noteb
     assert note.startswith("softmax_naive(x).sum(dim=-1): expected [1, 1, 1], got ")
     assert note.endswith(f"(sec3_3_simple_attention.py, line {line})"), note
 
-    chapter = chapter_notebook(solutions_as_submission(tmp_path / "src"), tmp_path / "nb" / "ch3.ipynb", softmax_over_columns)
+    chapter = chapter_notebook(
+        solutions_as_submission(tmp_path / "src"), tmp_path / "nb" / "ch3.ipynb", softmax_over_columns
+    )
     cell = json.loads(chapter.read_text())["cells"][2]["source"].split("\n")
     note = statuses(checker, chapter.parent, ("sec3_3_simple_attention",))[0]["note"]
     assert note.endswith(f"(ch3.ipynb, cell 3, line {cell.index('def softmax_naive(x):') + 1})"), note
@@ -575,7 +644,11 @@ def test_a_chapter_notebook_cell_using_a_scratch_cells_variable_gets_a_hint(chec
     from ch3_checks import Messages
 
     def demo(module, code):
-        return code + "\n\nprint(CausalAttention(3, 2, 6, 0.0)(batch).shape)\n" if module == "sec3_5_causal_attention" else code
+        return (
+            code + "\n\nprint(CausalAttention(3, 2, 6, 0.0)(batch).shape)\n"
+            if module == "sec3_5_causal_attention"
+            else code
+        )
 
     path = chapter_notebook(solutions_as_submission(tmp_path / "py"), tmp_path / "nb" / "ch3.ipynb", demo)
     document = json.loads(path.read_text())
@@ -598,16 +671,25 @@ def test_a_thread_the_students_code_leaves_running_does_not_keep_check_py_from_e
     """A non-daemon thread started at import (a training loop) kept check.py running after its report."""
     folder = solutions_as_submission(tmp_path / "mine")
     path = folder / "sec3_3_simple_attention.py"
-    path.write_text(path.read_text() + "\nimport threading, time\nthreading.Thread(target=time.sleep, args=(3600,)).start()\n")
-    result = subprocess.run([sys.executable, str(bundle / "check.py"), str(folder)], capture_output=True, text=True,
-                            timeout=240, cwd=bundle, env={"PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "utf-8"})
+    path.write_text(
+        path.read_text() + "\nimport threading, time\nthreading.Thread(target=time.sleep, args=(3600,)).start()\n"
+    )
+    result = subprocess.run(
+        [sys.executable, str(bundle / "check.py"), str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=bundle,
+        env={"PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "utf-8"},
+    )
     assert result.returncode == 0 and ALL_PASS in result.stdout
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(scratch=st.lists(st.integers(0, 9), max_size=3), blank_lines=st.integers(0, 5))
-def test_an_errors_cell_and_line_are_where_it_is_whatever_scratch_cells_repeat_it(checker, tmp_path_factory,
-                                                                                  scratch, blank_lines):
+def test_an_errors_cell_and_line_are_where_it_is_whatever_scratch_cells_repeat_it(
+    checker, tmp_path_factory, scratch, blank_lines
+):
     """Scratch cells holding the failing line, anywhere in the chapter notebook, and blank lines
     above it in its own cell: the report names the module cell and the line in it."""
     tmp_path = tmp_path_factory.mktemp("located")
@@ -616,8 +698,10 @@ def test_an_errors_cell_and_line_are_where_it_is_whatever_scratch_cells_repeat_i
     def transposed_values(module, code):
         if module != "sec3_5_causal_attention":
             return code
-        return code.replace("        attn_weights = self.dropout(attn_weights)  # [checkpoint: dropped]\n",
-                            "        attn_weights = self.dropout(attn_weights)\n" + "\n" * blank_lines + wrong + "\n")
+        return code.replace(
+            "        attn_weights = self.dropout(attn_weights)  # [checkpoint: dropped]\n",
+            "        attn_weights = self.dropout(attn_weights)\n" + "\n" * blank_lines + wrong + "\n",
+        )
 
     path = chapter_notebook(solutions_as_submission(tmp_path / "py"), tmp_path / "nb" / "ch3.ipynb", transposed_values)
     document = json.loads(path.read_text())

@@ -1,10 +1,10 @@
 """The reports: feedback.html / feedback.md per submission, summary.html per class, in English and
 Simplified Chinese, and the message catalogues behind them."""
+
 from __future__ import annotations
 
-from dataclasses import replace
-
 import re
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -12,14 +12,13 @@ from hypothesis import strategies as st
 
 from grader.diagnosis.catalogue import CATALOGUE
 from grader.i18n import LANGUAGES, TEMPLATES_DIR, Catalog, _load
-from grader.records import (Detail, GradeResult, Heatmap, IntegrityNote, ProbeError, SectionScore,
-                            StudentFrame)
+from grader.records import Detail, GradeResult, Heatmap, IntegrityNote, ProbeError, SectionScore, StudentFrame
 from grader.records import TestOutcome as Outcome  # not a test class
 from grader.report import said as text_module
 from grader.report.feedback import feedback_view
 from grader.report.render import render_feedback, render_summary
-from grader.report.summary import class_view
 from grader.report.said import say, student, trusted, words
+from grader.report.summary import class_view
 from grader.run import grade
 from tests.conftest import solutions_as_submission, stubs_as_submission
 
@@ -53,8 +52,22 @@ def assert_fully_rendered(text: str, lang: str) -> None:
     assert not placeholders, placeholders
     leaked = sorted(key for key in leaf_keys(_load(lang)) if key in text)
     assert not leaked, leaked
-    for key in ("mismatch.", "error.", "sandbox.", "contract.", "integrity.", "import.", "status.",
-                "report.", "summary.", "misconceptions.", "what.", "on.", "check.", "tests."):
+    for key in (
+        "mismatch.",
+        "error.",
+        "sandbox.",
+        "contract.",
+        "integrity.",
+        "import.",
+        "status.",
+        "report.",
+        "summary.",
+        "misconceptions.",
+        "what.",
+        "on.",
+        "check.",
+        "tests.",
+    ):
         assert not re.search(r"(?<![\w/.-])" + re.escape(key) + r"[a-z]", text), key
 
 
@@ -71,47 +84,125 @@ def assert_self_contained(html: str) -> None:
 
 def handmade_result() -> GradeResult:
     """Every kind of outcome the templates must draw, without running the grader."""
-    values = Detail("mismatch.values",
-                    {"what": "what.attention_weights", "on": "on.book_sentence", "count": 2, "total": 4,
-                     "max_diff": 0.25, "shape": [2, 2]},
-                    expected=[[0.5, 0.5], [0.25, 0.75]], actual=[[0.5, 0.75], [0.25, 0.5]],
-                    differs=[[0.0, 1.0], [0.0, 1.0]])
-    stub = ProbeError(kind="exception", exc_type="NotImplementedError", message="write me", module=M36,
-                      frames=(StudentFrame(f"{M36}.py", 42, "forward", 'raise NotImplementedError("write me")'),))
-    crash = ProbeError(kind="exception", exc_type="RuntimeError", message="The size of tensor a (5) must match",
-                       module=M35, frames=(StudentFrame(f"{M35}.py", 17, "forward", "attn = attn + mask"),))
+    values = Detail(
+        "mismatch.values",
+        {
+            "what": "what.attention_weights",
+            "on": "on.book_sentence",
+            "count": 2,
+            "total": 4,
+            "max_diff": 0.25,
+            "shape": [2, 2],
+        },
+        expected=[[0.5, 0.5], [0.25, 0.75]],
+        actual=[[0.5, 0.75], [0.25, 0.5]],
+        differs=[[0.0, 1.0], [0.0, 1.0]],
+    )
+    stub = ProbeError(
+        kind="exception",
+        exc_type="NotImplementedError",
+        message="write me",
+        module=M36,
+        frames=(StudentFrame(f"{M36}.py", 42, "forward", 'raise NotImplementedError("write me")'),),
+    )
+    crash = ProbeError(
+        kind="exception",
+        exc_type="RuntimeError",
+        message="The size of tensor a (5) must match",
+        module=M35,
+        frames=(StudentFrame(f"{M35}.py", 17, "forward", "attn = attn + mask"),),
+    )
     tests = [
         Outcome(f"{M33}::test_softmax_naive", M33, "test_softmax_naive", "3.3", "passed", 1, 1),
-        Outcome(f"{M33}::test_attention_weights", M33, "test_attention_weights", "3.3", "failed", 0, 2,
-                    detail=values, misconception="softmax-wrong-dim"),
-        Outcome(f"{M33}::test_context_vectors", M33, "test_context_vectors", "3.3", "failed", 0, 2,
-                    detail=Detail("check.rows-sum-to-one", {"sums": [0.9, 1.1]}),
-                    misconception="uses-scores-not-weights"),
-        Outcome(f"{M35}::test_causal", M35, "test_causal", "3.5", "error", 0, 2, error=crash,
-                    misconception="missing-scaling"),
-        Outcome(f"{M36}::test_mha_matches_reference", M36, "test_mha_matches_reference", "3.6", "error",
-                    0, 3, error=stub),
-        Outcome(f"{M36}::test_wrapper", M36, "test_wrapper", "3.6", "error", 0, 2, error=crash,
-                    blocked_by=M35),
-        Outcome("exercise3_2_two_dim_output::test_two_dims", "exercise3_2_two_dim_output", "test_two_dims",
-                    "ex3.2", "error", 0, 2,
-                    error=ProbeError(kind="import", key="import.missing", module="exercise3_2_two_dim_output",
-                                     params={"module": "exercise3_2_two_dim_output"})),
-        Outcome("exercise3_3_gpt2_attention::test_config", "exercise3_3_gpt2_attention", "test_config",
-                    "ex3.3", "timeout", 0, 1,
-                    error=ProbeError(kind="timeout", key="sandbox.timeout", module="exercise3_3_gpt2_attention")),
+        Outcome(
+            f"{M33}::test_attention_weights",
+            M33,
+            "test_attention_weights",
+            "3.3",
+            "failed",
+            0,
+            2,
+            detail=values,
+            misconception="softmax-wrong-dim",
+        ),
+        Outcome(
+            f"{M33}::test_context_vectors",
+            M33,
+            "test_context_vectors",
+            "3.3",
+            "failed",
+            0,
+            2,
+            detail=Detail("check.rows-sum-to-one", {"sums": [0.9, 1.1]}),
+            misconception="uses-scores-not-weights",
+        ),
+        Outcome(
+            f"{M35}::test_causal",
+            M35,
+            "test_causal",
+            "3.5",
+            "error",
+            0,
+            2,
+            error=crash,
+            misconception="missing-scaling",
+        ),
+        Outcome(
+            f"{M36}::test_mha_matches_reference", M36, "test_mha_matches_reference", "3.6", "error", 0, 3, error=stub
+        ),
+        Outcome(f"{M36}::test_wrapper", M36, "test_wrapper", "3.6", "error", 0, 2, error=crash, blocked_by=M35),
+        Outcome(
+            "exercise3_2_two_dim_output::test_two_dims",
+            "exercise3_2_two_dim_output",
+            "test_two_dims",
+            "ex3.2",
+            "error",
+            0,
+            2,
+            error=ProbeError(
+                kind="import",
+                key="import.missing",
+                module="exercise3_2_two_dim_output",
+                params={"module": "exercise3_2_two_dim_output"},
+            ),
+        ),
+        Outcome(
+            "exercise3_3_gpt2_attention::test_config",
+            "exercise3_3_gpt2_attention",
+            "test_config",
+            "ex3.3",
+            "timeout",
+            0,
+            1,
+            error=ProbeError(kind="timeout", key="sandbox.timeout", module="exercise3_3_gpt2_attention"),
+        ),
     ]
-    sections = [SectionScore(s, s, sum(t.points for t in tests if t.section == s),
-                             sum(t.max_points for t in tests if t.section == s))
-                for s in ("3.3", "3.4", "3.5", "3.6", "ex3.1", "ex3.2", "ex3.3")]
+    sections = [
+        SectionScore(
+            s, s, sum(t.points for t in tests if t.section == s), sum(t.max_points for t in tests if t.section == s)
+        )
+        for s in ("3.3", "3.4", "3.5", "3.6", "ex3.1", "ex3.2", "ex3.3")
+    ]
     heatmaps = [
-        Heatmap(f"{M33}::test_attention_weights", f"tests.{M33}::test_attention_weights.title", TOKENS,
-                UNIFORM, [row[:] for row in CAUSAL]),
+        Heatmap(
+            f"{M33}::test_attention_weights",
+            f"tests.{M33}::test_attention_weights.title",
+            TOKENS,
+            UNIFORM,
+            [row[:] for row in CAUSAL],
+        ),
         Heatmap(f"{M35}::test_causal", f"tests.{M35}::test_causal.title", TOKENS, CAUSAL, None),
     ]
-    return GradeResult("alice", "0" * 16, 1.0, 15.0, sections, tests,
-                       [IntegrityNote("sandbox.no-bubblewrap", "bwrap"), IntegrityNote("result.rejected", f"{M35}:causal")],
-                       heatmaps=heatmaps)
+    return GradeResult(
+        "alice",
+        "0" * 16,
+        1.0,
+        15.0,
+        sections,
+        tests,
+        [IntegrityNote("sandbox.no-bubblewrap", "bwrap"), IntegrityNote("result.rejected", f"{M35}:causal")],
+        heatmaps=heatmaps,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -231,24 +322,36 @@ def test_every_message_exists_in_both_languages():
     english, chinese = leaf_keys(_load("en")), leaf_keys(_load("zh"))
     assert sorted(english - chinese) == [], "missing in zh"
     assert sorted(chinese - english) == [], "missing in en"
-    assert {p.name for p in (TEMPLATES_DIR / "i18n" / "en").glob("*.toml")} == \
-        {p.name for p in (TEMPLATES_DIR / "i18n" / "zh").glob("*.toml")}
+    assert {p.name for p in (TEMPLATES_DIR / "i18n" / "en").glob("*.toml")} == {
+        p.name for p in (TEMPLATES_DIR / "i18n" / "zh").glob("*.toml")
+    }
 
 
 def _english_words(text: str) -> list[str]:
     """English words in a message, ignoring {parameters}, code in backticks and identifiers."""
     text = re.sub(r"\{\w+\}|`[^`]*`|\w+\([^)]*\)", " ", text)
-    return [w for w in re.findall(r"[A-Za-z][\w.-]*", text)
-            if not re.search(r"[_\d.]|[a-z][A-Z]", w) and len(w) >= 4 and w.lower() == w]
+    return [
+        w
+        for w in re.findall(r"[A-Za-z][\w.-]*", text)
+        if not re.search(r"[_\d.]|[a-z][A-Z]", w) and len(w) >= 4 and w.lower() == w
+    ]
 
 
 def test_the_chinese_catalogue_is_translated_with_the_books_terms():
     en, zh = Catalog("en"), Catalog("zh")
-    untranslated = sorted(key for key in leaf_keys(_load("zh"))
-                          if zh.t(key) == en.t(key) and _english_words(en.t(key)))
+    untranslated = sorted(key for key in leaf_keys(_load("zh")) if zh.t(key) == en.t(key) and _english_words(en.t(key)))
     assert untranslated == []
     text = " ".join(zh.t(key) for key in leaf_keys(_load("zh")))
-    for term in ("注意力权重", "上下文向量", "因果注意力", "多头注意力", "缩放点积注意力", "注意力分数", "查询", "掩码"):
+    for term in (
+        "注意力权重",
+        "上下文向量",
+        "因果注意力",
+        "多头注意力",
+        "缩放点积注意力",
+        "注意力分数",
+        "查询",
+        "掩码",
+    ):
         assert term in text, term
 
 
@@ -278,9 +381,13 @@ def test_generic_misconceptions_are_explained(mid, lang):
 
 
 def test_every_misconception_the_diagnosis_can_name_is_explained_in_both_languages():
-    missing = [f"{lang}: {mid}.{field}" for lang in LANGUAGES for mid in CATALOGUE
-               for field in ("title", "explanation", "hint")
-               if not Catalog(lang).has(f"misconceptions.{mid}.{field}")]
+    missing = [
+        f"{lang}: {mid}.{field}"
+        for lang in LANGUAGES
+        for mid in CATALOGUE
+        for field in ("title", "explanation", "hint")
+        if not Catalog(lang).has(f"misconceptions.{mid}.{field}")
+    ]
     assert missing == []
 
 
@@ -289,14 +396,22 @@ def test_every_misconception_the_diagnosis_can_name_is_explained_in_both_languag
 
 def test_class_charts_are_computed_from_the_results(handmade):
     other = handmade_result()
-    other = replace(other, submission="bob", score=15.0, integrity=[],
-                    tests=[replace(o, status="passed", points=o.max_points, misconception=None) for o in other.tests])
+    other = replace(
+        other,
+        submission="bob",
+        score=15.0,
+        integrity=[],
+        tests=[replace(o, status="passed", points=o.max_points, misconception=None) for o in other.tests],
+    )
     view = class_view([handmade, other], Catalog("en"))
     assert [b.value for b in view.histogram.bars] == [1, 0, 0, 0, 0, 0, 0, 0, 0, 1]
     rates = {b.title: b.value for b in view.pass_rates.bars}
     assert rates[f"{M33}::test_softmax_naive"] == 1.0 and rates[f"{M33}::test_attention_weights"] == 0.5
     assert {b.title: b.value for b in view.misconceptions.bars} == {
-        "softmax-wrong-dim": 1, "uses-scores-not-weights": 1, "missing-scaling": 1}
+        "softmax-wrong-dim": 1,
+        "uses-scores-not-weights": 1,
+        "missing-scaling": 1,
+    }
     assert view.flagged == 1  # alice's rejected result; a missing sandbox protection is not her doing
 
 
@@ -328,8 +443,11 @@ def graded(tmp_path_factory):
     buggy = solutions_as_submission(klass / "buggy")
     source = (buggy / f"{M33}.py").read_text()
     assert "torch.softmax(attention_scores(inputs), dim=-1)" in source
-    (buggy / f"{M33}.py").write_text(source.replace("torch.softmax(attention_scores(inputs), dim=-1)",
-                                                    "torch.softmax(attention_scores(inputs), dim=0)"))
+    (buggy / f"{M33}.py").write_text(
+        source.replace(
+            "torch.softmax(attention_scores(inputs), dim=-1)", "torch.softmax(attention_scores(inputs), dim=0)"
+        )
+    )
     summary = grade(klass, base / "out", jobs=2, force=True)
     return {r.submission: r for r in summary.results}, base / "out"
 
@@ -385,15 +503,19 @@ def test_a_real_run_tells_the_stubs_where_to_start(graded):
 
 PARAMETER = st.one_of(
     st.sampled_from([0, 1, -0.0, 0.0, 1.0, True, False, None, float("nan"), float("inf"), "1", "`x`", "a*b", 10**30]),
-    st.integers(), st.floats(), st.text(max_size=300),
+    st.integers(),
+    st.floats(),
+    st.text(max_size=300),
     st.lists(st.one_of(st.integers(), st.floats(), st.booleans()), max_size=17).map(tuple),
     st.sampled_from([trusted("3.5"), student("x"), student("`y`"), words("use `torch.tril`")]),
 )
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.sampled_from(LANGUAGES), st.dictionaries(st.sampled_from(["what", "on", "got", "expected"]), PARAMETER,
-                                                  max_size=4))
+@given(
+    st.sampled_from(LANGUAGES),
+    st.dictionaries(st.sampled_from(["what", "on", "got", "expected"]), PARAMETER, max_size=4),
+)
 def test_a_sentence_said_again_is_the_sentence_made_anew(lang, params):
     """`say` keeps what it made for plain parameters: what it gives back is what it would make
     now, part for part (a number is not its text, -0.0 is not 0.0, a student's text is not code)."""
@@ -404,9 +526,21 @@ def test_a_sentence_said_again_is_the_sentence_made_anew(lang, params):
         assert said == fresh and said.parts == fresh.parts
 
 
-@pytest.mark.parametrize("first, then", [(0.0, -0.0), (1, True), (1, 1.0), (1, "1"), (0, False), (None, "None"),
-                                         (student("x"), words("`x`")), (student("x"), trusted("x")),
-                                         (float("nan"), "nan"), ((1, 2), (1.0, 2))])
+@pytest.mark.parametrize(
+    "first, then",
+    [
+        (0.0, -0.0),
+        (1, True),
+        (1, 1.0),
+        (1, "1"),
+        (0, False),
+        (None, "None"),
+        (student("x"), words("`x`")),
+        (student("x"), trusted("x")),
+        (float("nan"), "nan"),
+        ((1, 2), (1.0, 2)),
+    ],
+)
 def test_a_sentence_is_never_said_with_a_lookalike_parameter(first, then):
     catalog = Catalog("en")
     say(catalog, "mismatch.shape", what="x", got=first)
@@ -426,7 +560,7 @@ def test_a_said_shared_by_reports_cannot_be_changed():
 
 def test_kept_renderings_never_mix_up_lookalike_values():
     assert [str(words(v)) for v in (0.0, -0.0, 1.0, True, 1)] == ["0.0", "-0.0", "1.0", "True", "1"]
-    huge = [10 ** 4000] * 16  # a forged output's numbers: rendered, never kept as a key
+    huge = [10**4000] * 16  # a forged output's numbers: rendered, never kept as a key
     assert "~1e4000" in say(Catalog("en"), "mismatch.shape", what="x", got=huge)
-    assert text_module._signature({"got": huge}) is None and text_module._signature({"got": 10 ** 20}) is None
+    assert text_module._signature({"got": huge}) is None and text_module._signature({"got": 10**20}) is None
     assert text_module._signature({"got": "x" * 201}) is None

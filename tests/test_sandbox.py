@@ -1,5 +1,6 @@
 """The sandbox against hostile submissions (tests/attacks/), crashing workers, missing protections,
 and the runner's resume-from-cache. One `grade()` call grades the whole hostile class."""
+
 from __future__ import annotations
 
 import json
@@ -20,24 +21,33 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from grader.i18n import Catalog  # noqa: E402
-from grader.intake.discovery import read_submission  # noqa: E402
-from grader.probes import PROBES, load_all  # noqa: E402
-from grader.records import MODULES  # noqa: E402
-from grader.run import CACHE_DIR, grade  # noqa: E402
-from grader.sandbox import codec, mounts, slots  # noqa: E402
-from grader.sandbox.pool import Limits, SandboxPool, decode  # noqa: E402
+from grader.i18n import Catalog
+from grader.intake.discovery import read_submission
+from grader.probes import PROBES, load_all
+from grader.records import MODULES
+from grader.run import CACHE_DIR, grade
+from grader.sandbox import codec, mounts, slots
+from grader.sandbox.pool import Limits, SandboxPool, decode
 
 ATTACKS = ROOT / "tests" / "attacks"
 # Probes are timed in CPU seconds (their wall-clock backstop is ten times longer), so a loaded
 # machine never turns a correct probe into a timeout. 512 MiB of memory on top of the worker's:
 # the memory bomb's first 1 GiB request can never fit, so it fails at once, touching nothing.
-LIMITS = Limits(probe_seconds=3, probe_wall_seconds=30, submission_seconds=60, cpu_seconds=15,
-                memory_bytes=512 * 1024**2)
+LIMITS = Limits(
+    probe_seconds=3, probe_wall_seconds=30, submission_seconds=60, cpu_seconds=15, memory_bytes=512 * 1024**2
+)
 MODULE = "sec3_3_simple_attention"
-SECTION_33 = [f"{MODULE}::{name}" for name in (
-    "test_attention_scores_for_query", "test_softmax_naive", "test_context_vector_for_query",
-    "test_attention_scores", "test_attention_weights", "test_context_vectors")]
+SECTION_33 = [
+    f"{MODULE}::{name}"
+    for name in (
+        "test_attention_scores_for_query",
+        "test_softmax_naive",
+        "test_context_vector_for_query",
+        "test_attention_scores",
+        "test_attention_weights",
+        "test_context_vectors",
+    )
+]
 CHEATS = sorted(p.stem for p in ATTACKS.glob("cheat_*.py")) + ["cheat_conftest"]
 LIMIT_CASES = {  # attack -> (the test it breaks, the statuses that test may end in)
     "limit_infinite_loop": ("test_softmax_naive", {"timeout"}),
@@ -122,13 +132,22 @@ def hostile(tmp_path_factory):
         shutil.copytree(out / CACHE_DIR, clean_out / CACHE_DIR)
         clean = grade(clean_cls, clean_out, jobs=2, limits=LIMITS, force=True)
         yield {
-            "summary": summary, "clean": clean, "out": out, "clean_out": clean_out, "base": base,
-            "docs": {r.submission: json.loads((out / r.submission / "results.json").read_text())
-                     for r in summary.results},
-            "clean_docs": {r.submission: json.loads((clean_out / r.submission / "results.json").read_text())
-                           for r in clean.results},
-            "canary": canary.read_text(), "victim_source": victim_source, "class": cls,
-            "leftover": leftover, "seconds": seconds,
+            "summary": summary,
+            "clean": clean,
+            "out": out,
+            "clean_out": clean_out,
+            "base": base,
+            "docs": {
+                r.submission: json.loads((out / r.submission / "results.json").read_text()) for r in summary.results
+            },
+            "clean_docs": {
+                r.submission: json.loads((clean_out / r.submission / "results.json").read_text()) for r in clean.results
+            },
+            "canary": canary.read_text(),
+            "victim_source": victim_source,
+            "class": cls,
+            "leftover": leftover,
+            "seconds": seconds,
         }
     finally:
         canary.unlink(missing_ok=True)
@@ -222,6 +241,7 @@ def test_results_are_decoded_without_pickle():
     good = codec.encode({"ok": {"x": torch.ones(2, 3)}})
     assert torch.equal(decode(good)["x"], torch.ones(2, 3))
     import io
+
     buffer = io.BytesIO()
     torch.save({"ok": {"x": torch.ones(2)}}, buffer)  # a pickle: never accepted
     assert decode(buffer.getvalue()).kind == "integrity"
@@ -241,8 +261,10 @@ def _submission(tmp_path: Path, name: str, extra: str = "") -> Path:
 def test_a_killed_worker_loses_no_result(tmp_path):
     load_all()
     probes = sorted(name for name in PROBES if name.startswith(MODULE))
-    slow = "\nimport time as _time\n_plain = attention_scores\n\ndef attention_scores(inputs):\n" \
-           "    _time.sleep(1.0)\n    return _plain(inputs)\n"
+    slow = (
+        "\nimport time as _time\n_plain = attention_scores\n\ndef attention_scores(inputs):\n"
+        "    _time.sleep(1.0)\n    return _plain(inputs)\n"
+    )
     submissions = [read_submission(_submission(tmp_path, f"s{i}", slow if i == 1 else "")) for i in range(4)]
     with SandboxPool(1, LIMITS, probes=probes) as clean_pool:
         for submission in submissions:
@@ -270,14 +292,22 @@ def test_a_killed_worker_loses_no_result(tmp_path):
         assert set(results) == set(probes)
         for probe, value in results.items():
             assert isinstance(value, dict), (name, probe, value)
-            assert all(torch.equal(value[k], clean[name][probe][k]) for k in value if isinstance(value[k], torch.Tensor))
+            assert all(
+                torch.equal(value[k], clean[name][probe][k]) for k in value if isinstance(value[k], torch.Tensor)
+            )
 
 
-@pytest.mark.parametrize("status, kind", [
-    (mounts.Bubblewrap(installed=False, usable=False), "sandbox.no-bubblewrap"),
-    (mounts.Bubblewrap(installed=True, usable=False, reason="bwrap: No permissions to create new namespace"),
-     "sandbox.bubblewrap-unusable"),
-], ids=["not-installed", "unusable"])
+@pytest.mark.parametrize(
+    "status, kind",
+    [
+        (mounts.Bubblewrap(installed=False, usable=False), "sandbox.no-bubblewrap"),
+        (
+            mounts.Bubblewrap(installed=True, usable=False, reason="bwrap: No permissions to create new namespace"),
+            "sandbox.bubblewrap-unusable",
+        ),
+    ],
+    ids=["not-installed", "unusable"],
+)
 def test_a_machine_without_bubblewrap_says_so(hostile, tmp_path, monkeypatch, status, kind):
     monkeypatch.setattr(mounts, "bubblewrap", lambda: status)
     cls = tmp_path / "class"

@@ -2,6 +2,7 @@
 trusted process, its extension points (modes, flavours) and the notice of missing protections.
 Each test runs its own small pool; the attacks are in tests/attacks/ (persist_*, deadline_*,
 flood_*)."""
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,8 @@ from grader.intake.discovery import read_submission
 from grader.probes import book_inputs, load_all
 from grader.records import ProbeError
 from grader.run import grade
-from grader.sandbox import connection, exposure, mounts, pool as pool_module, slots
+from grader.sandbox import connection, exposure, mounts, slots
+from grader.sandbox import pool as pool_module
 from grader.sandbox.pool import Limits, SandboxPool
 from tests.conftest import MODULES, solutions_as_submission
 from tests.platforms import WITHOUT_NAMESPACES
@@ -31,8 +33,17 @@ ROOT = Path(__file__).resolve().parents[1]
 ATTACKS = ROOT / "tests" / "attacks"
 MODULE = "sec3_3_simple_attention"
 PROBE = f"{MODULE}:attention_scores"
-SECTION_PROBES = [f"{MODULE}:{name}" for name in ("attention_scores", "attention_weights", "context_vector_for_query",
-                                                  "context_vectors", "scores_for_query", "softmax_naive")]
+SECTION_PROBES = [
+    f"{MODULE}:{name}"
+    for name in (
+        "attention_scores",
+        "attention_weights",
+        "context_vector_for_query",
+        "context_vectors",
+        "scores_for_query",
+        "softmax_naive",
+    )
+]
 INDEPENDENT = [f"{MODULE}:scores_for_query", f"{MODULE}:softmax_naive"]  # never call attention_scores
 LIMITS = Limits(probe_seconds=3, probe_wall_seconds=30, submission_seconds=120, cpu_seconds=30)
 NO_BUBBLEWRAP = mounts.Bubblewrap(installed=False, usable=False)
@@ -58,13 +69,23 @@ def run_all(pool: SandboxPool, submissions, probes=None) -> dict[str, dict]:
 # -- nothing persists between students ----------------------------------------------------------
 
 OPEN_FOLDER = Path("/tmp/.attention-kit-open")
-LEAK_FILES = [Path(p) for p in ("/tmp/attention-kit-leak", "/var/tmp/attention-kit-leak",
-                                "/dev/shm/attention-kit-leak", "/run/lock/attention-kit-leak",
-                                str(OPEN_FOLDER / "attention-kit-leak"))]
+LEAK_FILES = [
+    Path(p)
+    for p in (
+        "/tmp/attention-kit-leak",
+        "/var/tmp/attention-kit-leak",
+        "/dev/shm/attention-kit-leak",
+        "/run/lock/attention-kit-leak",
+        str(OPEN_FOLDER / "attention-kit-leak"),
+    )
+]
 
 
-@pytest.mark.parametrize("bubblewrap, view", [(True, False), (False, True), (False, False)],
-                         ids=["bubblewrap", "without-bubblewrap", "without-bubblewrap-or-mount-namespace"])
+@pytest.mark.parametrize(
+    "bubblewrap, view",
+    [(True, False), (False, True), (False, False)],
+    ids=["bubblewrap", "without-bubblewrap", "without-bubblewrap-or-mount-namespace"],
+)
 def test_nothing_one_student_leaves_reaches_the_next_in_the_same_worker(tmp_path, monkeypatch, bubblewrap, view):
     """Without bubblewrap, as root, the workers' own mount namespace gives children the same
     /tmp as bubblewrap (only the scratch folder is theirs) and read-only shared folders; where no
@@ -91,8 +112,11 @@ def test_nothing_one_student_leaves_reaches_the_next_in_the_same_worker(tmp_path
     assert left <= seen
     assert "keyring" not in left  # keyrings are out of reach
     shared = {f"file {path}" for path in LEAK_FILES}
-    assert not (left & shared) if bubblewrap or view else {"file /tmp/attention-kit-leak",
-                                                            f"file {OPEN_FOLDER}/attention-kit-leak"} <= left
+    assert (
+        not (left & shared)
+        if bubblewrap or view
+        else {"file /tmp/attention-kit-leak", f"file {OPEN_FOLDER}/attention-kit-leak"} <= left
+    )
     found = results["find"][PROBE]
     assert isinstance(found, dict), found.message
     assert torch.allclose(found["book"], book_inputs() @ book_inputs().T)
@@ -108,7 +132,9 @@ def test_a_child_finds_nothing_of_an_earlier_student_in_the_memory_it_starts_wit
     if not bubblewrap:
         monkeypatch.setattr(mounts, "bubblewrap", lambda: NO_BUBBLEWRAP)
     padding = "".join(f"\n# padding {line}: " + "x" * 60 for line in range(3000))  # a larger job than the thief's
-    victim = attacked(tmp_path, "victim", "persist_memory.py", PERSIST="victim", SECRET="VICTIM-SECRET-k3J9xQ" + padding)
+    victim = attacked(
+        tmp_path, "victim", "persist_memory.py", PERSIST="victim", SECRET="VICTIM-SECRET-k3J9xQ" + padding
+    )
     thief = attacked(tmp_path, "thief", "persist_memory.py", PERSIST="thief", SECRET="")
     assert "VICTIM-SECRET-k3J9xQ" in victim.sources[MODULE] and "VICTIM-SECRET-k3J9xQ" not in thief.sources[MODULE]
     with SandboxPool(1, LIMITS, probes=[PROBE]) as pool:  # one worker: the thief runs where the victim ran
@@ -122,6 +148,7 @@ def test_a_child_finds_nothing_of_an_earlier_student_in_the_memory_it_starts_wit
 
 
 # -- fairness and the answer key, with and without bubblewrap ------------------------------------
+
 
 @pytest.mark.parametrize("bubblewrap", [True, False], ids=["bubblewrap", "without-bubblewrap"])
 def test_a_correct_submission_importing_any_standard_module_earns_full_marks(tmp_path, monkeypatch, bubblewrap):
@@ -167,8 +194,10 @@ def test_root_without_the_right_to_make_namespaces_still_grades_correct_code(tmp
     which it could not become the slot's uid: every probe of every student crashed."""
     fair = solutions_as_submission(tmp_path / "fair")
     module = fair / f"{MODULE}.py"  # the standard modules that issue asks for; the worker preloads them
-    module.write_text(module.read_text() + "\nimport collections, ctypes.util, dataclasses, decimal, fractions, functools"
-                      ", itertools, math, statistics, typing\n")
+    module.write_text(
+        module.read_text() + "\nimport collections, ctypes.util, dataclasses, decimal, fractions, functools"
+        ", itertools, math, statistics, typing\n"
+    )
     script = textwrap.dedent(f"""
         from grader.intake.discovery import read_submission
         from grader.sandbox import mounts
@@ -179,8 +208,9 @@ def test_root_without_the_right_to_make_namespaces_still_grades_correct_code(tmp
             results = next(pool.results()).results
         print(sorted(name for name, value in results.items() if not isinstance(value, dict)))
         """)
-    done = subprocess.run([*WITHOUT_NAMESPACES, sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=600, cwd=ROOT)
+    done = subprocess.run(
+        [*WITHOUT_NAMESPACES, sys.executable, "-c", script], capture_output=True, text=True, timeout=600, cwd=ROOT
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     # all correct: the child became the slot's uid, and found what the warm worker preloaded
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
@@ -202,8 +232,11 @@ def test_ipc_objects_of_the_slot_uid_are_removed_after_a_child(tmp_path):
         try:
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
-            made = [libc.shmget(key, 4096, 0o1000 | 0o600), libc.semget(key, 1, 0o1000 | 0o600),
-                    libc.msgget(key, 0o1000 | 0o600)]
+            made = [
+                libc.shmget(key, 4096, 0o1000 | 0o600),
+                libc.semget(key, 1, 0o1000 | 0o600),
+                libc.msgget(key, 0o1000 | 0o600),
+            ]
             os.write(ready_w, b"1" if min(made) >= 0 else b"0")
         finally:
             os._exit(0)
@@ -224,6 +257,7 @@ def test_ipc_objects_of_the_slot_uid_are_removed_after_a_child(tmp_path):
 
 
 # -- deadlines ----------------------------------------------------------------------------------
+
 
 def test_no_frame_a_child_writes_moves_its_deadline(tmp_path):
     """A probe's clock starts once, when the probe starts; the other probes are graded as usual
@@ -263,8 +297,9 @@ def test_a_module_that_sleeps_uses_up_its_own_time_only(tmp_path):
     text = Catalog("en").t(skipped.key, **skipped.params)
     assert f"{MODULE}.py" in text and "6 s" in text
     others = {name: result for name, result in results.items() if not name.startswith(MODULE + ":")}
-    assert len(others) > 40 and all(isinstance(result, dict) for result in others.values()), \
-        {name: result for name, result in others.items() if not isinstance(result, dict)}
+    assert len(others) > 40 and all(isinstance(result, dict) for result in others.values()), {
+        name: result for name, result in others.items() if not isinstance(result, dict)
+    }
 
 
 def test_a_forged_result_does_not_stop_its_modules_clock(tmp_path):
@@ -276,9 +311,10 @@ def test_a_forged_result_does_not_stop_its_modules_clock(tmp_path):
     submission = attacked(tmp_path, "forger", "deadline_forged_result.py")
     with SandboxPool(1, limits) as pool:
         (results,) = run_all(pool, [submission], SECTION_PROBES).values()
-    after = SECTION_PROBES[SECTION_PROBES.index(f"{MODULE}:context_vectors") + 1:]
-    assert after and all(isinstance(results[name], ProbeError) and results[name].key == "sandbox.module-timeout"
-                         for name in after), {name: results[name] for name in after}
+    after = SECTION_PROBES[SECTION_PROBES.index(f"{MODULE}:context_vectors") + 1 :]
+    assert after and all(
+        isinstance(results[name], ProbeError) and results[name].key == "sandbox.module-timeout" for name in after
+    ), {name: results[name] for name in after}
 
 
 def test_a_module_whose_allowance_ends_during_its_import_is_still_imported_by_the_others(tmp_path):
@@ -299,8 +335,9 @@ def test_a_module_whose_allowance_ends_during_its_import_is_still_imported_by_th
     for lang in ("en", "zh"):
         assert "sec3_5_causal_attention.py" in Catalog(lang).t(stopped.key, **stopped.params)
     others = {name: results[name] for name in probes if not name.startswith("sec3_5")}
-    assert all(isinstance(result, dict) for result in others.values()), \
-        {name: result for name, result in others.items() if not isinstance(result, dict)}
+    assert all(isinstance(result, dict) for result in others.values()), {
+        name: result for name, result in others.items() if not isinstance(result, dict)
+    }
 
 
 def test_a_submissions_trace_job_gets_only_what_its_grade_job_left(tmp_path, monkeypatch):
@@ -369,10 +406,13 @@ def test_the_pool_keeps_one_deadline_for_a_job_across_retries(monkeypatch):
 
 # -- messages name the student's file ---------------------------------------------------------
 
+
 def test_messages_and_frames_name_the_students_file_not_the_scratch_folder(tmp_path):
     target = solutions_as_submission(tmp_path / "paths")
     module = target / f"{MODULE}.py"
-    module.write_text(module.read_text() + textwrap.dedent("""
+    module.write_text(
+        module.read_text()
+        + textwrap.dedent("""
         import os
 
 
@@ -382,7 +422,8 @@ def test_messages_and_frames_name_the_students_file_not_the_scratch_folder(tmp_p
 
         def softmax_naive(x):
             from sec3_4_self_attention import NoSuchThing
-        """))
+        """)
+    )
     with SandboxPool(1, LIMITS) as pool:
         results = run_all(pool, [read_submission(target)], [PROBE, f"{MODULE}:softmax_naive"])["paths"]
     error = results[PROBE]
@@ -421,8 +462,13 @@ def test_a_class_flooding_every_probe_keeps_the_trusted_process_near_its_baselin
             for module in MODULES:
                 path = student / f"{module}.py"
                 path.write_text(path.read_text() + (f"\n{flood}" if kind == "flood" else "") + f"\n# {index}\n")
-    done = subprocess.run([sys.executable, "-c", MEMORY_SCRIPT, str(tmp_path / "classes"), str(tmp_path / "out")],
-                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-c", MEMORY_SCRIPT, str(tmp_path / "classes"), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     document = json.loads(done.stdout.strip().splitlines()[-1])
     peaks = document["peaks"]
@@ -435,6 +481,7 @@ def test_a_class_flooding_every_probe_keeps_the_trusted_process_near_its_baselin
 
 # -- extension points: modes and flavours -----------------------------------------------------
 
+
 class PoolWithTestExtensions(SandboxPool):
     """A pool whose staged sandbox code registers one more mode and one more flavour, the way
     another track or a second pass would."""
@@ -443,11 +490,15 @@ class PoolWithTestExtensions(SandboxPool):
         super()._stage_code()
         sandbox = self.staging / "kit" / "grader" / "sandbox"
         with open(sandbox / "driver.py", "a") as driver:
-            driver.write('\nMODES["echo"] = lambda probe, ns, directory: '
-                         '{"ok": {"probe": probe.name, "flavour": os.environ.get("KIT_TEST_FLAVOUR", "")}}\n')
+            driver.write(
+                '\nMODES["echo"] = lambda probe, ns, directory: '
+                '{"ok": {"probe": probe.name, "flavour": os.environ.get("KIT_TEST_FLAVOUR", "")}}\n'
+            )
         with open(sandbox / "warmup.py", "a") as warmup:
-            warmup.write('\ndef _test_flavour():\n    import os\n    torch_flavour()\n'
-                         '    os.environ["KIT_TEST_FLAVOUR"] = "test"\n\n\nFLAVOURS["test"] = _test_flavour\n')
+            warmup.write(
+                "\ndef _test_flavour():\n    import os\n    torch_flavour()\n"
+                '    os.environ["KIT_TEST_FLAVOUR"] = "test"\n\n\nFLAVOURS["test"] = _test_flavour\n'
+            )
 
 
 def test_a_submission_runs_in_several_modes_and_flavours_warm_up_the_workers(tmp_path):
@@ -472,6 +523,7 @@ def test_an_unknown_flavour_fails_every_probe_instead_of_hanging(tmp_path):
 
 # -- which protection is missing, precisely ---------------------------------------------------
 
+
 def fake_bwrap(folder: Path, stderr: str, status: int) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "bwrap"
@@ -480,9 +532,11 @@ def fake_bwrap(folder: Path, stderr: str, status: int) -> None:
 
 
 def test_bubblewrap_installed_but_unusable_is_not_called_not_installed(tmp_path, monkeypatch):
-    reason = ("bwrap: No permissions to creating new namespace, likely because the kernel does not allow "
-              "non-privileged user namespaces. On e.g. debian this can be enabled with "
-              "'sysctl kernel.unprivileged_userns_clone=1'.")
+    reason = (
+        "bwrap: No permissions to creating new namespace, likely because the kernel does not allow "
+        "non-privileged user namespaces. On e.g. debian this can be enabled with "
+        "'sysctl kernel.unprivileged_userns_clone=1'."
+    )
     fake_bwrap(tmp_path / "bin", reason + "\nsecond line", 1)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:/usr/bin:/bin")
     status = mounts.bubblewrap()
@@ -495,11 +549,17 @@ def test_bubblewrap_installed_but_unusable_is_not_called_not_installed(tmp_path,
     assert mounts.bubblewrap() == mounts.Bubblewrap(installed=False, usable=False)
 
 
-@pytest.mark.parametrize("status, kind, detail", [
-    (mounts.Bubblewrap(installed=False, usable=False), "sandbox.no-bubblewrap", "bwrap"),
-    (mounts.Bubblewrap(installed=True, usable=False, reason="bwrap: setting up uid map: Permission denied"),
-     "sandbox.bubblewrap-unusable", "bwrap: setting up uid map: Permission denied"),
-])
+@pytest.mark.parametrize(
+    "status, kind, detail",
+    [
+        (mounts.Bubblewrap(installed=False, usable=False), "sandbox.no-bubblewrap", "bwrap"),
+        (
+            mounts.Bubblewrap(installed=True, usable=False, reason="bwrap: setting up uid map: Permission denied"),
+            "sandbox.bubblewrap-unusable",
+            "bwrap: setting up uid map: Permission denied",
+        ),
+    ],
+)
 def test_the_notice_says_which_protection_is_missing(monkeypatch, status, kind, detail):
     monkeypatch.setattr(mounts, "bubblewrap", lambda: status)
     with SandboxPool(1, LIMITS, probes=[]) as pool:
@@ -520,8 +580,11 @@ def test_an_answer_key_readable_by_the_childs_uid_is_named(monkeypatch, usable, 
     children run under their own uid: the kit's file permissions are then all that hides the answer
     key, and the notice says when they do not."""
     monkeypatch.setattr(mounts, "has_sys_admin", lambda: sys_admin)
-    monkeypatch.setattr(mounts, "bubblewrap", lambda: mounts.Bubblewrap(installed=True, usable=usable,
-                                                                         reason="" if usable else "bwrap: denied"))
+    monkeypatch.setattr(
+        mounts,
+        "bubblewrap",
+        lambda: mounts.Bubblewrap(installed=True, usable=usable, reason="" if usable else "bwrap: denied"),
+    )
     monkeypatch.setattr(exposure, "readable_by_others", lambda root: readable)
     monkeypatch.setattr(exposure, "_site_packages", lambda: [])
     with SandboxPool(1, LIMITS, probes=[]) as pool:
@@ -579,10 +642,13 @@ def test_two_grading_runs_at_once_never_share_a_uid_range(tmp_path):
     first = slots.reserve_uid_range(7, tmp_path)
     second = slots.reserve_uid_range(7, tmp_path)
     assert first == 7 and second == 8
-    script = ("import sys; from pathlib import Path; from grader.sandbox.slots import reserve_uid_range; "
-              "print(reserve_uid_range(7, Path(sys.argv[1])))")
-    other = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
-                           cwd=ROOT, check=True)
+    script = (
+        "import sys; from pathlib import Path; from grader.sandbox.slots import reserve_uid_range; "
+        "print(reserve_uid_range(7, Path(sys.argv[1])))"
+    )
+    other = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, cwd=ROOT, check=True
+    )
     assert int(other.stdout) == 9  # another process skips the ranges this one holds
 
 

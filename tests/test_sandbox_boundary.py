@@ -1,5 +1,6 @@
 """What crosses the sandbox's boundary: framing, byte budgets and the checks on every record a
 child sends (grader/sandbox/channel.py, boundary.py). Fast: no sandbox is started here."""
+
 from __future__ import annotations
 
 import ast
@@ -13,7 +14,8 @@ from typing import Any
 
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grader.i18n import Catalog
 from grader.records import MODULES, ProbeError
@@ -32,24 +34,46 @@ def record(error: dict) -> bytes:
 
 # -- error records --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("key", [
-    "internal.suite-error",  # "This is a problem of the grader, not of your code."
-    "sandbox.worker-died", "sandbox.timeout", "integrity.bad-result", "error.internal.located",
-    "report.all-passed", "misconceptions.softmax-wrong-dim.title", "tests.sec3_5_causal_attention::test_x.title",
-    "contract", "contract.", "contract.missing-function.extra", "import.other", 7, None, ["contract.not-a-tensor"],
-])
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "internal.suite-error",  # "This is a problem of the grader, not of your code."
+        "sandbox.worker-died",
+        "sandbox.timeout",
+        "integrity.bad-result",
+        "error.internal.located",
+        "report.all-passed",
+        "misconceptions.softmax-wrong-dim.title",
+        "tests.sec3_5_causal_attention::test_x.title",
+        "contract",
+        "contract.",
+        "contract.missing-function.extra",
+        "import.other",
+        7,
+        None,
+        ["contract.not-a-tensor"],
+    ],
+)
 def test_a_forged_catalogue_key_becomes_a_neutral_bad_record(key):
     error = error_from_dict({"kind": "contract", "key": key, "params": {"module": MODULES[0]}})
     assert (error.kind, error.key, error.params) == ("integrity", BAD, {})
 
 
-@pytest.mark.parametrize("kind, key, module", [
-    ("exception", "contract.missing-function", MODULES[0]),  # a contract key needs kind contract
-    ("timeout", "import.missing", MODULES[0]),
-    ("import", "import.missing", "../../etc/passwd"),  # import keys name a module of the exercise
-    ("timeout", "import.poisoned", "os"),
-    ("internal", "", ""), ("integrity", "", ""), ("passed", "", ""), ("timeout", "", ""), ("crash", "", ""),
-])
+@pytest.mark.parametrize(
+    "kind, key, module",
+    [
+        ("exception", "contract.missing-function", MODULES[0]),  # a contract key needs kind contract
+        ("timeout", "import.missing", MODULES[0]),
+        ("import", "import.missing", "../../etc/passwd"),  # import keys name a module of the exercise
+        ("timeout", "import.poisoned", "os"),
+        ("internal", "", ""),
+        ("integrity", "", ""),
+        ("passed", "", ""),
+        ("timeout", "", ""),
+        ("crash", "", ""),
+    ],
+)
 def test_kind_and_key_must_go_together(kind, key, module):
     assert error_from_dict({"kind": kind, "key": key, "params": {"module": module}}).key == BAD
 
@@ -84,8 +108,11 @@ def test_every_error_the_driver_writes_passes_unchanged(tmp_path, fresh_modules)
             except Exception as exc:  # noqa: BLE001
                 errors.append(driver.describe_error(exc, directory))
         errors.append(driver.describe_error(driver.ModulePoisoned("sec3_5_causal_attention", "timeout"), directory))
-        errors.append(driver.describe_error(driver.ContractError("contract.wrong-shape", what="heads",
-                                                                 expected=[3, 5], got=[2]), directory))
+        errors.append(
+            driver.describe_error(
+                driver.ContractError("contract.wrong-shape", what="heads", expected=[3, 5], got=[2]), directory
+            )
+        )
     finally:
         sys_path_remove(ns.directory)
     for description in errors:
@@ -119,19 +146,34 @@ def test_every_contract_key_the_probes_raise_is_allowed_and_speaks_both_language
 
 def test_fields_are_rebuilt_short_flat_and_plain():
     long = "x" * 100_000
-    error = error_from_dict({
-        "kind": "exception", "exc_type": "Evil`Type <img src=x onerror=alert(1)>\n", "module": "os",
-        "message": "boom\x00\x1b[31m red\u202e at /tmp/submission-ab_12/sec3_3_simple_attention.py line 3\n" + long,
-        "params": {"what": "a`b\n**c** <b>", "got": ["list"], "expected": {"a": 1}, "path": long, "evil": "x",
-                   "name": 3, "module": True},
-        "frames": [{"file": "/etc/passwd", "line": 1, "function": "f", "code": "x"},
-                   {"file": "../up.py", "line": 2, "function": "f", "code": "x"},
-                   {"file": "sub/dir.py", "line": 2, "function": "f", "code": "x"},
-                   {"file": 5, "line": 2},
-                   *[{"file": "sec3_3_simple_attention.py", "line": i, "function": "f<b>\n", "code": "a\nb" + long}
-                     for i in range(100)],
-                   {"file": "helper.py", "line": -5, "function": "g", "code": "c"}],
-    })
+    error = error_from_dict(
+        {
+            "kind": "exception",
+            "exc_type": "Evil`Type <img src=x onerror=alert(1)>\n",
+            "module": "os",
+            "message": "boom\x00\x1b[31m red\u202e at /tmp/submission-ab_12/sec3_3_simple_attention.py line 3\n" + long,
+            "params": {
+                "what": "a`b\n**c** <b>",
+                "got": ["list"],
+                "expected": {"a": 1},
+                "path": long,
+                "evil": "x",
+                "name": 3,
+                "module": True,
+            },
+            "frames": [
+                {"file": "/etc/passwd", "line": 1, "function": "f", "code": "x"},
+                {"file": "../up.py", "line": 2, "function": "f", "code": "x"},
+                {"file": "sub/dir.py", "line": 2, "function": "f", "code": "x"},
+                {"file": 5, "line": 2},
+                *[
+                    {"file": "sec3_3_simple_attention.py", "line": i, "function": "f<b>\n", "code": "a\nb" + long}
+                    for i in range(100)
+                ],
+                {"file": "helper.py", "line": -5, "function": "g", "code": "c"},
+            ],
+        }
+    )
     assert error.kind == "exception" and error.key == ""
     assert error.exc_type == "EvilTypeimgsrcxonerroralert1"
     assert error.module == ""  # not a module of the exercise
@@ -144,7 +186,9 @@ def test_fields_are_rebuilt_short_flat_and_plain():
     assert len(error.frames) == boundary.MAX_FRAMES
     assert {f.file for f in error.frames} == {"sec3_3_simple_attention.py", "helper.py"}
     assert error.frames[-1].line == 0  # a negative line number is no line number
-    assert all("\n" not in f.code and len(f.code) <= boundary.MAX_CODE and f.function == "fb" for f in error.frames[:-1])
+    assert all(
+        "\n" not in f.code and len(f.code) <= boundary.MAX_CODE and f.function == "fb" for f in error.frames[:-1]
+    )
 
 
 def test_the_scratch_folder_never_reaches_a_message(tmp_path, fresh_modules):
@@ -152,7 +196,8 @@ def test_the_scratch_folder_never_reaches_a_message(tmp_path, fresh_modules):
     scratch.mkdir()
     (scratch / "sec3_3_simple_attention.py").write_text(
         "import os\n\ndef f():\n"
-        "    raise FileNotFoundError(os.path.join(os.path.dirname(__file__), 'data.txt') + ' and ' + __file__)\n")
+        "    raise FileNotFoundError(os.path.join(os.path.dirname(__file__), 'data.txt') + ' and ' + __file__)\n"
+    )
     ns = driver.StudentNamespace(str(scratch))
     try:
         ns.module("sec3_3_simple_attention").f()
@@ -169,21 +214,52 @@ def test_the_scratch_folder_never_reaches_a_message(tmp_path, fresh_modules):
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=50),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
-    max_leaves=20)
-keys = st.sampled_from(["", "import.missing", "import.poisoned", "contract.not-a-tensor", "contract.wrong-shape",
-                        "internal.suite-error", "sandbox.crash", "report.all-passed"]) | st.text(max_size=30)
-kinds = st.sampled_from(["exception", "import", "exit", "resource", "contract", "timeout", "crash", "integrity",
-                         "internal"]) | st.text(max_size=10)
-frames = st.lists(st.fixed_dictionaries({}, optional={
-    "file": st.sampled_from(["sec3_3_simple_attention.py", "/etc/passwd", "../x.py", "a/b.py"]) | st.text(max_size=20),
-    "line": st.integers() | json_values, "function": st.text(max_size=20) | json_values,
-    "code": st.text(max_size=400) | json_values}), max_size=30)
-error_records = st.fixed_dictionaries({}, optional={
-    "kind": kinds | json_values, "key": keys | json_values, "exc_type": st.text(max_size=200) | json_values,
-    "message": st.text(max_size=3000) | json_values, "module": st.sampled_from(MODULES) | st.text(max_size=20),
-    "params": st.dictionaries(st.text(max_size=12) | st.sampled_from(sorted(boundary.PARAM_NAMES)), json_values,
-                              max_size=12) | json_values,
-    "frames": frames | json_values, "extra": json_values})
+    max_leaves=20,
+)
+keys = st.sampled_from(
+    [
+        "",
+        "import.missing",
+        "import.poisoned",
+        "contract.not-a-tensor",
+        "contract.wrong-shape",
+        "internal.suite-error",
+        "sandbox.crash",
+        "report.all-passed",
+    ]
+) | st.text(max_size=30)
+kinds = st.sampled_from(
+    ["exception", "import", "exit", "resource", "contract", "timeout", "crash", "integrity", "internal"]
+) | st.text(max_size=10)
+frames = st.lists(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "file": st.sampled_from(["sec3_3_simple_attention.py", "/etc/passwd", "../x.py", "a/b.py"])
+            | st.text(max_size=20),
+            "line": st.integers() | json_values,
+            "function": st.text(max_size=20) | json_values,
+            "code": st.text(max_size=400) | json_values,
+        },
+    ),
+    max_size=30,
+)
+error_records = st.fixed_dictionaries(
+    {},
+    optional={
+        "kind": kinds | json_values,
+        "key": keys | json_values,
+        "exc_type": st.text(max_size=200) | json_values,
+        "message": st.text(max_size=3000) | json_values,
+        "module": st.sampled_from(MODULES) | st.text(max_size=20),
+        "params": st.dictionaries(
+            st.text(max_size=12) | st.sampled_from(sorted(boundary.PARAM_NAMES)), json_values, max_size=12
+        )
+        | json_values,
+        "frames": frames | json_values,
+        "extra": json_values,
+    },
+)
 ALLOWED = {"": boundary.KEYLESS_KINDS, **boundary.IMPORT_KEYS}
 
 
@@ -203,13 +279,14 @@ def test_any_error_record_is_rebuilt_within_bounds(data):
     assert error.module in (*MODULES, "")
     assert set(error.params) <= boundary.PARAM_NAMES
     for value in error.params.values():
-        assert type(value) in (bool, int, float) or (type(value) is str and len(value) <= boundary.MAX_PARAM
-                                                     and re.fullmatch(r"[\w .,:()\[\]'?-]*", value))
+        assert type(value) in (bool, int, float) or (
+            type(value) is str and len(value) <= boundary.MAX_PARAM and re.fullmatch(r"[\w .,:()\[\]'?-]*", value)
+        )
     assert re.fullmatch(r"[\w.]{0,100}", error.exc_type)
     assert len(error.message) <= boundary.MAX_MESSAGE and "/tmp/submission-" not in error.message
     assert len(error.frames) <= boundary.MAX_FRAMES
     for frame_ in error.frames:
-        assert "/" not in frame_.file and not frame_.file.startswith(".") and 0 <= frame_.line
+        assert "/" not in frame_.file and not frame_.file.startswith(".") and frame_.line >= 0
         assert "\n" not in frame_.code and len(frame_.code) <= boundary.MAX_CODE
     for lang in ("en", "zh"):  # the report can always say it, in the student's words or ours
         text = error_message(error, Catalog(lang))
@@ -220,12 +297,13 @@ def test_any_error_record_is_rebuilt_within_bounds(data):
 @given(json_values)
 def test_any_record_shape_is_outputs_an_error_or_a_bad_record(value):
     result = result_from_record(value)
-    assert isinstance(result, dict) or isinstance(result, ProbeError)
+    assert isinstance(result, (dict, ProbeError))
     if isinstance(result, dict):
         assert value == {"ok": result}
 
 
 # -- payloads and the byte budget ----------------------------------------------------------------
+
 
 def test_results_are_plain_data_and_pickles_are_refused():
     import io
@@ -247,23 +325,34 @@ def test_the_budget_pays_for_decoded_objects_not_only_bytes():
     budget = Budget(4 * 1024**2)
     assert isinstance(decode(lists, budget), dict)
     assert budget.left < 4 * 1024**2 - 20_000 * 56
-    astral = codec.encode({"ok": {"x": "\U0001F600" + "a" * 100_000}})  # 100 kB of JSON, 400 kB of str
+    astral = codec.encode({"ok": {"x": "\U0001f600" + "a" * 100_000}})  # 100 kB of JSON, 400 kB of str
     budget = Budget(4 * 10**6)
     assert isinstance(decode(astral, budget), dict)
     assert budget.left <= 4 * 10**6 - 400_000
 
 
 tensor_specs = st.lists(st.one_of(st.sampled_from(sorted(codec.DTYPES)), st.text(max_size=8)), max_size=1).map(
-    lambda names: names[0] if names else "float32")
+    lambda names: names[0] if names else "float32"
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.recursive(
-    json_values | st.builds(lambda d, shape, o, n: {"$t": [d, shape, o, n]}, tensor_specs,
-                            st.lists(st.integers(-2, 5), max_size=3), st.integers(-4, 64), st.integers(-4, 64))
-    | st.builds(lambda f: {"$f": f}, st.sampled_from(["nan", "inf", "-inf", "1.0", ""])),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
-    max_leaves=10), st.binary(max_size=64))
+@given(
+    st.recursive(
+        json_values
+        | st.builds(
+            lambda d, shape, o, n: {"$t": [d, shape, o, n]},
+            tensor_specs,
+            st.lists(st.integers(-2, 5), max_size=3),
+            st.integers(-4, 64),
+            st.integers(-4, 64),
+        )
+        | st.builds(lambda f: {"$f": f}, st.sampled_from(["nan", "inf", "-inf", "1.0", ""])),
+        lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
+        max_leaves=10,
+    ),
+    st.binary(max_size=64),
+)
 def test_the_codec_decodes_any_document_to_plain_data_or_refuses_it(document, tail):
     """What `boundary.decode` relies on: whatever a child writes, decoding gives plain tensors,
     dicts with string keys, lists, strings, numbers, booleans and None, or a CodecError."""
@@ -294,11 +383,12 @@ def test_status_errors_name_only_modules_of_the_exercise():
     assert boundary.status_error("crash", MODULES[2]).params == {"module": MODULES[2]}
     assert boundary.status_error("too-large", "", 4 * 1024**2).params["limit_mb"] == 4
     for lang in ("en", "zh"):
-        for status, (_, key) in boundary.STATUSES.items():
+        for _, key in boundary.STATUSES.values():
             assert Catalog(lang).has(key), (lang, key)
 
 
 # -- the framed channel --------------------------------------------------------------------------
+
 
 @pytest.fixture
 def pipe():
@@ -323,10 +413,16 @@ def test_frames_are_read_exactly_and_payloads_skipped_without_keeping_them(pipe)
     assert reader.header(forever) is None
 
 
-@pytest.mark.parametrize("data", [
-    struct.pack(">I", 10**9), struct.pack(">I", 4) + b"nope", struct.pack(">I", 2) + b"[]",
-    struct.pack(">I", 13) + b'{"size": -1} ', struct.pack(">I", 15) + b'{"size": "big"}',
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        struct.pack(">I", 10**9),
+        struct.pack(">I", 4) + b"nope",
+        struct.pack(">I", 2) + b"[]",
+        struct.pack(">I", 13) + b'{"size": -1} ',
+        struct.pack(">I", 15) + b'{"size": "big"}',
+    ],
+)
 def test_garbage_is_a_channel_error(pipe, data):
     read_fd, write_fd = pipe
     os.write(write_fd, data)
@@ -343,7 +439,7 @@ def test_a_deadline_is_only_what_the_reader_says(pipe):
 
 # -- the trusted side enforces its limits whatever the worker sends ----------------------------
 
-FAKE_WORKER = r'''
+FAKE_WORKER = r"""
 import json, os, struct, sys
 
 fd = int(sys.argv[1])
@@ -370,7 +466,7 @@ for header, payload in json.loads(sys.argv[2]):
         payload = document(payload[0], payload[1])
     send(header, payload.encode() if isinstance(payload, str) else payload)
 sys.stdin.readline()
-'''
+"""
 MIB = 1024**2
 
 
@@ -382,8 +478,9 @@ def fake_run(frames: list, probes: list[str], budget: int = 5 * MIB):
     from grader.records import Submission
     from grader.sandbox.connection import WorkerConnection, job_record
 
-    worker = WorkerConnection(lambda fd: [sys.executable, "-c", FAKE_WORKER, str(fd), json.dumps(frames)],
-                              {"PATH": "/usr/bin:/bin"})
+    worker = WorkerConnection(
+        lambda fd: [sys.executable, "-c", FAKE_WORKER, str(fd), json.dumps(frames)], {"PATH": "/usr/bin:/bin"}
+    )
     try:
         results, spent = {}, Budget(budget)
         job = job_record(7, Submission("s", Path("."), {}, ""), probes, "grade", {})
@@ -415,15 +512,18 @@ def test_the_trusted_side_holds_to_its_limits_whatever_the_worker_sends():
     assert peak < 12 * MIB  # 70 MB went by; at most one accepted payload (and its decoding) was held
 
 
-@pytest.mark.parametrize("frame", [
-    [{"id": 999, "probe": "p1", "status": "ok"}, [{"ok": {}}, 0]],  # another job's
-    [{"id": "ID", "probe": "p9", "status": "ok"}, [{"ok": {}}, 0]],  # a probe the job does not have
-    [{"id": "ID", "probe": ["p1"], "status": "ok"}, [{"ok": {}}, 0]],
-    [{"id": "ID", "probe": "p1", "status": "passed"}, ""],
-    [{"id": "ID", "probe": "p1", "status": {"s": 1}}, ""],
-    [{"id": "ID", "probe": "p1", "status": "timeout"}, "payload on a status"],
-    [{"id": "ID", "status": "done"}, "payload on done"],
-])
+@pytest.mark.parametrize(
+    "frame",
+    [
+        [{"id": 999, "probe": "p1", "status": "ok"}, [{"ok": {}}, 0]],  # another job's
+        [{"id": "ID", "probe": "p9", "status": "ok"}, [{"ok": {}}, 0]],  # a probe the job does not have
+        [{"id": "ID", "probe": ["p1"], "status": "ok"}, [{"ok": {}}, 0]],
+        [{"id": "ID", "probe": "p1", "status": "passed"}, ""],
+        [{"id": "ID", "probe": "p1", "status": {"s": 1}}, ""],
+        [{"id": "ID", "probe": "p1", "status": "timeout"}, "payload on a status"],
+        [{"id": "ID", "status": "done"}, "payload on done"],
+    ],
+)
 def test_a_worker_that_breaks_the_protocol_is_given_up(frame):
     done, results, _ = fake_run([frame, [{"id": "ID", "status": "done"}, ""]], ["p1"])
     assert not done and "p9" not in results
@@ -454,14 +554,26 @@ def test_messages_never_name_the_grading_machines_folders():
 
 
 plain_values = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True, allow_infinity=True),
-              st.text(max_size=8), st.sampled_from(["$t", "$f"]),
-              st.builds(lambda n, dtype: torch.arange(n).to(dtype), st.integers(0, 5),
-                        st.sampled_from([torch.float32, torch.float64, torch.int64, torch.bool]))),
-    lambda children: st.one_of(st.lists(children, max_size=4), st.tuples(children, children),
-                               st.dictionaries(st.one_of(st.text(max_size=4), st.sampled_from(["$t", "$f"])),
-                                               children, max_size=4)),
-    max_leaves=30)
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(2**70), 2**70),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.text(max_size=8),
+        st.sampled_from(["$t", "$f"]),
+        st.builds(
+            lambda n, dtype: torch.arange(n).to(dtype),
+            st.integers(0, 5),
+            st.sampled_from([torch.float32, torch.float64, torch.int64, torch.bool]),
+        ),
+    ),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4),
+        st.tuples(children, children),
+        st.dictionaries(st.one_of(st.text(max_size=4), st.sampled_from(["$t", "$f"])), children, max_size=4),
+    ),
+    max_leaves=30,
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -506,15 +618,29 @@ def _nested(value, depth: int, as_dict: bool):
 
 
 unusual_values = st.recursive(
-    st.one_of(plain_values, st.builds(_Str, st.text(max_size=4)), st.builds(_Int, st.integers(-5, 5)),
-              st.builds(_Float, st.floats(allow_nan=False)),
-              st.builds(_nested, st.one_of(st.integers(), st.just([]), st.just({}), st.just(torch.zeros(1))),
-                        st.integers(8, 13), st.booleans())),
-    lambda children: st.one_of(st.lists(children, max_size=3), st.builds(_List, st.lists(children, max_size=3)),
-                               st.dictionaries(st.one_of(st.text(max_size=3), st.booleans(), st.none(),
-                                                         st.integers(-3, 3), st.floats(allow_nan=False)),
-                                               children, max_size=3)),
-    max_leaves=12)
+    st.one_of(
+        plain_values,
+        st.builds(_Str, st.text(max_size=4)),
+        st.builds(_Int, st.integers(-5, 5)),
+        st.builds(_Float, st.floats(allow_nan=False)),
+        st.builds(
+            _nested,
+            st.one_of(st.integers(), st.just([]), st.just({}), st.just(torch.zeros(1))),
+            st.integers(8, 13),
+            st.booleans(),
+        ),
+    ),
+    lambda children: st.one_of(
+        st.lists(children, max_size=3),
+        st.builds(_List, st.lists(children, max_size=3)),
+        st.dictionaries(
+            st.one_of(st.text(max_size=3), st.booleans(), st.none(), st.integers(-3, 3), st.floats(allow_nan=False)),
+            children,
+            max_size=3,
+        ),
+    ),
+    max_leaves=12,
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -529,15 +655,15 @@ def test_the_tracers_fast_encoding_is_the_encoding_for_anything(value):
 def test_an_int_too_long_to_write_is_a_codec_error_in_both_encodings():
     for encode in (codec.encode, codec.encode_plain):
         with pytest.raises(codec.CodecError):
-            encode({"ok": [10 ** 5000]})
+            encode({"ok": [10**5000]})
 
 
 def _decoded_by_walking(payload: bytes) -> Any:
     """`codec.decode` as it was first written (every value visited, a new container each): the
     meaning the faster decoding keeps."""
     (size,) = struct.unpack(">I", payload[:4])
-    document = json.loads(payload[4:4 + size].decode("utf-8"))
-    blob = memoryview(payload)[4 + size:]
+    document = json.loads(payload[4 : 4 + size].decode("utf-8"))
+    blob = memoryview(payload)[4 + size :]
 
     def walk(item: Any, depth: int) -> Any:
         if depth > codec.MAX_DEPTH:
@@ -559,8 +685,12 @@ def _decoded_by_walking(payload: bytes) -> Any:
 
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, torch.Tensor):
-        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape \
+        return (
+            isinstance(b, torch.Tensor)
+            and a.dtype == b.dtype
+            and a.shape == b.shape
             and torch.equal(a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8))
+        )
     if type(a) is not type(b):
         return False
     if type(a) is dict:
@@ -577,13 +707,23 @@ def _nested(depth: int, leaf: Any) -> Any:
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.recursive(
-    json_values | st.builds(lambda d, shape, o, n: {"$t": [d, shape, o, n]}, tensor_specs,
-                            st.lists(st.integers(-2, 5), max_size=3), st.integers(-4, 64), st.integers(-4, 64))
-    | st.builds(lambda f: {"$f": f}, st.sampled_from(["nan", "inf", "-inf", "1.0", ""]))
-    | st.builds(lambda d: {"$t": [d, [], 0, 0], "other": 1}, st.sampled_from(["float32", "int8"])),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
-    max_leaves=12).flatmap(lambda doc: st.tuples(st.just(doc), st.integers(0, 12))), st.binary(max_size=64))
+@given(
+    st.recursive(
+        json_values
+        | st.builds(
+            lambda d, shape, o, n: {"$t": [d, shape, o, n]},
+            tensor_specs,
+            st.lists(st.integers(-2, 5), max_size=3),
+            st.integers(-4, 64),
+            st.integers(-4, 64),
+        )
+        | st.builds(lambda f: {"$f": f}, st.sampled_from(["nan", "inf", "-inf", "1.0", ""]))
+        | st.builds(lambda d: {"$t": [d, [], 0, 0], "other": 1}, st.sampled_from(["float32", "int8"])),
+        lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
+        max_leaves=12,
+    ).flatmap(lambda doc: st.tuples(st.just(doc), st.integers(0, 12))),
+    st.binary(max_size=64),
+)
 def test_decoding_means_what_walking_every_value_meant(document_depth, tail):
     """`codec.decode` skips scalars and rebuilds in place (it is the trusted side's cost of every
     result); for any document, nested up to past MAX_DEPTH, it gives what visiting every value

@@ -2,6 +2,7 @@
 in the child that graded it, which parks after its last probe, stopped, until the trusted side
 says what follows. The follow-up must trace exactly what a trace job of its own traces, fall back
 to a fresh child whenever the parked one cannot take it, and never let the parked child run."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,13 +18,14 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
-from cpu import tree_cpu  # noqa: E402
-from grader.diagnosis.trace_documents import parse_trace  # noqa: E402
-from grader.intake.discovery import read_submission  # noqa: E402
-from grader.probes import PROBES, load_all  # noqa: E402
-from grader.records import ProbeError  # noqa: E402
-from grader.sandbox.pool import Limits, SandboxPool  # noqa: E402
-from tests.test_sandbox import solution_source, write_solutions  # noqa: E402
+from cpu import tree_cpu
+
+from grader.diagnosis.trace_documents import parse_trace
+from grader.intake.discovery import read_submission
+from grader.probes import PROBES, load_all
+from grader.records import ProbeError
+from grader.sandbox.pool import Limits, SandboxPool
+from tests.test_sandbox import solution_source, write_solutions
 
 LIMITS = Limits(probe_seconds=5, probe_wall_seconds=30, submission_seconds=120, cpu_seconds=30)
 MODULE = "sec3_3_simple_attention"
@@ -82,7 +84,9 @@ def test_a_child_that_leaves_a_thread_is_not_kept_and_a_fresh_one_traces(tmp_pat
     """The last probe leaves a thread behind: that child must end (`child.left_behind`), and the
     follow-up runs in a new one, with the same results."""
     probes, last = in_order(), LAST
-    thread = PID_IN_SCORES + f"""
+    thread = (
+        PID_IN_SCORES
+        + f"""
 import threading as _threading
 import time as _time
 _{last} = {last}
@@ -91,6 +95,7 @@ def {last}(*args, **kwargs):
     _threading.Thread(target=_time.sleep, args=(20,), daemon=True).start()
     return _{last}(*args, **kwargs)
 """
+    )
     grade_run, trace_run = graded_then_followed(submission_with(tmp_path, "thread", thread), probes, [SCORES])
     assert all(isinstance(result, dict) for result in grade_run.results.values()), grade_run.results
     graded_pid = float(grade_run.results[SCORES]["book"].flatten()[0])
@@ -104,7 +109,9 @@ def test_a_follow_up_traces_what_a_trace_job_traces(tmp_path, file):
     call, and kept in a module-level dict, is made and traced again), whatever file the module
     says it comes from."""
     load_all()
-    cached_mask = file + """
+    cached_mask = (
+        file
+        + """
 _MASKS = {}
 _plain_weights = attention_weights
 
@@ -114,6 +121,7 @@ def attention_weights(inputs):
         _MASKS[n] = torch.triu(torch.ones(n, n), diagonal=1)
     return _plain_weights(inputs) * (1 - 0 * _MASKS[n])
 """
+    )
     submission = submission_with(tmp_path, "cached", cached_mask)
     probes = in_order()
     traced = [name for name in probes if "weights" in name] + [SCORES]
@@ -133,7 +141,9 @@ def test_a_parked_child_does_not_run(tmp_path):
     stopped and with its signals blocked, spends none while the trusted side takes its time to
     decide (the handler runs once the child goes on, on the traced probe's own clock)."""
     probes, last = in_order(), LAST
-    spin = PID_IN_SCORES + f"""
+    spin = (
+        PID_IN_SCORES
+        + f"""
 import signal as _signal
 _{last} = {last}
 
@@ -148,6 +158,7 @@ def {last}(*args, **kwargs):
     _signal.setitimer(_signal.ITIMER_REAL, 0.3)
     return _{last}(*args, **kwargs)
 """
+    )
     spent = []
 
     def wait_and_measure(pool):
@@ -155,8 +166,9 @@ def {last}(*args, **kwargs):
         time.sleep(2.0)
         spent.append(tree_cpu(os.getpid()) - before)
 
-    grade_run, trace_run = graded_then_followed(submission_with(tmp_path, "spin", spin), probes, [SCORES],
-                                                wait_and_measure)
+    grade_run, trace_run = graded_then_followed(
+        submission_with(tmp_path, "spin", spin), probes, [SCORES], wait_and_measure
+    )
     assert all(isinstance(result, dict) for result in grade_run.results.values()), grade_run.results
     assert spent[0] < 0.5, spent  # the handler would have spent a second
     graded_pid = float(grade_run.results[SCORES]["book"].flatten()[0])
@@ -169,7 +181,9 @@ def test_a_child_with_a_hidden_thread_and_process_is_not_kept(tmp_path):
     two threads and a child process), so nothing of it runs while the trusted side decides, and a
     fresh child traces."""
     probes, last = in_order(), LAST
-    hidden = PID_IN_SCORES + f"""
+    hidden = (
+        PID_IN_SCORES
+        + f"""
 import os as _os, sys as _sys, threading as _th, time as _t, signal as _sig
 _{last} = {last}
 
@@ -189,6 +203,7 @@ def {last}(*args, **kwargs):
     _th.Thread(target=_background, daemon=True).start()
     return _{last}(*args, **kwargs)
 """
+    )
     spent = []
 
     def wait_and_measure(pool):
@@ -197,8 +212,9 @@ def {last}(*args, **kwargs):
         time.sleep(2.0)
         spent.append(tree_cpu(os.getpid()) - before)
 
-    grade_run, trace_run = graded_then_followed(submission_with(tmp_path, "hidden", hidden), probes, [SCORES],
-                                                wait_and_measure)
+    grade_run, trace_run = graded_then_followed(
+        submission_with(tmp_path, "hidden", hidden), probes, [SCORES], wait_and_measure
+    )
     assert spent[0] < 0.5, spent  # a spinning thread would have spent two seconds
     # the SIGCONTs never keep the job process waiting for a stop (it once waited out the job's time)
     assert grade_run.seconds < LIMITS.submission_seconds / 2, grade_run.seconds
@@ -210,7 +226,10 @@ def {last}(*args, **kwargs):
 def test_the_last_result_does_not_depend_on_following(tmp_path, follow):
     """Code that breaks what the child calls to park (signal.pthread_sigmask raises) costs the
     student nothing: the last result is sent before the child parks."""
-    broken = "\nimport signal as _s\n\ndef _refuse(*args, **kwargs):\n    raise RuntimeError\n\n_s.pthread_sigmask = _refuse\n"
+    broken = (
+        "\nimport signal as _s\n\ndef _refuse(*args, **kwargs):\n    raise RuntimeError\n\n"
+        "_s.pthread_sigmask = _refuse\n"
+    )
     submission = submission_with(tmp_path, "mask", broken)
     with SandboxPool(1, LIMITS, probes=in_order()) as pool:
         pool.submit(submission, follow=follow)
@@ -242,8 +261,9 @@ def {LAST}(*args, **kwargs):
     return _{LAST}(*args, **kwargs)
 """
     limits = dataclasses.replace(LIMITS, cpu_seconds=4, probe_seconds=4)
-    grade_run, trace_run = graded_then_followed(submission_with(tmp_path, "slow", slow), in_order(), [SCORES],
-                                                limits=limits)
+    grade_run, trace_run = graded_then_followed(
+        submission_with(tmp_path, "slow", slow), in_order(), [SCORES], limits=limits
+    )
     assert all(isinstance(result, dict) for result in grade_run.results.values()), grade_run.results
     assert isinstance(trace_run.results[SCORES], dict), trace_run.results[SCORES]
     graded_pid = float(grade_run.results[SCORES]["book"].flatten()[0])

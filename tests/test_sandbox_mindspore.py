@@ -8,12 +8,12 @@ neutral attacks of tests/attacks/ (reading the answer key, writing outside, the 
 without end, looping) and MindSpore's own (tests/attacks/mindspore/: a memory bomb through
 MindSpore's allocator, a child forked after MindSpore ops that hangs at its first .asnumpy()).
 """
+
 from __future__ import annotations
 
 import json
 import os
 import re
-import shutil
 import time
 from pathlib import Path
 
@@ -21,11 +21,11 @@ import pytest
 
 pytest.importorskip("mindspore")
 
-from grader.records import MODULES  # noqa: E402
-from grader.run import grade  # noqa: E402
-from grader.sandbox.pool import Limits  # noqa: E402
-from tests.conftest import ROOT  # noqa: E402
-from tests.test_sandbox import MODULE, SECTION_33, outcomes_by_id, slot_processes  # noqa: E402
+from grader.records import MODULES
+from grader.run import grade
+from grader.sandbox.pool import Limits
+from tests.conftest import ROOT
+from tests.test_sandbox import MODULE, SECTION_33, outcomes_by_id, slot_processes
 
 ATTACKS = ROOT / "tests" / "attacks"
 MS_ATTACKS = ATTACKS / "mindspore"
@@ -77,8 +77,9 @@ def hostile(tmp_path_factory):
     # "import mindspore" first: even the attacks that import nothing else are MindSpore students
     for attack in CHEATS:
         write_ms_solutions(cls / attack)
-        (cls / attack / f"{MODULE}.py").write_text("import mindspore\n" + fill((ATTACKS / f"{attack}.py").read_text())
-                                                   + wrong)
+        (cls / attack / f"{MODULE}.py").write_text(
+            "import mindspore\n" + fill((ATTACKS / f"{attack}.py").read_text()) + wrong
+        )
     for attack, (where, _, _) in LIMIT_CASES.items():
         write_ms_solutions(cls / attack)
         path = where / f"{attack}.py" if where.is_dir() else where
@@ -86,7 +87,10 @@ def hostile(tmp_path_factory):
     for attack in LEFTOVERS:
         write_ms_solutions(cls / attack)
         (cls / attack / f"{LEFTOVER_MODULE}.py").write_text(
-            ms_source(LEFTOVER_MODULE) + "\n" + (ATTACKS / f"{attack}.py").read_text().replace("{FUNCTION}", "transfer_weights"))
+            ms_source(LEFTOVER_MODULE)
+            + "\n"
+            + (ATTACKS / f"{attack}.py").read_text().replace("{FUNCTION}", "transfer_weights")
+        )
     victim_source = (cls / "victim" / f"{MODULE}.py").read_bytes()
     try:
         started = time.perf_counter()
@@ -95,12 +99,19 @@ def hostile(tmp_path_factory):
         leftover = slot_processes()
         clean = grade(clean_cls, clean_out, jobs=1, limits=LIMITS, force=True)
         yield {
-            "summary": summary, "out": out, "class": cls, "leftover": leftover, "seconds": seconds,
-            "docs": {r.submission: json.loads((out / r.submission / "results.json").read_text())
-                     for r in summary.results},
-            "clean_docs": {r.submission: json.loads((clean_out / r.submission / "results.json").read_text())
-                           for r in clean.results},
-            "canary": canary.read_text(), "victim_source": victim_source,
+            "summary": summary,
+            "out": out,
+            "class": cls,
+            "leftover": leftover,
+            "seconds": seconds,
+            "docs": {
+                r.submission: json.loads((out / r.submission / "results.json").read_text()) for r in summary.results
+            },
+            "clean_docs": {
+                r.submission: json.loads((clean_out / r.submission / "results.json").read_text()) for r in clean.results
+            },
+            "canary": canary.read_text(),
+            "victim_source": victim_source,
         }
     finally:
         canary.unlink(missing_ok=True)
@@ -144,8 +155,11 @@ def test_what_a_function_leaves_behind_costs_the_later_modules_nothing(hostile, 
     task limit: every later module's test failed with a RuntimeError (0 of 63 points). The probes
     after it now run in a fresh child (the module's own may still fail: it starts them again there)."""
     tests = outcomes_by_id(hostile["docs"][attack])
-    failed = {test_id: test["message"] for test_id, test in tests.items()
-              if not test_id.startswith(LEFTOVER_MODULE + "::") and test["status"] != "passed"}
+    failed = {
+        test_id: test["message"]
+        for test_id, test in tests.items()
+        if not test_id.startswith(LEFTOVER_MODULE + "::") and test["status"] != "passed"
+    }
     assert len(tests) > len(SECTION_33) and not failed, failed
 
 

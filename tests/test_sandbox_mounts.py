@@ -1,6 +1,6 @@
 """What the sandbox hides: the kit's files, but never the interpreter the workers need."""
-from __future__ import annotations
 
+from __future__ import annotations
 
 from grader.sandbox.mounts import hide_targets as _hide_targets
 

@@ -1,5 +1,6 @@
 """The job process's outbox (grader.sandbox.channel.Outbox: post/send/flush): results wait and go
 to the pool in one write, in the order they were given, never after a frame sent at once."""
+
 from __future__ import annotations
 
 import fcntl
@@ -49,8 +50,11 @@ def test_posted_results_wait_and_go_before_a_frame_sent_at_once(result_pipe):
     assert written(pipe) == b""
     outbox.send({"id": 1, "status": "done"})
     got = frames(written(pipe))
-    assert [(f.get("probe"), f["status"], f["payload"]) for f in got] == \
-        [("a", "ok", b"AAA"), ("b", "timeout", b""), (None, "done", b"")]
+    assert [(f.get("probe"), f["status"], f["payload"]) for f in got] == [
+        ("a", "ok", b"AAA"),
+        ("b", "timeout", b""),
+        (None, "done", b""),
+    ]
     assert written(pipe) == b""
 
 
@@ -118,8 +122,13 @@ def test_a_failed_write_never_skips_the_childs_end(tmp_path):
             os.chown(leftover, uid, uid)  # as root, a leftover of the slot's uid is cleared
         else:
             os.unlink(leftover)  # not root: nothing to clear (see cleanup.clear_leftovers)
-        done = subprocess.run([sys.executable, "-c", END_WITH_THE_POOL_GONE, str(uid), leftover],
-                              capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[1])
+        done = subprocess.run(
+            [sys.executable, "-c", END_WITH_THE_POOL_GONE, str(uid), leftover],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=Path(__file__).resolve().parents[1],
+        )
         assert done.returncode == 0, done.stderr
     finally:
         if os.path.exists(leftover):
@@ -127,9 +136,16 @@ def test_a_failed_write_never_skips_the_childs_end(tmp_path):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.one_of(st.tuples(st.just("post"), st.integers(0, 200_000)),
-                          st.tuples(st.just("send"), st.integers(0, 2_000)),
-                          st.tuples(st.just("flush"), st.just(0))), max_size=10))
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("post"), st.integers(0, 200_000)),
+            st.tuples(st.just("send"), st.integers(0, 2_000)),
+            st.tuples(st.just("flush"), st.just(0)),
+        ),
+        max_size=10,
+    )
+)
 def test_any_sequence_arrives_whole_and_in_order(steps):
     """Whatever mix of posts, sends and flushes: the pool reads every frame once, in the order
     given; after a send (or a flush) nothing is held back, and the outbox never holds

@@ -2,6 +2,7 @@
 
 Expected values are the book's printed outputs (4 decimals), written out in full.
 """
+
 import sys
 from pathlib import Path
 
@@ -12,10 +13,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from solutions.exercise3_1_weight_transfer import transfer_weights  # noqa: E402
-from solutions.exercise3_2_two_dim_output import build_two_dim_wrapper  # noqa: E402
-from solutions.exercise3_3_gpt2_attention import build_gpt2_small_attention  # noqa: E402
-from solutions.sec3_3_simple_attention import (  # noqa: E402
+from solutions.exercise3_1_weight_transfer import transfer_weights
+from solutions.exercise3_2_two_dim_output import build_two_dim_wrapper
+from solutions.exercise3_3_gpt2_attention import build_gpt2_small_attention
+from solutions.sec3_3_simple_attention import (
     attention_scores,
     attention_scores_for_query,
     attention_weights,
@@ -23,22 +24,14 @@ from solutions.sec3_3_simple_attention import (  # noqa: E402
     context_vectors,
     softmax_naive,
 )
-from solutions.sec3_4_self_attention import (  # noqa: E402
-    SelfAttention_v1,
-    SelfAttention_v2,
-    project_qkv,
-    scaled_attention_weights,
-)
-from solutions.sec3_5_causal_attention import (  # noqa: E402
+from solutions.sec3_4_self_attention import SelfAttention_v1, SelfAttention_v2, project_qkv, scaled_attention_weights
+from solutions.sec3_5_causal_attention import (
     CausalAttention,
     mask_and_renormalize,
     masked_attention_weights,
     simple_causal_mask,
 )
-from solutions.sec3_6_multi_head_attention import (  # noqa: E402
-    MultiHeadAttention,
-    MultiHeadAttentionWrapper,
-)
+from solutions.sec3_6_multi_head_attention import MultiHeadAttention, MultiHeadAttentionWrapper
 
 
 def assert_book(actual, expected):
@@ -51,12 +44,14 @@ def assert_book(actual, expected):
 @pytest.fixture
 def inputs():
     return torch.tensor(
-        [[0.43, 0.15, 0.89],  # Your     (x^1)
-         [0.55, 0.87, 0.66],  # journey  (x^2)
-         [0.57, 0.85, 0.64],  # starts   (x^3)
-         [0.22, 0.58, 0.33],  # with     (x^4)
-         [0.77, 0.25, 0.10],  # one      (x^5)
-         [0.05, 0.80, 0.55]]  # step     (x^6)
+        [
+            [0.43, 0.15, 0.89],  # Your     (x^1)
+            [0.55, 0.87, 0.66],  # journey  (x^2)
+            [0.57, 0.85, 0.64],  # starts   (x^3)
+            [0.22, 0.58, 0.33],  # with     (x^4)
+            [0.77, 0.25, 0.10],  # one      (x^5)
+            [0.05, 0.80, 0.55],
+        ]  # step     (x^6)
     )
 
 
@@ -101,8 +96,7 @@ CONTEXT_VECS = [
 
 
 def test_3_3_scores_for_query_2(inputs):
-    assert_book(attention_scores_for_query(inputs, 1),
-                [0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865])
+    assert_book(attention_scores_for_query(inputs, 1), [0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865])
 
 
 def test_3_3_softmax_naive_for_query_2(inputs):
@@ -135,6 +129,7 @@ def test_3_3_context_vectors(inputs):
 
 # ---------------------------------------------------------------- 3.4
 
+
 def test_3_4_1_step_by_step(inputs):
     torch.manual_seed(123)
     W_query = torch.nn.Parameter(torch.rand(3, 2), requires_grad=False)
@@ -157,14 +152,10 @@ def test_3_4_1_step_by_step(inputs):
 def test_3_4_2_self_attention_v1(inputs):
     torch.manual_seed(123)
     sa_v1 = SelfAttention_v1(3, 2)
-    assert_book(sa_v1(inputs), [
-        [0.2996, 0.8053],
-        [0.3061, 0.8210],
-        [0.3058, 0.8203],
-        [0.2948, 0.7939],
-        [0.2927, 0.7891],
-        [0.2990, 0.8040],
-    ])
+    assert_book(
+        sa_v1(inputs),
+        [[0.2996, 0.8053], [0.3061, 0.8210], [0.3058, 0.8203], [0.2948, 0.7939], [0.2927, 0.7891], [0.2990, 0.8040]],
+    )
 
 
 SA_V2_WEIGHTS = [
@@ -180,14 +171,17 @@ SA_V2_WEIGHTS = [
 def test_3_4_2_self_attention_v2(inputs):
     torch.manual_seed(789)
     sa_v2 = SelfAttention_v2(3, 2)
-    assert_book(sa_v2(inputs), [
-        [-0.0739, 0.0713],
-        [-0.0748, 0.0703],
-        [-0.0749, 0.0702],
-        [-0.0760, 0.0685],
-        [-0.0763, 0.0679],
-        [-0.0754, 0.0693],
-    ])
+    assert_book(
+        sa_v2(inputs),
+        [
+            [-0.0739, 0.0713],
+            [-0.0748, 0.0703],
+            [-0.0749, 0.0702],
+            [-0.0760, 0.0685],
+            [-0.0763, 0.0679],
+            [-0.0754, 0.0693],
+        ],
+    )
     # start of 3.5.1: the attention weights of sa_v2's query and key layers
     weights = scaled_attention_weights(sa_v2.W_query(inputs), sa_v2.W_key(inputs))
     assert_book(weights, SA_V2_WEIGHTS)
@@ -219,14 +213,17 @@ def sa_v2_scores(inputs):
 
 
 def test_3_5_1_simple_causal_mask():
-    assert_book(simple_causal_mask(6), [
-        [1., 0., 0., 0., 0., 0.],
-        [1., 1., 0., 0., 0., 0.],
-        [1., 1., 1., 0., 0., 0.],
-        [1., 1., 1., 1., 0., 0.],
-        [1., 1., 1., 1., 1., 0.],
-        [1., 1., 1., 1., 1., 1.],
-    ])
+    assert_book(
+        simple_causal_mask(6),
+        [
+            [1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+            [1.0, 1.0, 0.0, 0.0, 0.0, 0.0],
+            [1.0, 1.0, 1.0, 0.0, 0.0, 0.0],
+            [1.0, 1.0, 1.0, 1.0, 0.0, 0.0],
+            [1.0, 1.0, 1.0, 1.0, 1.0, 0.0],
+            [1.0, 1.0, 1.0, 1.0, 1.0, 1.0],
+        ],
+    )
 
 
 def test_3_5_1_mask_and_renormalize(sa_v2_scores):
@@ -277,32 +274,36 @@ def test_3_5_3_causal_attention_attributes():
 
 # ---------------------------------------------------------------- 3.6
 
+
 def test_3_6_1_wrapper(batch):
     torch.manual_seed(123)
     mha = MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)
     assert isinstance(mha.heads, torch.nn.ModuleList) and len(mha.heads) == 2
-    assert_book(mha(batch), batched([
-        [-0.4519, 0.2216, 0.4772, 0.1063],
-        [-0.5874, 0.0058, 0.5891, 0.3257],
-        [-0.6300, -0.0632, 0.6202, 0.3860],
-        [-0.5675, -0.0843, 0.5478, 0.3589],
-        [-0.5526, -0.0981, 0.5321, 0.3428],
-        [-0.5299, -0.1081, 0.5077, 0.3493],
-    ]))
+    assert_book(
+        mha(batch),
+        batched(
+            [
+                [-0.4519, 0.2216, 0.4772, 0.1063],
+                [-0.5874, 0.0058, 0.5891, 0.3257],
+                [-0.6300, -0.0632, 0.6202, 0.3860],
+                [-0.5675, -0.0843, 0.5478, 0.3589],
+                [-0.5526, -0.0981, 0.5321, 0.3428],
+                [-0.5299, -0.1081, 0.5077, 0.3493],
+            ]
+        ),
+    )
 
 
 def test_3_6_2_multi_head_attention(batch):
     torch.manual_seed(123)
     mha = MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)
     assert (mha.d_out, mha.num_heads, mha.head_dim) == (2, 2, 1)
-    assert_book(mha(batch), batched([
-        [0.3190, 0.4858],
-        [0.2943, 0.3897],
-        [0.2856, 0.3593],
-        [0.2693, 0.3873],
-        [0.2639, 0.3928],
-        [0.2575, 0.4028],
-    ]))
+    assert_book(
+        mha(batch),
+        batched(
+            [[0.3190, 0.4858], [0.2943, 0.3897], [0.2856, 0.3593], [0.2693, 0.3873], [0.2639, 0.3928], [0.2575, 0.4028]]
+        ),
+    )
 
 
 def test_3_6_2_rejects_indivisible_heads():
@@ -329,6 +330,7 @@ def test_3_6_2_matches_wrapper_without_out_proj():
 
 # ---------------------------------------------------------------- exercises
 
+
 def test_exercise_3_1_transfer_weights(inputs):
     torch.manual_seed(123)
     sa_v1 = SelfAttention_v1(3, 2)
@@ -354,14 +356,19 @@ def test_exercise_3_2_two_dim_wrapper(batch):
     torch.manual_seed(123)
     mha = build_two_dim_wrapper(3, 6, 0.0)
     assert isinstance(mha, MultiHeadAttentionWrapper) and len(mha.heads) == 2
-    assert_book(mha(batch), batched([
-        [-0.5740, 0.2216],
-        [-0.7320, 0.0155],
-        [-0.7774, -0.0546],
-        [-0.6979, -0.0817],
-        [-0.6538, -0.0957],
-        [-0.6424, -0.1065],
-    ]))
+    assert_book(
+        mha(batch),
+        batched(
+            [
+                [-0.5740, 0.2216],
+                [-0.7320, 0.0155],
+                [-0.7774, -0.0546],
+                [-0.6979, -0.0817],
+                [-0.6538, -0.0957],
+                [-0.6424, -0.1065],
+            ]
+        ),
+    )
 
 
 def test_exercise_3_3_gpt2_small_attention():

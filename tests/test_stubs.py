@@ -1,4 +1,5 @@
 """The student stubs in exercises/ import, match the solutions' API and are unimplemented."""
+
 import importlib
 import inspect
 import sys
@@ -14,14 +15,18 @@ if str(ROOT) not in sys.path:
 
 CONTRACT = {
     "sec3_3_simple_attention": [
-        "attention_scores_for_query", "softmax_naive", "context_vector_for_query",
-        "attention_scores", "attention_weights", "context_vectors",
+        "attention_scores_for_query",
+        "softmax_naive",
+        "context_vector_for_query",
+        "attention_scores",
+        "attention_weights",
+        "context_vectors",
     ],
-    "sec3_4_self_attention": [
-        "project_qkv", "scaled_attention_weights", "SelfAttention_v1", "SelfAttention_v2",
-    ],
+    "sec3_4_self_attention": ["project_qkv", "scaled_attention_weights", "SelfAttention_v1", "SelfAttention_v2"],
     "sec3_5_causal_attention": [
-        "simple_causal_mask", "mask_and_renormalize", "masked_attention_weights",
+        "simple_causal_mask",
+        "mask_and_renormalize",
+        "masked_attention_weights",
         "CausalAttention",
     ],
     "sec3_6_multi_head_attention": ["MultiHeadAttentionWrapper", "MultiHeadAttention"],

@@ -1,4 +1,5 @@
 """The 3.3 suite against known submissions, and the misconception catalogue as a whole."""
+
 from __future__ import annotations
 
 import shutil
@@ -12,12 +13,16 @@ from tests.conftest import ROOT
 
 S3 = "sec3_3_simple_attention::"
 BUGGY = {
-    "uses-scores-not-weights-3_3": {S3 + "test_context_vector_for_query": "uses-scores-not-weights",
-                                    S3 + "test_context_vectors": "uses-scores-not-weights"},
+    "uses-scores-not-weights-3_3": {
+        S3 + "test_context_vector_for_query": "uses-scores-not-weights",
+        S3 + "test_context_vectors": "uses-scores-not-weights",
+    },
     # (softmax over dim 0 of one query's 1-D scores is right, so that test passes)
-    "softmax-wrong-dim-3_3": {S3 + "test_attention_weights": "softmax-wrong-dim",
-                              S3 + "test_attention_weights_rows_sum_to_one": "softmax-wrong-dim",
-                              S3 + "test_context_vectors": "softmax-wrong-dim"},
+    "softmax-wrong-dim-3_3": {
+        S3 + "test_attention_weights": "softmax-wrong-dim",
+        S3 + "test_attention_weights_rows_sum_to_one": "softmax-wrong-dim",
+        S3 + "test_context_vectors": "softmax-wrong-dim",
+    },
 }
 
 

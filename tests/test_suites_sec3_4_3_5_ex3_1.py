@@ -5,6 +5,7 @@ its report must name its misconception on the tests where the mistake shows, and
 Each correct submission (tests/submissions/correct/<name>/) earns full marks on these sections with
 no diagnosis at all; so do the solutions; the stubs earn nothing, every test an error.
 """
+
 from __future__ import annotations
 
 import re
@@ -20,14 +21,28 @@ S4 = "sec3_4_self_attention::"
 S5 = "sec3_5_causal_attention::"
 E1 = "exercise3_1_weight_transfer::"
 
-S4_VALUES = [S4 + "test_scaled_attention_weights", S4 + "test_self_attention_v1_book_seed",
-             S4 + "test_self_attention_v1_matches_reference", S4 + "test_self_attention_v2_matches_reference",
-             S4 + "test_self_attention_v2_qkv_bias"]
-S5_CLASS = [S5 + "test_causal_attention_matches_reference", S5 + "test_causal_attention_book_seed",
-            S5 + "test_eval_mode_is_deterministic_and_dropout_free", S5 + "test_qkv_bias"]
-S5_SHORT = [S5 + "test_causal_attention_matches_reference", S5 + "test_causality", S5 + "test_batch_independence",
-            S5 + "test_eval_mode_is_deterministic_and_dropout_free", S5 + "test_dropout_in_train_mode",
-            S5 + "test_qkv_bias", S5 + "test_gradients_reach_every_parameter"]
+S4_VALUES = [
+    S4 + "test_scaled_attention_weights",
+    S4 + "test_self_attention_v1_book_seed",
+    S4 + "test_self_attention_v1_matches_reference",
+    S4 + "test_self_attention_v2_matches_reference",
+    S4 + "test_self_attention_v2_qkv_bias",
+]
+S5_CLASS = [
+    S5 + "test_causal_attention_matches_reference",
+    S5 + "test_causal_attention_book_seed",
+    S5 + "test_eval_mode_is_deterministic_and_dropout_free",
+    S5 + "test_qkv_bias",
+]
+S5_SHORT = [
+    S5 + "test_causal_attention_matches_reference",
+    S5 + "test_causality",
+    S5 + "test_batch_independence",
+    S5 + "test_eval_mode_is_deterministic_and_dropout_free",
+    S5 + "test_dropout_in_train_mode",
+    S5 + "test_qkv_bias",
+    S5 + "test_gradients_reach_every_parameter",
+]
 
 # buggy submission -> tests that must fail naming the submission's misconception
 BUGGY: dict[str, list[str]] = {
@@ -42,8 +57,13 @@ BUGGY: dict[str, list[str]] = {
     "qkv-bias-ignored-2": [S5 + "test_qkv_bias"],
     "mask-not-applied": [S5 + "test_masked_attention_weights", S5 + "test_causality"] + S5_CLASS,
     "mask-includes-diagonal": [S5 + "test_masked_attention_weights", S5 + "test_causality"] + S5_CLASS,
-    "mask-inverted": [S5 + "test_simple_causal_mask", S5 + "test_mask_and_renormalize",
-                      S5 + "test_masked_attention_weights", S5 + "test_causality"] + S5_CLASS,
+    "mask-inverted": [
+        S5 + "test_simple_causal_mask",
+        S5 + "test_mask_and_renormalize",
+        S5 + "test_masked_attention_weights",
+        S5 + "test_causality",
+    ]
+    + S5_CLASS,
     "mask-not-sliced": S5_SHORT,
     "mask-not-sliced-2": S5_SHORT,
     "mask-after-softmax-unnormalized": [S5 + "test_mask_and_renormalize"] + S5_CLASS,
@@ -64,8 +84,10 @@ MUST_PASS: dict[str, list[str]] = {
     "mask-not-sliced": [S5 + "test_causal_attention_book_seed"],
     "hardcoded-shape": [S5 + "test_causal_attention_book_seed"],
     "hardcoded-shape-2": [S5 + "test_causal_attention_book_seed"],
-    "dropout-misplaced": [S5 + "test_eval_mode_is_deterministic_and_dropout_free",
-                          S5 + "test_causal_attention_matches_reference"],
+    "dropout-misplaced": [
+        S5 + "test_eval_mode_is_deterministic_and_dropout_free",
+        S5 + "test_causal_attention_matches_reference",
+    ],
     "dropout-misplaced-3": [S5 + "test_eval_mode_is_deterministic_and_dropout_free"],
     "softmax-wrong-dim-2": [S5 + "test_masked_attention_weights", S5 + "test_batch_independence"],
     "weights-not-transposed-2": [E1 + "test_v1_keeps_trainable_parameters"],
@@ -93,8 +115,11 @@ def outcomes(result) -> dict:
 
 
 def show(result) -> dict:
-    return {t.id: (t.status, t.misconception, t.message[:160]) for t in result.tests
-            if t.section in SECTIONS and t.status != "passed"}
+    return {
+        t.id: (t.status, t.misconception, t.message[:160])
+        for t in result.tests
+        if t.section in SECTIONS and t.status != "passed"
+    }
 
 
 @pytest.mark.parametrize("name", sorted(BUGGY))

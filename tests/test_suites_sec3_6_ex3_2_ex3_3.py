@@ -1,6 +1,7 @@
 """The hidden suites of 3.6 and Exercises 3.2/3.3 on known submissions, in one grading run:
 every buggy submission is named by its misconception on the tests where the bug shows, every
 independently written correct submission earns full marks there, and the stubs earn nothing."""
+
 from __future__ import annotations
 
 import re
@@ -19,16 +20,24 @@ EX3 = "exercise3_3_gpt2_attention::"
 
 # buggy folder -> the tests that must fail, each with the misconception it must be named by
 EXPECTED = {
-    "heads-split-wrong-mha": {MHA + "test_mha_matches_reference": "heads-split-wrong",
-                              MHA + "test_mha_causal": "heads-split-wrong"},
+    "heads-split-wrong-mha": {
+        MHA + "test_mha_matches_reference": "heads-split-wrong",
+        MHA + "test_mha_causal": "heads-split-wrong",
+    },
     "heads-merged-wrong-mha": {MHA + "test_mha_matches_reference": "heads-merged-wrong"},
-    "out-proj-missing-mha": {MHA + "test_mha_matches_reference": "out-proj-missing",
-                             MHA + "test_mha_gradients": "out-proj-missing"},
+    "out-proj-missing-mha": {
+        MHA + "test_mha_matches_reference": "out-proj-missing",
+        MHA + "test_mha_gradients": "out-proj-missing",
+    },
     "heads-not-registered-mha": {MHA + "test_wrapper_registers_heads": "heads-not-registered"},
-    "concat-wrong-dim-mha": {MHA + "test_wrapper_concatenates_heads": "concat-wrong-dim",
-                             MHA + "test_wrapper_matches_reference": "concat-wrong-dim"},
-    "concat-wrong-dim-mha-2": {MHA + "test_wrapper_concatenates_heads": "concat-wrong-dim",
-                               MHA + "test_wrapper_matches_reference": "concat-wrong-dim"},
+    "concat-wrong-dim-mha": {
+        MHA + "test_wrapper_concatenates_heads": "concat-wrong-dim",
+        MHA + "test_wrapper_matches_reference": "concat-wrong-dim",
+    },
+    "concat-wrong-dim-mha-2": {
+        MHA + "test_wrapper_concatenates_heads": "concat-wrong-dim",
+        MHA + "test_wrapper_matches_reference": "concat-wrong-dim",
+    },
     "concat-wrong-dim-ex3_2": {EX2 + "test_two_heads_two_dimensional_output": "concat-wrong-dim"},
     "mask-not-sliced-mha": {MHA + "test_mha_matches_reference": "mask-not-sliced"},
     "hardcoded-shape-mha": {MHA + "test_mha_matches_reference": "hardcoded-shape"},
@@ -38,19 +47,30 @@ EXPECTED = {
     "wrong-scaling-mha": {MHA + "test_mha_matches_reference": "wrong-scaling"},
     "wrong-init-mha": {MHA + "test_mha_book_seeded_output": "wrong-init"},
     "qkv-bias-ignored-mha": {MHA + "test_mha_qkv_bias": "qkv-bias-ignored"},
-    "wrong-config-ex3_2": {EX2 + "test_two_heads_two_dimensional_output": "wrong-config",
-                           EX2 + "test_seeded_output": "wrong-config"},
-    "wrong-config-ex3_2-2": {EX2 + "test_two_heads_two_dimensional_output": "wrong-config",
-                             EX2 + "test_seeded_output": "wrong-config"},
+    "wrong-config-ex3_2": {
+        EX2 + "test_two_heads_two_dimensional_output": "wrong-config",
+        EX2 + "test_seeded_output": "wrong-config",
+    },
+    "wrong-config-ex3_2-2": {
+        EX2 + "test_two_heads_two_dimensional_output": "wrong-config",
+        EX2 + "test_seeded_output": "wrong-config",
+    },
     "wrong-config-ex3_3": {EX3 + "test_configuration": "wrong-config"},
-    "wrong-config-ex3_3-2": {EX3 + "test_configuration": "wrong-config", EX3 + "test_forward_is_causal": "wrong-config"},
+    "wrong-config-ex3_3-2": {
+        EX3 + "test_configuration": "wrong-config",
+        EX3 + "test_forward_is_causal": "wrong-config",
+    },
     "wrong-config-ex3_3-3": {EX3 + "test_parameter_count": "wrong-config", EX3 + "test_configuration": "wrong-config"},
 }
-SECTION_MODULES = {"3.6": "sec3_6_multi_head_attention", "ex3.2": "exercise3_2_two_dim_output",
-                   "ex3.3": "exercise3_3_gpt2_attention"}
+SECTION_MODULES = {
+    "3.6": "sec3_6_multi_head_attention",
+    "ex3.2": "exercise3_2_two_dim_output",
+    "ex3.3": "exercise3_3_gpt2_attention",
+}
 # every correct submission that implements 3.6 (others' folders may hold only earlier sections)
-CORRECT = sorted(p.name for p in (SUBMISSIONS / "correct").iterdir()
-                 if (p / "sec3_6_multi_head_attention.py").is_file())
+CORRECT = sorted(
+    p.name for p in (SUBMISSIONS / "correct").iterdir() if (p / "sec3_6_multi_head_attention.py").is_file()
+)
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +113,9 @@ def test_buggy_submission_is_diagnosed(graded, name):
 @pytest.mark.parametrize("name", CORRECT)
 def test_correct_submission_earns_full_marks(graded, name):
     result = graded[f"correct-{name}"]
-    present = [s for s, module in SECTION_MODULES.items() if (SUBMISSIONS / "correct" / name / f"{module}.py").is_file()]
+    present = [
+        s for s, module in SECTION_MODULES.items() if (SUBMISSIONS / "correct" / name / f"{module}.py").is_file()
+    ]
     tests = [t for t in result.tests if t.section in present]
     failing = {t.id: (t.status, t.message) for t in tests if t.status != "passed"}
     assert not failing

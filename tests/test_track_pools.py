@@ -1,6 +1,7 @@
 """Each track's submissions go to workers warmed up for it (grader/sandbox/tracks.py), and a
 track's workers start only when the class has submissions of it: a PyTorch-only class starts no
 MindSpore worker."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -74,16 +75,19 @@ def test_in_a_mixed_class_each_students_second_pass_comes_back_to_them(tmp_path)
     track's pool: the results stream of both pools must hand each back to its own submission."""
     import shutil
 
-    for name, source in (("bob", ROOT / "examples" / "class" / "bob"),
-                         ("mei", ROOT / "examples" / "mindspore-class" / "mei"),
-                         ("carol", ROOT / "examples" / "class" / "carol")):
+    for name, source in (
+        ("bob", ROOT / "examples" / "class" / "bob"),
+        ("mei", ROOT / "examples" / "mindspore-class" / "mei"),
+        ("carol", ROOT / "examples" / "class" / "carol"),
+    ):
         shutil.copytree(source, tmp_path / "class" / name)
     mixed = {r.submission: r for r in grade(tmp_path / "class", tmp_path / "out", jobs=2, force=True).results}
     for name in ("bob", "mei", "carol"):
         alone = grade(tmp_path / "class" / name, tmp_path / "alone" / name, jobs=1, force=True).results[0]
         assert mixed[name].score == alone.score and mixed[name].track == alone.track
-        assert [(t.id, t.status, t.misconception) for t in mixed[name].tests] == \
-               [(t.id, t.status, t.misconception) for t in alone.tests]
+        assert [(t.id, t.status, t.misconception) for t in mixed[name].tests] == [
+            (t.id, t.status, t.misconception) for t in alone.tests
+        ]
     assert {mixed["bob"].track, mixed["mei"].track} == {"pytorch", "mindspore"}
 
 

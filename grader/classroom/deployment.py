@@ -10,6 +10,7 @@ On both platforms the kit stays out of site-packages, in a folder readable by ro
 sandbox's children run under their own uid and, where bubblewrap cannot run (e.g. a container
 without the privileges it needs), file permissions are what keeps the answer key from them.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,8 @@ from pathlib import Path
 
 from grader.i18n import Catalog
 from grader.records import MODULES, GradeResult, IntegrityNote
-from grader.sandbox.pool import Limits
 from grader.sandbox.exposure import ANSWER_KEY_PARTS, answer_key_exposure, readable_by_others  # noqa: F401
+from grader.sandbox.runs import Limits
 
 ROOT = Path(__file__).resolve().parents[2]
 KIT_PARTS = ("grader", "solutions", "templates", "pyproject.toml", "README.md", "LICENSE")
@@ -41,6 +42,7 @@ STARTUP_SECONDS = 30
 
 
 # -- the kit, as shipped to a platform ---------------------------------------------------------
+
 
 def kit_files(root: Path = ROOT) -> list[tuple[Path, str]]:
     """(file, path inside the kit) for every file the grader needs at run time; no caches, no links."""
@@ -69,6 +71,7 @@ def runtime_requirements(root: Path = ROOT) -> list[str]:
 
 # -- an upload ---------------------------------------------------------------------------------
 
+
 def locate_submission(upload: Path) -> Path | None:
     """The folder of an upload that holds the modules (the upload itself, or the shallowest folder
     inside it that does), found by the kit's intake: only real folders are entered, never a link,
@@ -96,8 +99,12 @@ def limits_within(seconds: float) -> Limits:
     default = Limits()
     submission = max(10.0, min(default.submission_seconds, seconds - STARTUP_SECONDS))
     module = min(default.module_seconds, math.floor(submission / len(MODULES) * 10) / 10)
-    return replace(default, submission_seconds=submission, module_seconds=module,
-                   probe_wall_seconds=min(default.probe_wall_seconds, module))
+    return replace(
+        default,
+        submission_seconds=submission,
+        module_seconds=module,
+        probe_wall_seconds=min(default.probe_wall_seconds, module),
+    )
 
 
 def grade_upload(folder: Path, *, lang: str, report_copy: Path | None = None, limits: Limits = Limits()) -> Graded:
@@ -133,12 +140,14 @@ def restrict_to_owner(path: Path) -> None:
         pass
 
 
-def protection_lines(graded_protections: list[IntegrityNote], exposure: list[IntegrityNote],
-                     catalog: Catalog) -> list[str]:
+def protection_lines(
+    graded_protections: list[IntegrityNote], exposure: list[IntegrityNote], catalog: Catalog
+) -> list[str]:
     """For the instructor (a platform's log): each protection that is missing, in words, or one line
     saying that all of them are in place."""
     notes = list({(n.kind, n.detail): n for n in [*graded_protections, *exposure]}.values())  # each once
     if not notes:
         return [catalog.t("deploy.all-protections")]
-    return [catalog.t("deploy.protection-missing", what=catalog.t(f"integrity.{n.kind}", detail=n.detail))
-            for n in notes]
+    return [
+        catalog.t("deploy.protection-missing", what=catalog.t(f"integrity.{n.kind}", detail=n.detail)) for n in notes
+    ]

@@ -16,6 +16,7 @@ Gradescope's results.json. Whatever happens, a results.json is written: a grader
 score 0 and says it is the grader's fault. Which protections are missing is printed to the
 autograder's stdout, which Gradescope shows to instructors only.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,9 +28,18 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from grader.classroom.deployment import (ROOT, TORCH_INDEX, TORCH_REQUIREMENT, answer_key_exposure, grade_upload,
-                                         kit_files, locate_submission, protection_lines, restrict_to_owner,
-                                         runtime_requirements)
+from grader.classroom.deployment import (
+    ROOT,
+    TORCH_INDEX,
+    TORCH_REQUIREMENT,
+    answer_key_exposure,
+    grade_upload,
+    kit_files,
+    locate_submission,
+    protection_lines,
+    restrict_to_owner,
+    runtime_requirements,
+)
 from grader.classroom.textsafe import clean, clip, fit_json
 from grader.i18n import LANGUAGES, TEMPLATES_DIR, Catalog
 from grader.report.said import fenced
@@ -46,18 +56,30 @@ __all__ = ["VISIBILITIES", "build_autograder_zip", "locate_submission", "main", 
 # Building the zip
 # ------------------------------------------------------------------------------------------------
 
+
 def render_scripts(*, lang: str = "en", visibility: str = "visible") -> dict[str, str]:
     """setup.sh and run_autograder, rendered from templates/gradescope/."""
     import jinja2
 
     if lang not in LANGUAGES or visibility not in VISIBILITIES:
         raise ValueError(f"unknown language {lang!r} or visibility {visibility!r}")
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR / "gradescope")),
-                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    context = {"lang": lang, "visibility": visibility, "venv": VENV, "torch": TORCH_REQUIREMENT,
-               "torch_index": TORCH_INDEX, "requirements": runtime_requirements()}
-    return {name: env.get_template(f"{name}.j2").render(context).replace("\r\n", "\n")
-            for name in ("setup.sh", "run_autograder")}
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR / "gradescope")),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    context = {
+        "lang": lang,
+        "visibility": visibility,
+        "venv": VENV,
+        "torch": TORCH_REQUIREMENT,
+        "torch_index": TORCH_INDEX,
+        "requirements": runtime_requirements(),
+    }
+    return {
+        name: env.get_template(f"{name}.j2").render(context).replace("\r\n", "\n")
+        for name in ("setup.sh", "run_autograder")
+    }
 
 
 def build_autograder_zip(out: Path, *, lang: str = "en", visibility: str = "visible") -> Path:
@@ -79,8 +101,15 @@ def build_autograder_zip(out: Path, *, lang: str = "en", visibility: str = "visi
 # Running on Gradescope
 # ------------------------------------------------------------------------------------------------
 
-def to_gradescope(document: dict[str, Any], catalog: Catalog, *, visibility: str = "visible",
-                  feedback_md: str = "", seconds: float = 0.0) -> dict[str, Any]:
+
+def to_gradescope(
+    document: dict[str, Any],
+    catalog: Catalog,
+    *,
+    visibility: str = "visible",
+    feedback_md: str = "",
+    seconds: float = 0.0,
+) -> dict[str, Any]:
     """Our results.json as Gradescope's results.json (every string made safe to serialise)."""
     tests = []
     for test in document.get("tests", []):
@@ -94,18 +123,21 @@ def to_gradescope(document: dict[str, Any], catalog: Catalog, *, visibility: str
             key = f"misconceptions.{misconception}.title"
             cause = catalog.t(key) if catalog.has(key) else misconception
             output = f"{output}\n\n{catalog.t('classroom.nbgrader.likely-cause')}: {cause}".strip()
-        tests.append({
-            "name": clean(f"{test['section']} {title}"),
-            "number": clean(test["id"]),
-            "score": float(test["points"]),
-            "max_score": float(test["max_points"]),
-            "status": "passed" if test["status"] == "passed" else "failed",
-            "output": clip(output, MAX_OUTPUT),
-            "output_format": "md",  # as the overall output: the student's text is fenced, ours escaped
-            "visibility": visibility,
-        })
-    summary = catalog.t("classroom.gradescope.summary", score=f"{document['score']:g}",
-                        max_score=f"{document['max_score']:g}")
+        tests.append(
+            {
+                "name": clean(f"{test['section']} {title}"),
+                "number": clean(test["id"]),
+                "score": float(test["points"]),
+                "max_score": float(test["max_points"]),
+                "status": "passed" if test["status"] == "passed" else "failed",
+                "output": clip(output, MAX_OUTPUT),
+                "output_format": "md",  # as the overall output: the student's text is fenced, ours escaped
+                "visibility": visibility,
+            }
+        )
+    summary = catalog.t(
+        "classroom.gradescope.summary", score=f"{document['score']:g}", max_score=f"{document['max_score']:g}"
+    )
     result = {
         "score": float(document["score"]),
         "execution_time": round(seconds, 2),
@@ -119,8 +151,7 @@ def to_gradescope(document: dict[str, Any], catalog: Catalog, *, visibility: str
 
 
 def _failure(message: str) -> dict[str, Any]:
-    return {"score": 0.0, "output": clean(message), "visibility": "visible", "stdout_visibility": "hidden",
-            "tests": []}
+    return {"score": 0.0, "output": clean(message), "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
 
 
 def run(root: Path, *, lang: str = "en", visibility: str = "visible") -> dict[str, Any]:
@@ -141,8 +172,13 @@ def run(root: Path, *, lang: str = "en", visibility: str = "visible") -> dict[st
         else:
             graded = grade_upload(submission, lang=lang, report_copy=results_dir / "kit-report")
             log = protection_lines(graded.protections, answer_key_exposure(ROOT), catalog)
-            result = to_gradescope(graded.document, catalog, visibility=visibility, feedback_md=graded.feedback_md,
-                                   seconds=time.perf_counter() - started)
+            result = to_gradescope(
+                graded.document,
+                catalog,
+                visibility=visibility,
+                feedback_md=graded.feedback_md,
+                seconds=time.perf_counter() - started,
+            )
     except Exception as exc:  # noqa: BLE001 - Gradescope must always get a results.json
         result = _failure(catalog.t("classroom.gradescope.failed", reason=f"{type(exc).__name__}: {exc}"[:300]))
     (results_dir / "results.json").write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")

@@ -21,6 +21,7 @@ A student is the `submission` of a results.json (the name as `grade` shows it: e
 with grader.intake.names.raw_name), in the folder its `folder` field names: a results.json whose
 `folder` is another folder's (a report copied or moved) is left out as unusable.
 """
+
 from __future__ import annotations
 
 import csv
@@ -91,6 +92,7 @@ class Export:
 
 # -- reading an output folder -------------------------------------------------------------------
 
+
 def _grades(folder_path: Path, folder_name: str, folder: str | None = None) -> StudentGrades | None:
     """The grades of the results.json in FOLDER_PATH (FOLDER None: one submission's, in the output
     folder itself); None when it is missing, unusable or written for another student's folder."""
@@ -98,8 +100,13 @@ def _grades(folder_path: Path, folder_name: str, folder: str | None = None) -> S
     if result is None or folder is not None and result.folder is not None and result.folder != folder:
         return None
     sections = {section.id: (section.score, section.max_score) for section in result.sections}
-    return StudentGrades(result.submission if result.submission.strip() else folder_name, result.score,
-                         result.max_score, sections, folder or "")
+    return StudentGrades(
+        result.submission if result.submission.strip() else folder_name,
+        result.score,
+        result.max_score,
+        sections,
+        folder or "",
+    )
 
 
 def _is_file(path: Path) -> bool:
@@ -138,6 +145,7 @@ def read_output(out_dir: Path) -> tuple[list[StudentGrades], list[str]]:
 
 # -- a roster (an LMS's own export, or any CSV with a column of the folder names) ----------------
 
+
 def _key(text: str) -> str:
     return unicodedata.normalize("NFC", text).strip().casefold()
 
@@ -175,8 +183,9 @@ class _Semicolon(csv.excel):
     delimiter = ";"
 
 
-def match_roster(students: list[StudentGrades], header: list[str], rows: list[dict[str, str]],
-                 key: str | None) -> tuple[str, dict[str, dict[str, str]]]:
+def match_roster(
+    students: list[StudentGrades], header: list[str], rows: list[dict[str, str]], key: str | None
+) -> tuple[str, dict[str, dict[str, str]]]:
     """(the roster column that holds the students' folder names, student name -> roster row).
     Without KEY, the column that matches the most names is used."""
     exact = {unicodedata.normalize("NFC", s.raw).strip() for s in students}
@@ -190,8 +199,10 @@ def match_roster(students: list[StudentGrades], header: list[str], rows: list[di
     best, best_count = None, (0, 0)
     for column in candidates:
         values = [row[column] for row in rows if row.get(column)]
-        count = (len(exact & {unicodedata.normalize("NFC", v).strip() for v in values}),  # exact matches first
-                 len(names & {_key(v) for v in values}))
+        count = (
+            len(exact & {unicodedata.normalize("NFC", v).strip() for v in values}),  # exact matches first
+            len(names & {_key(v) for v in values}),
+        )
         if count[1] and count > best_count:
             best, best_count = column, count
     if best is None:
@@ -204,12 +215,17 @@ def match_roster(students: list[StudentGrades], header: list[str], rows: list[di
 
 # -- writing ---------------------------------------------------------------------------------------
 
+
 def _columns(students: list[StudentGrades], by: str, assignment: str, catalog: Catalog) -> list[tuple[str, float]]:
     if by == "assignment":
         return [(assignment, max(s.max_score for s in students))]
-    return [(catalog.t("export.section-column", assignment=assignment, section=catalog.t(section_key(section))),
-             max((s.sections.get(section, (0.0, 0.0))[1] for s in students), default=0.0))
-            for section in SECTIONS]
+    return [
+        (
+            catalog.t("export.section-column", assignment=assignment, section=catalog.t(section_key(section))),
+            max((s.sections.get(section, (0.0, 0.0))[1] for s in students), default=0.0),
+        )
+        for section in SECTIONS
+    ]
 
 
 def _cells(student: StudentGrades, by: str) -> list[str]:
@@ -227,8 +243,17 @@ def _name(text: str) -> str:
     return cell if len(cell) <= MAX_NAME else cell[: MAX_NAME - 1] + "…"
 
 
-def export(out_dir: Path, *, lms: str, by: str = "assignment", assignment: str, catalog: Catalog,
-           roster: Path | None = None, roster_key: str | None = None, to: Path | None = None) -> Export:
+def export(
+    out_dir: Path,
+    *,
+    lms: str,
+    by: str = "assignment",
+    assignment: str,
+    catalog: Catalog,
+    roster: Path | None = None,
+    roster_key: str | None = None,
+    to: Path | None = None,
+) -> Export:
     """Write the CSV (default: OUT_DIR/<lms>-grades.csv) and say what it holds and what was left out."""
     if lms not in LMS or by not in GROUPINGS:
         raise ValueError(f"unknown LMS {lms!r} or grouping {by!r}")
@@ -253,8 +278,11 @@ def export(out_dir: Path, *, lms: str, by: str = "assignment", assignment: str, 
         report.not_submitted = [r[key] for r in rows if r.get(key) and _key(r[key]) not in graded]
         students = [s for s in students if s.name in matched]
         identity = CANVAS_IDENTITY if lms == "canvas" else tuple(c for c in MOODLE_IDENTITY if c in header) or (key,)
-        report.identity_column = key if key in identity else next(
-            (c for c in ("Username", "ID number", "Email address") if c in identity), identity[0])
+        report.identity_column = (
+            key
+            if key in identity
+            else next((c for c in ("Username", "ID number", "Email address") if c in identity), identity[0])
+        )
     else:
         identity = CANVAS_IDENTITY if lms == "canvas" else ("Student",)
         report.identity_column = "SIS Login ID" if lms == "canvas" else "Student"

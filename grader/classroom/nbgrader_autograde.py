@@ -26,6 +26,7 @@ The nbgrader traps this handles: ``IgnorePattern`` for torch's warnings on stder
 test cell scores 0), points as the test cell's value only ever written by the preprocessor, and
 ``nbgrader validate`` exiting 0 on failure (check its output, not its exit status).
 """
+
 from __future__ import annotations
 
 import json
@@ -39,9 +40,15 @@ from grader.i18n import Catalog
 from grader.records import MODULES
 
 NOTEBOOK_NAME = "ch3_attention"
-BOOK_ORDER = ("sec3_3_simple_attention", "sec3_4_self_attention", "exercise3_1_weight_transfer",
-              "sec3_5_causal_attention", "sec3_6_multi_head_attention", "exercise3_2_two_dim_output",
-              "exercise3_3_gpt2_attention")
+BOOK_ORDER = (
+    "sec3_3_simple_attention",
+    "sec3_4_self_attention",
+    "exercise3_1_weight_transfer",
+    "sec3_5_causal_attention",
+    "sec3_6_multi_head_attention",
+    "exercise3_2_two_dim_output",
+    "exercise3_3_gpt2_attention",
+)
 TEST_GRADE_ID = "test_{module}"
 
 
@@ -64,8 +71,9 @@ def _write_notebook(nb: Any, directory: Path, name: str) -> None:
     nbformat.write(nb, str(directory / f"{name}.ipynb"))
 
 
-def grade_notebooks(notebooks: dict[str, Path], name: str, lang: str = "en",
-                    jobs: int = 1) -> dict[str, tuple[str, dict[str, Any]]]:
+def grade_notebooks(
+    notebooks: dict[str, Path], name: str, lang: str = "en", jobs: int = 1
+) -> dict[str, tuple[str, dict[str, Any]]]:
     """Grade several students' copies of one notebook in a single run of the kit's path.
     Each notebook is read by intake's rules (no link, no special file, size capped).
 
@@ -76,8 +84,13 @@ def grade_notebooks(notebooks: dict[str, Path], name: str, lang: str = "en",
     submissions = [notebook_submission(student, notebook) for student, notebook in notebooks.items()]
     with tempfile.TemporaryDirectory(prefix="kit-nbgrader-") as scratch:
         summary = grade_submissions(submissions, Path(scratch) / "out", jobs=jobs, lang=lang, force=True)
-        return {student: (submission.content_hash, json.loads((summary.out_of[graded] / "results.json").read_text(
-                    encoding="utf-8"))) for student, submission, graded in zip(notebooks, submissions, summary.names)}
+        return {
+            student: (
+                submission.content_hash,
+                json.loads((summary.out_of[graded] / "results.json").read_text(encoding="utf-8")),
+            )
+            for student, submission, graded in zip(notebooks, submissions, summary.names)
+        }
 
 
 def grade_notebook_document(nb: Any, name: str, lang: str = "en", jobs: int = 1) -> dict[str, Any]:
@@ -118,15 +131,32 @@ def restore_test_cells(nb: Any, db_url: str, notebook: str, assignment: str) -> 
         source_cells = {cell.name: cell for cell in source.source_cells}
         for grade_cell in source.grade_cells:
             module = grade_cell.name.removeprefix("test_")
-            if module not in MODULES or grade_cell.name != TEST_GRADE_ID.format(module=module) \
-                    or grade_cell.name in present or grade_cell.name not in source_cells:
+            if (
+                module not in MODULES
+                or grade_cell.name != TEST_GRADE_ID.format(module=module)
+                or grade_cell.name in present
+                or grade_cell.name not in source_cells
+            ):
                 continue
             original = source_cells[grade_cell.name]
-            cell = nbformat.v4.new_code_cell(source=original.source, metadata={
-                "editable": False, "deletable": False,
-                "nbgrader": {"grade": True, "solution": False, "locked": True, "task": False, "schema_version": 3,
-                             "grade_id": grade_cell.name, "points": grade_cell.max_score,
-                             "checksum": original.checksum, "cell_type": "code"}})
+            cell = nbformat.v4.new_code_cell(
+                source=original.source,
+                metadata={
+                    "editable": False,
+                    "deletable": False,
+                    "nbgrader": {
+                        "grade": True,
+                        "solution": False,
+                        "locked": True,
+                        "task": False,
+                        "schema_version": 3,
+                        "grade_id": grade_cell.name,
+                        "points": grade_cell.max_score,
+                        "checksum": original.checksum,
+                        "cell_type": "code",
+                    },
+                },
+            )
             nb.cells.insert(_restore_position(nb.cells, module), cell)
             restored.add(module)
     return restored
@@ -153,6 +183,7 @@ def _code_hash(nb: Any, name: str) -> str:
 
 
 if _Base is not object:
+
     class GradeWithKit(_Base):  # type: ignore[misc,valid-type]
         """Scores the test cells of an executed notebook with the kit, ignoring what the kernel said."""
 
@@ -171,8 +202,11 @@ if _Base is not object:
             points = self._points(info, name)
             try:
                 if unreadable:  # nothing of it is a notebook: graded as the kit reads the file
-                    document, missing, restored = self._submitted_document(name, info["student"],
-                                                                           info["assignment"]), set(), set()
+                    document, missing, restored = (
+                        self._submitted_document(name, info["student"], info["assignment"]),
+                        set(),
+                        set(),
+                    )
                 else:
                     document = self._document(nb, name, info.get("student"), info.get("assignment"))
                     missing = set(MODULES) - notebook_modules(nb, name)
@@ -184,8 +218,16 @@ if _Base is not object:
             for index, (module, cell) in enumerate(tests):
                 cell_points = points.get(cell.metadata["nbgrader"].get("grade_id"), 0.0)
                 cell.metadata["nbgrader"]["points"] = cell_points  # what SaveAutoGrades scores against
-                cell.outputs = test_outputs(cell, document, module, cell_points, catalog, missing=missing,
-                                            restored=module in restored, repairs=notes if index == 0 else [])
+                cell.outputs = test_outputs(
+                    cell,
+                    document,
+                    module,
+                    cell_points,
+                    catalog,
+                    missing=missing,
+                    restored=module in restored,
+                    repairs=notes if index == 0 else [],
+                )
             return nb, resources
 
         def _restore(self, nb, info: dict, name: str) -> set[str]:
@@ -198,8 +240,9 @@ if _Base is not object:
                 self.log.error("attention-kit could not put back deleted test cells of %s: %s", name, exc)
                 return set()
             for module in sorted(restored):
-                self.log.info("attention-kit: %s's test cell for %s was deleted; put back and graded",
-                              info.get("student"), module)
+                self.log.info(
+                    "attention-kit: %s's test cell for %s was deleted; put back and graded", info.get("student"), module
+                )
             return restored
 
         def _points(self, info: dict, name: str) -> dict[str, float]:
@@ -236,8 +279,9 @@ if _Base is not object:
             cached = self._batch(name, student, assignment)
             if cached is not None:
                 return cached[1]
-            return grade_notebooks({student: self._submitted(name, assignment, student)}, name, self.lang,
-                                   self.jobs)[student][1]
+            return grade_notebooks({student: self._submitted(name, assignment, student)}, name, self.lang, self.jobs)[
+                student
+            ][1]
 
         def _submitted(self, name: str, assignment: str, student: str) -> Path:
             from nbgrader.coursedir import CourseDirectory
@@ -267,8 +311,9 @@ if _Base is not object:
 
                 started = time.perf_counter()
                 graded = grade_notebooks(notebooks, name, self.lang, self.jobs)
-                self.log.info("attention-kit graded %d copies of %s in %.1f s", len(graded), name,
-                              time.perf_counter() - started)
+                self.log.info(
+                    "attention-kit graded %d copies of %s in %.1f s", len(graded), name, time.perf_counter() - started
+                )
                 return graded
             except Exception as exc:  # noqa: BLE001 - fall back to grading one notebook at a time
                 self.log.warning("attention-kit: batch grading failed (%s); grading notebooks one by one", exc)
@@ -284,8 +329,12 @@ def _nbgrader_metadata(cell: Any) -> dict:
 
 def _is_kit_test_cell(cell: Any) -> bool:
     meta = _nbgrader_metadata(cell)
-    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution") \
+    return (
+        cell.get("cell_type") == "code"
+        and bool(meta.get("grade"))
+        and not meta.get("solution")
         and _module_of_test(cell) is not None
+    )
 
 
 def _module_of_test(cell: Any) -> str | None:

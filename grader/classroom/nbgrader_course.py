@@ -3,9 +3,10 @@
 `create_course(COURSE_DIR)` writes ``nbgrader_config.py`` and ``source/<assignment>/``: the
 chapter's notebook ``ch3_attention.ipynb`` (both rendered from templates/nbgrader/) and the kit's
 public checks (``ch3_checks.py`` and ``ch3_check_list.py`` with their messages and report
-layout, the same as the student bundle's check.py runs). The notebook is one for the chapter, as the book's own ch03.ipynb: per
-section a solution cell (the stub's code, each body between ``### BEGIN SOLUTION`` / ``### END
-SOLUTION``) and a test cell worth that section's points in the hidden suites.
+layout, the same as the student bundle's check.py runs). The notebook is one for the chapter, as
+the book's own ch03.ipynb: per section a solution cell (the stub's code, each body between
+``### BEGIN SOLUTION`` / ``### END SOLUTION``) and a test cell worth that section's points in the
+hidden suites.
 
 A test cell holds only visible code: ``check_section(module, globals())`` runs that section's
 public checks on the notebook's own definitions, so running the cell, or ``nbgrader validate``,
@@ -15,6 +16,7 @@ the notebook's code with the kit and replaces the cell's output. With no hidden 
 released test cells are the source's: nbgrader has nothing to restore and warns of no changed
 checksum.
 """
+
 from __future__ import annotations
 
 import ast
@@ -55,8 +57,12 @@ def _functions(tree: ast.AST, prefix: str = "") -> dict[str, ast.FunctionDef]:
 
 def _body_without_docstring(node: ast.FunctionDef) -> list[ast.stmt]:
     body = list(node.body)
-    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
-            and isinstance(body[0].value.value, str):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(getattr(body[0], "value", None), ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         body = body[1:]
     return body
 
@@ -81,9 +87,12 @@ def solution_cell_source(module: str) -> str:
         if not body or not answer:
             continue
         indent = " " * body[0].col_offset
-        answer_text = textwrap.dedent("\n".join(solution_lines[answer[0].lineno - 1: answer[-1].end_lineno]))
-        replacement = [f"{indent}### BEGIN SOLUTION", *source_lines(textwrap.indent(answer_text, indent)),
-                       f"{indent}### END SOLUTION"]
+        answer_text = textwrap.dedent("\n".join(solution_lines[answer[0].lineno - 1 : answer[-1].end_lineno]))
+        replacement = [
+            f"{indent}### BEGIN SOLUTION",
+            *source_lines(textwrap.indent(answer_text, indent)),
+            f"{indent}### END SOLUTION",
+        ]
         edits.append((body[0].lineno - 1, body[-1].end_lineno, replacement))
     for start, end, replacement in sorted(edits, reverse=True):
         stub_lines[start:end] = replacement
@@ -91,7 +100,7 @@ def solution_cell_source(module: str) -> str:
     text = "\n".join(stub_lines) + "\n"
     if doc is not None and stub_tree.body:
         first = stub_tree.body[0]
-        text = "\n".join(stub_lines[first.end_lineno:]) + "\n"
+        text = "\n".join(stub_lines[first.end_lineno :]) + "\n"
     text = SIBLING_IMPORT.sub("", text)
     return text.strip("\n") + "\n"
 
@@ -100,8 +109,15 @@ def module_docstring(module: str) -> str:
     return ast.get_docstring(ast.parse((ROOT / "exercises" / f"{module}.py").read_text(encoding="utf-8"))) or ""
 
 
-def create_course(course_dir: Path, *, assignment: str = "ch3", course_id: str = "attention-kit-ch3",
-                  lang: str = "en", points: dict[str, float] | None = None, run_student_kernel: bool = False) -> Path:
+def create_course(
+    course_dir: Path,
+    *,
+    assignment: str = "ch3",
+    course_id: str = "attention-kit-ch3",
+    lang: str = "en",
+    points: dict[str, float] | None = None,
+    run_student_kernel: bool = False,
+) -> Path:
     """Write a ready nbgrader course; returns the source notebook's path.
 
     `run_student_kernel`: autograde also executes each notebook in a Jupyter kernel (unsandboxed),
@@ -110,27 +126,34 @@ def create_course(course_dir: Path, *, assignment: str = "ch3", course_id: str =
 
     catalog = Catalog(lang)
     points = suite_points() if points is None else points
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), undefined=jinja2.StrictUndefined,
-                             keep_trailing_newline=True, autoescape=False)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
     env.globals["t"] = catalog.t
     sections = []
     for module in BOOK_ORDER:
         section = MODULE_SECTIONS[module]
-        sections.append({
-            "module": module,
-            "section": section,
-            "title": catalog.t(section_key(section)),
-            "doc": module_docstring(module),
-            "code": f"# module: {module}\n" + solution_cell_source(module),
-            "points": points.get(module, 0.0),
-            "test_id": TEST_GRADE_ID.format(module=module),
-        })
+        sections.append(
+            {
+                "module": module,
+                "section": section,
+                "title": catalog.t(section_key(section)),
+                "doc": module_docstring(module),
+                "code": f"# module: {module}\n" + solution_cell_source(module),
+                "points": points.get(module, 0.0),
+                "test_id": TEST_GRADE_ID.format(module=module),
+            }
+        )
     course_dir = Path(course_dir)
     source = course_dir / "source" / assignment
     source.mkdir(parents=True, exist_ok=True)
     write_public_checks(source, lang)  # released with the notebook: its test cells run them
     config = env.get_template("nbgrader/nbgrader_config.py.j2").render(
-        course_id=course_id, assignment=assignment, lang=lang, run_student_kernel=run_student_kernel)
+        course_id=course_id, assignment=assignment, lang=lang, run_student_kernel=run_student_kernel
+    )
     (course_dir / "nbgrader_config.py").write_text(config, encoding="utf-8")
     text = env.get_template("nbgrader/chapter.ipynb.j2").render(sections=sections, lang=lang)
     notebook = json.loads(text)  # the template must produce valid JSON

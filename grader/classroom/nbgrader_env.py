@@ -17,6 +17,7 @@ nbgrader work however it was started:
   not proceed". The objects are added to the session explicitly right after, so nothing is
   lost: those warnings, and only those, raised from nbgrader's gradebook module, are silenced.
 """
+
 from __future__ import annotations
 
 import os
@@ -64,7 +65,7 @@ def complete_gradebook(db: Path) -> bool:
         return False
     with closing(sqlite3.connect(db)) as connection:
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if "alembic_version" in tables or not GRADEBOOK_TABLES <= tables:
+        if "alembic_version" in tables or not tables >= GRADEBOOK_TABLES:
             return False
         from nbgrader.api import get_alembic_version  # runs `alembic heads`: tools must be on PATH
 
@@ -80,8 +81,12 @@ def silence_gradebook_cascade_warnings() -> None:
         from sqlalchemy.exc import SAWarning
     except ImportError:
         return
-    warnings.filterwarnings("ignore", message=r"Object of type <\w+> not in session, add operation along",
-                            category=SAWarning, module=r"nbgrader\.api")
+    warnings.filterwarnings(
+        "ignore",
+        message=r"Object of type <\w+> not in session, add operation along",
+        category=SAWarning,
+        module=r"nbgrader\.api",
+    )
 
 
 def prepare_nbgrader(config_file: str | os.PathLike) -> str:

@@ -1,9 +1,10 @@
 """The kit's feedback in an nbgrader test cell: the section's checks and score, the notes on the
 notebook (a deleted cell put back, a section without code, what was repaired in its nbgrader data),
 and the cell's points as its value (nbgrader's partial credit)."""
+
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from grader.classroom.nbgrader_repair import Repair
@@ -11,13 +12,14 @@ from grader.i18n import TEMPLATES_DIR, Catalog, section_key
 from grader.records import MODULE_SECTIONS
 
 
-@lru_cache(maxsize=None)
+@cache
 def _cell_environment(lang: str) -> Any:
     """The jinja2 environment of the test cells' feedback, built once per language (not per cell)."""
     import jinja2
 
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), undefined=jinja2.StrictUndefined,
-                             autoescape=True)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), undefined=jinja2.StrictUndefined, autoescape=True
+    )
     env.globals["t"] = Catalog(lang).t
     return env
 
@@ -27,13 +29,26 @@ def _in_notebook_terms(message: str, missing: set[str], catalog: Catalog) -> str
     for module in sorted(missing):
         said = catalog.t("import.missing", module=module)
         if said in message:
-            message = message.replace(said, catalog.t("classroom.nbgrader.module-missing-short", module=module,
-                                                      section=catalog.t(section_key(MODULE_SECTIONS[module]))))
+            message = message.replace(
+                said,
+                catalog.t(
+                    "classroom.nbgrader.module-missing-short",
+                    module=module,
+                    section=catalog.t(section_key(MODULE_SECTIONS[module])),
+                ),
+            )
     return message
 
 
-def cell_feedback_html(document: dict[str, Any], module: str, catalog: Catalog, *,
-                       missing: set[str] = frozenset(), restored: bool = False, repairs: list[str] = ()) -> str:
+def cell_feedback_html(
+    document: dict[str, Any],
+    module: str,
+    catalog: Catalog,
+    *,
+    missing: set[str] = frozenset(),
+    restored: bool = False,
+    repairs: list[str] = (),
+) -> str:
     """The kit's feedback for one module, as an HTML fragment for a notebook cell. `missing`: the
     modules the notebook defines no code for; `restored`: this test cell had been deleted;
     `repairs`: what was repaired in the notebook's nbgrader data, in words."""
@@ -44,16 +59,29 @@ def cell_feedback_html(document: dict[str, Any], module: str, catalog: Catalog, 
             continue
         title_key = f"tests.{test['id']}.title"
         test = {**test, "message": _in_notebook_terms(test.get("message") or "", set(missing), catalog)}
-        tests.append({**test, "title": catalog.t(title_key) if catalog.has(title_key) else test["id"].split("::")[-1],
-                      "misconception_text": catalog.t(f"misconceptions.{test['misconception']}.title")
-                      if test.get("misconception") and catalog.has(f"misconceptions.{test['misconception']}.title")
-                      else test.get("misconception")})
-    section = next((s for s in document.get("sections", []) if s["id"] == MODULE_SECTIONS[module]),
-                   {"score": 0.0, "max_score": 0.0, "title": catalog.t(section_key(MODULE_SECTIONS[module]))})
+        tests.append(
+            {
+                **test,
+                "title": catalog.t(title_key) if catalog.has(title_key) else test["id"].split("::")[-1],
+                "misconception_text": catalog.t(f"misconceptions.{test['misconception']}.title")
+                if test.get("misconception") and catalog.has(f"misconceptions.{test['misconception']}.title")
+                else test.get("misconception"),
+            }
+        )
+    section = next(
+        (s for s in document.get("sections", []) if s["id"] == MODULE_SECTIONS[module]),
+        {"score": 0.0, "max_score": 0.0, "title": catalog.t(section_key(MODULE_SECTIONS[module]))},
+    )
     integrity = [n for n in document.get("integrity", []) if n["kind"].startswith("submission.")]
     return env.get_template("nbgrader/cell_feedback.html.j2").render(
-        module=module, section=section, tests=tests, integrity=integrity, restored=restored,
-        module_missing=module in missing, repairs=list(repairs))
+        module=module,
+        section=section,
+        tests=tests,
+        integrity=integrity,
+        restored=restored,
+        module_missing=module in missing,
+        repairs=list(repairs),
+    )
 
 
 def section_result(document: dict[str, Any], module: str) -> tuple[float, float]:
@@ -73,22 +101,38 @@ def partial_credit(document: dict[str, Any], module: str, points: float) -> floa
 
 def repair_text(repair: Repair, catalog: Catalog) -> str:
     """One repair of the notebook's nbgrader data, in words."""
-    return catalog.t(f"classroom.nbgrader.repair.{repair.kind}", cell=repair.cell, grade_id=repair.grade_id,
-                     detail=repair.detail)
+    return catalog.t(
+        f"classroom.nbgrader.repair.{repair.kind}", cell=repair.cell, grade_id=repair.grade_id, detail=repair.detail
+    )
 
 
-def test_outputs(cell: Any, document: dict[str, Any] | None, module: str, points: float, catalog: Catalog, *,
-                  missing: set[str], restored: bool, repairs: list[str]) -> list:
+def test_outputs(
+    cell: Any,
+    document: dict[str, Any] | None,
+    module: str,
+    points: float,
+    catalog: Catalog,
+    *,
+    missing: set[str],
+    restored: bool,
+    repairs: list[str],
+) -> list:
     """A kit test cell's outputs: the kit's feedback and the cell's points as its value."""
     import nbformat
 
     if document is None:
-        return [nbformat.v4.new_output("error", ename="GraderError",
-                                       evalue=catalog.t("classroom.nbgrader.grader-failed"), traceback=[])]
+        return [
+            nbformat.v4.new_output(
+                "error", ename="GraderError", evalue=catalog.t("classroom.nbgrader.grader-failed"), traceback=[]
+            )
+        ]
     credit = partial_credit(document, module, points)
     html = cell_feedback_html(document, module, catalog, missing=missing, restored=restored, repairs=repairs)
     score, max_score = section_result(document, module)
     summary = catalog.t("classroom.nbgrader.cell-summary", score=f"{score:g}", max_score=f"{max_score:g}")
-    return [nbformat.v4.new_output("display_data", data={"text/html": html, "text/plain": summary}),
-            nbformat.v4.new_output("execute_result", data={"text/plain": repr(credit)},
-                                   execution_count=cell.get("execution_count") or 1)]
+    return [
+        nbformat.v4.new_output("display_data", data={"text/html": html, "text/plain": summary}),
+        nbformat.v4.new_output(
+            "execute_result", data={"text/plain": repr(credit)}, execution_count=cell.get("execution_count") or 1
+        ),
+    ]

@@ -8,6 +8,7 @@ cells the kit's intake reads in it; one the intake cannot read either (not JSON,
 folder, a link) becomes a notebook without cells, graded as the kit reads the file (see
 `GradeWithKit`). What reading repaired goes to the pass's resources, for `RepairNbgraderMetadata`.
 """
+
 from __future__ import annotations
 
 import os
@@ -36,8 +37,11 @@ def _rebuilt(cells: list[dict]) -> Any:
         else:
             kept["tags"] = list(dict.fromkeys(kept["tags"]))  # nbformat: unique tags
         kind = cell.get("cell_type") if cell.get("cell_type") in CELL_TYPES else "raw"
-        make = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell,
-                "raw": nbformat.v4.new_raw_cell}[kind]
+        make = {
+            "code": nbformat.v4.new_code_cell,
+            "markdown": nbformat.v4.new_markdown_cell,
+            "raw": nbformat.v4.new_raw_cell,
+        }[kind]
         made.append(make(source=cell_source(cell).replace("\r\n", "\n").replace("\r", "\n"), metadata=kept))
     return nbformat.v4.new_notebook(cells=made)
 
@@ -83,6 +87,7 @@ except ImportError:  # nbgrader (and with it nbconvert) is an optional extra
 
 
 if _Exporter is not object:
+
     class ReadSubmittedNotebook(_Exporter):  # type: ignore[misc,valid-type]
         """nbgrader's notebook exporter, reading the file by the kit's rules (see the module)."""
 

@@ -29,14 +29,21 @@ Each repair is a `Repair` record, kept in this process for `GradeWithKit` (the a
 the same notebook), which shows them in the notebook's feedback: never read back from the
 notebook, so a student cannot forge one.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
 # Repair kinds, each a catalogue message classroom.nbgrader.repair.<kind>.
-COPY, RESTORED, RECOGNISED, REMOVED, REBUILT, UNREADABLE = \
-    "copy", "restored", "recognised", "removed", "rebuilt", "unreadable"
+COPY, RESTORED, RECOGNISED, REMOVED, REBUILT, UNREADABLE = (
+    "copy",
+    "restored",
+    "recognised",
+    "removed",
+    "rebuilt",
+    "unreadable",
+)
 READ_REPAIRS = "attention_kit_read"  # the exporter's repairs, in the pass's resources
 
 
@@ -68,9 +75,15 @@ class CourseCell:
 
     def metadata(self) -> dict[str, Any]:
         """The nbgrader metadata of this cell in a released notebook."""
-        meta: dict[str, Any] = {"cell_type": self.cell_type, "grade": self.grade, "grade_id": self.name,
-                                "locked": self.locked, "schema_version": 3, "solution": self.solution,
-                                "task": self.task}
+        meta: dict[str, Any] = {
+            "cell_type": self.cell_type,
+            "grade": self.grade,
+            "grade_id": self.name,
+            "locked": self.locked,
+            "schema_version": 3,
+            "solution": self.solution,
+            "task": self.task,
+        }
         if self.checksum:
             meta["checksum"] = self.checksum
         if self.grade or self.task:
@@ -90,20 +103,36 @@ def course_cells(db_url: str, notebook: str, assignment: str) -> dict[str, Cours
         grades = {cell.name: float(cell.max_score) for cell in source.grade_cells}
         tasks = {cell.name: float(cell.max_score) for cell in source.task_cells}
         solutions = {cell.name for cell in source.solution_cells}
-        return {cell.name: CourseCell(cell.name, cell.cell_type, bool(cell.locked), cell.source or "", cell.checksum,
-                                      grade=cell.name in grades, solution=cell.name in solutions,
-                                      task=cell.name in tasks, points=grades.get(cell.name, tasks.get(cell.name)))
-                for cell in source.source_cells}
+        return {
+            cell.name: CourseCell(
+                cell.name,
+                cell.cell_type,
+                bool(cell.locked),
+                cell.source or "",
+                cell.checksum,
+                grade=cell.name in grades,
+                solution=cell.name in solutions,
+                task=cell.name in tasks,
+                points=grades.get(cell.name, tasks.get(cell.name)),
+            )
+            for cell in source.source_cells
+        }
 
 
 # ------------------------------------------------------------------------------------------------
 # The repair itself (plain data: testable without nbgrader)
 # ------------------------------------------------------------------------------------------------
 
+
 def cell_source(cell: Any) -> str:
     source = cell.get("source", "")
-    return "".join(part for part in source if isinstance(part, str)) if isinstance(source, list) else \
-        source if isinstance(source, str) else ""
+    return (
+        "".join(part for part in source if isinstance(part, str))
+        if isinstance(source, list)
+        else source
+        if isinstance(source, str)
+        else ""
+    )
 
 
 def _claim(cell: Any, course: dict[str, CourseCell]) -> str | None:
@@ -183,9 +212,8 @@ def repair_cells(cells: list, course: dict[str, CourseCell]) -> list[Repair]:
         elif name is not None:
             del cell["metadata"]["nbgrader"]
             repairs.append(Repair(COPY, number, name, str(taken[name])))
-        elif "nbgrader" in cell["metadata"]:
-            if _marks(cell["metadata"].pop("nbgrader")):
-                repairs.append(Repair(REMOVED, number))
+        elif "nbgrader" in cell["metadata"] and _marks(cell["metadata"].pop("nbgrader")):
+            repairs.append(Repair(REMOVED, number))
     return repairs
 
 
@@ -227,6 +255,7 @@ except ImportError:  # nbgrader is an optional extra
 
 
 if _Preprocessor is not object:
+
     class RepairNbgraderMetadata(_Preprocessor):  # type: ignore[misc,valid-type]
         """Makes a submitted notebook's nbgrader metadata the course's (see the module)."""
 
@@ -242,8 +271,11 @@ if _Preprocessor is not object:
                 try:
                     repairs += repair_cells(nb.cells, course)
                 except Exception as exc:  # noqa: BLE001 - never stop the class over one notebook
-                    self.log.error("attention-kit could not repair %s's notebook (%s); its nbgrader metadata "
-                                   "is removed", info.get("student"), exc)
+                    self.log.error(
+                        "attention-kit could not repair %s's notebook (%s); its nbgrader metadata is removed",
+                        info.get("student"),
+                        exc,
+                    )
                     repairs += strip_all(nb.cells)
             _REPAIRS[_key(info)] = repairs
             for repair in repairs:

@@ -22,6 +22,7 @@ container, the entrypoint runs ``python -m grader.classroom.prairielearn run``: 
 reachable by root only, the upload is located without following links, read by the kit's intake and
 graded by `grader.run.grade` (the same path as `grade`), and results.json is written, always.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grader.classroom.deployment import (Graded, answer_key_exposure, grade_upload, limits_within, locate_submission,
-                                         protection_lines, restrict_to_owner, ROOT)
+from grader.classroom.deployment import (
+    ROOT,
+    Graded,
+    answer_key_exposure,
+    grade_upload,
+    limits_within,
+    locate_submission,
+    protection_lines,
+    restrict_to_owner,
+)
 from grader.classroom.textsafe import clean, clip, fit_json
 from grader.i18n import LANGUAGES, TEMPLATES_DIR, Catalog
 from grader.records import GradeResult
@@ -58,12 +67,17 @@ SVG_NAMESPACE = 'xmlns="http://www.w3.org/2000/svg"'
 # results.json
 # ------------------------------------------------------------------------------------------------
 
+
 def _text_macros(lang: str):
     import jinja2
 
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR / "prairielearn")),
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                             keep_trailing_newline=False)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR / "prairielearn")),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
     env.globals["t"] = Catalog(lang).t
     env.filters["num"] = lambda value: f"{value:g}"
     return env.get_template("results.txt.j2").module
@@ -72,8 +86,11 @@ def _text_macros(lang: str):
 def _svg_data_url(grid: Any, tokens: list[str], catalog: Catalog) -> str:
     from grader.report.render import _attention_grid
 
-    svg = str(_attention_grid(catalog.lang, grid, tuple(tokens), catalog.t("report.heatmap.query"),
-                              catalog.t("report.heatmap.key")))
+    svg = str(
+        _attention_grid(
+            catalog.lang, grid, tuple(tokens), catalog.t("report.heatmap.query"), catalog.t("report.heatmap.key")
+        )
+    )
     svg = svg.strip().replace("<svg ", f"<svg {SVG_NAMESPACE} ", 1)  # a file needs its namespace
     return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
 
@@ -85,10 +102,15 @@ def _images(check: Any, catalog: Catalog) -> list[dict[str, str]]:
         return []
     images = []
     if heatmap.student is not None:
-        images.append({"label": catalog.t("report.heatmap.yours"),
-                        "url": _svg_data_url(heatmap.student, heatmap.tokens, catalog)})
-    images.append({"label": catalog.t("report.heatmap.reference"),
-                   "url": _svg_data_url(heatmap.reference, heatmap.tokens, catalog)})
+        images.append(
+            {"label": catalog.t("report.heatmap.yours"), "url": _svg_data_url(heatmap.student, heatmap.tokens, catalog)}
+        )
+    images.append(
+        {
+            "label": catalog.t("report.heatmap.reference"),
+            "url": _svg_data_url(heatmap.reference, heatmap.tokens, catalog),
+        }
+    )
     return images
 
 
@@ -153,14 +175,18 @@ def to_prairielearn(graded: Graded, catalog: Catalog, seconds: float = 0.0) -> d
 
 
 def not_gradable(errors: list[str], catalog: Catalog) -> dict[str, Any]:
-    document = {"gradable": False, "format_errors": [clip(e, MAX_TEST_TEXT) for e in errors],
-                "message": catalog.t("prairielearn.not-gradable")}
+    document = {
+        "gradable": False,
+        "format_errors": [clip(e, MAX_TEST_TEXT) for e in errors],
+        "message": catalog.t("prairielearn.not-gradable"),
+    }
     return fit_json(document, MAX_RESULTS_BYTES, shrink=("message",), per_test=())
 
 
 # ------------------------------------------------------------------------------------------------
 # The entrypoint, in the grading container
 # ------------------------------------------------------------------------------------------------
+
 
 def read_config(tests_dir: Path) -> dict[str, Any]:
     """The question's tests/attention-kit.json (the language of the feedback); {} when absent or bad."""
@@ -208,8 +234,9 @@ def run(root: Path = Path("/grade"), *, lang: str | None = None) -> dict[str, An
             log = protection_lines(graded.protections, answer_key_exposure(ROOT), catalog)
             result = to_prairielearn(graded, catalog, time.perf_counter() - started)
     except Exception as exc:  # noqa: BLE001 - PrairieLearn must always get a results.json
-        result = not_gradable([catalog.t("prairielearn.grader-failed",
-                                         reason=clip(f"{type(exc).__name__}: {exc}", 300))], catalog)
+        result = not_gradable(
+            [catalog.t("prairielearn.grader-failed", reason=clip(f"{type(exc).__name__}: {exc}", 300))], catalog
+        )
     text = json.dumps(result, indent=2, ensure_ascii=False)
     (results_dir / "results.json").write_text(text, encoding="utf-8")
     for line in log:
@@ -222,8 +249,12 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     run_parser = sub.add_parser("run", help="grade /grade/student into /grade/results/results.json")
     run_parser.add_argument("--root", type=Path, default=Path("/grade"))
-    run_parser.add_argument("--lang", choices=LANGUAGES, default=None,
-                            help="language of the feedback (default: tests/attention-kit.json, else en)")
+    run_parser.add_argument(
+        "--lang",
+        choices=LANGUAGES,
+        default=None,
+        help="language of the feedback (default: tests/attention-kit.json, else en)",
+    )
     args = parser.parse_args(argv)
     result = run(args.root, lang=args.lang)
     print(f"score {result['score']:g}" if result.get("gradable", True) else "not gradable")

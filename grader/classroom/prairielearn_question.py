@@ -16,6 +16,7 @@ OUT/README.md            what to build, push and copy
 
 Formats are PrairieLearn's (see grader.classroom.prairielearn).
 """
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,10 @@ ENTRYPOINT = "/usr/local/bin/attention-kit-grade"
 DEFAULT_IMAGE = "attention-kit-grader:0.1.0"
 SUBMIT_MODES = ("upload", "editors")
 # A Docker image reference: [registry[:port]/]name[/name...][:tag]
-IMAGE_PATTERN = re.compile(r"^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-                           r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$")
+IMAGE_PATTERN = re.compile(
+    r"^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+    r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$"
+)
 
 
 class QuestionError(Exception):
@@ -52,9 +55,14 @@ class QuestionError(Exception):
 def _environment(lang: str, autoescape: bool):
     import jinja2
 
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR / "prairielearn")),
-                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                             autoescape=autoescape, trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR / "prairielearn")),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=autoescape,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.globals["t"] = Catalog(lang).t
     return env
 
@@ -87,8 +95,9 @@ def info_json(*, title: str, image: str, timeout: int, question_uuid: str) -> di
     }
 
 
-def write_question(out: Path, *, lang: str = "en", image: str = DEFAULT_IMAGE, submit: str = "upload",
-                   timeout: int = DEFAULT_TIMEOUT) -> list[Path]:
+def write_question(
+    out: Path, *, lang: str = "en", image: str = DEFAULT_IMAGE, submit: str = "upload", timeout: int = DEFAULT_TIMEOUT
+) -> list[Path]:
     """Write the question and the image recipe under OUT; returns the files written."""
     if lang not in LANGUAGES or submit not in SUBMIT_MODES:
         raise ValueError(f"unknown language {lang!r} or submission mode {submit!r}")
@@ -107,8 +116,12 @@ def write_question(out: Path, *, lang: str = "en", image: str = DEFAULT_IMAGE, s
         path.chmod(mode)
         written.append(path)
 
-    info = info_json(title=catalog.t("prairielearn.question.title"), image=image, timeout=timeout,
-                     question_uuid=_existing_uuid(question / "info.json") or str(uuid.uuid4()))
+    info = info_json(
+        title=catalog.t("prairielearn.question.title"),
+        image=image,
+        timeout=timeout,
+        question_uuid=_existing_uuid(question / "info.json") or str(uuid.uuid4()),
+    )
     write(question / "info.json", json.dumps(info, indent=4, ensure_ascii=False) + "\n")
     html = _environment(lang, autoescape=True).get_template("question.html.j2")
     write(question / "question.html", html.render(modules=MODULES, submit=submit))
@@ -116,11 +129,20 @@ def write_question(out: Path, *, lang: str = "en", image: str = DEFAULT_IMAGE, s
     shutil.rmtree(question / "stubs", ignore_errors=True)
     if submit == "editors":
         for module in MODULES:
-            write(question / "stubs" / f"{module}.py", (ROOT / "exercises" / f"{module}.py").read_text(encoding="utf-8"))
+            write(
+                question / "stubs" / f"{module}.py", (ROOT / "exercises" / f"{module}.py").read_text(encoding="utf-8")
+            )
 
     text = _environment(lang, autoescape=False)
-    context = {"image": image, "kit_dir": KIT_DIR, "entrypoint": ENTRYPOINT, "torch": TORCH_REQUIREMENT,
-               "torch_index": TORCH_INDEX, "question_id": QUESTION_ID, "timeout": timeout}
+    context = {
+        "image": image,
+        "kit_dir": KIT_DIR,
+        "entrypoint": ENTRYPOINT,
+        "torch": TORCH_REQUIREMENT,
+        "torch_index": TORCH_INDEX,
+        "question_id": QUESTION_ID,
+        "timeout": timeout,
+    }
     write(image_dir / "Dockerfile", text.get_template("Dockerfile.j2").render(context))
     write(image_dir / "requirements.txt", "\n".join(runtime_requirements()) + "\n")
     write(image_dir / "attention-kit-grade", text.get_template("entrypoint.sh.j2").render(context), 0o755)

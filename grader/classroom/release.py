@@ -14,6 +14,7 @@ Layout of OUT/:
     _kit/grader/...        a copy of the grader's intake (grader/intake/ and the kit modules it
                            imports): check.py finds .py files and notebooks by the grader's rules
 """
+
 from __future__ import annotations
 
 import ast
@@ -63,8 +64,11 @@ def check_messages(default: str, framework: str = "pytorch") -> dict:
         if framework == "mindspore":  # item texts of the MindSpore edition (mindspore.toml)
             flat |= _flat(tree.get("classroom", {}).get("check-mindspore", {}))
         flat |= {f"section.{module}": catalog.t(section_key(section)) for module, section in MODULE_SECTIONS.items()}
-        flat |= {f"hints.{name}": entry["hint"] for name, entry in tree.get("misconceptions", {}).items()
-                 if isinstance(entry, dict) and isinstance(entry.get("hint"), str)}
+        flat |= {
+            f"hints.{name}": entry["hint"]
+            for name, entry in tree.get("misconceptions", {}).items()
+            if isinstance(entry, dict) and isinstance(entry.get("hint"), str)
+        }
         messages[lang] = flat
     return messages
 
@@ -77,8 +81,9 @@ def write_public_checks(folder: Path, lang: str, framework: str = "pytorch") -> 
     check_list = RELEASE_TEMPLATES / ("mindspore" if framework == "mindspore" else "") / CHECK_LIST
     written.append(Path(shutil.copyfile(check_list, folder / CHECK_LIST)))
     messages = folder / "check_messages.json"
-    messages.write_text(json.dumps(check_messages(lang, framework), ensure_ascii=False, indent=1) + "\n",
-                        encoding="utf-8")
+    messages.write_text(
+        json.dumps(check_messages(lang, framework), ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
+    )
     return [*written, messages]
 
 
@@ -108,8 +113,10 @@ def _kit_imports(file: Path, package: str) -> set[str]:
 
 def intake_closure() -> dict[str, Path]:
     """Module name -> file of grader/intake/ and every kit module it imports, with their packages."""
-    todo = [f"{INTAKE}.{f.stem}" if f.stem != "__init__" else INTAKE
-            for f in sorted((ROOT / "grader" / "intake").glob("*.py"))]
+    todo = [
+        f"{INTAKE}.{f.stem}" if f.stem != "__init__" else INTAKE
+        for f in sorted((ROOT / "grader" / "intake").glob("*.py"))
+    ]
     found: dict[str, Path] = {}
     while todo:
         name = todo.pop()
@@ -157,8 +164,9 @@ def write_release(out: Path, *, lang: str = "en", force: bool = False, framework
     written.append(Path(shutil.copyfile(RELEASE_TEMPLATES / "check.py", out / "check.py")))
     written += write_public_checks(out, lang, framework)
     written += write_kit_intake(out)
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), undefined=jinja2.StrictUndefined,
-                             keep_trailing_newline=True)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)), undefined=jinja2.StrictUndefined, keep_trailing_newline=True
+    )
     env.globals["t"] = catalog.t
     readme = out / "README.md"
     readme.write_text(env.get_template(readme_template).render(), encoding="utf-8")

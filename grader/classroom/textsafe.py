@@ -1,6 +1,7 @@
 """Text that came from a submission, made safe for what the platforms read: JSON documents with a
 size limit (Gradescope's and PrairieLearn's results.json) and spreadsheet cells (every CSV the kit
 writes: the gradebook, the LMS exports)."""
+
 from __future__ import annotations
 
 import copy
@@ -43,8 +44,13 @@ def json_size(document: Any) -> int:
     return len(json.dumps(document, indent=2, ensure_ascii=False).encode("utf-8"))
 
 
-def fit_json(document: dict, limit: int, *, shrink: tuple[str, ...] = ("output", "message"),
-             per_test: tuple[str, ...] = ("output", "message")) -> dict:
+def fit_json(
+    document: dict,
+    limit: int,
+    *,
+    shrink: tuple[str, ...] = ("output", "message"),
+    per_test: tuple[str, ...] = ("output", "message"),
+) -> dict:
     """DOCUMENT (a results.json with "tests") cut until its JSON takes at most LIMIT bytes: first the
     images, then each test's long fields, then the top-level long fields, ever shorter. Scores, names
     and the tests themselves are kept."""
@@ -78,8 +84,11 @@ def starts_formula(text: str) -> bool:
     if not text:
         return False
     first = text[0]
-    return first in FORMULA_STARTS or first.isspace() or unicodedata.category(first) in (
-        "Cc", "Cf", "Zs", "Zl", "Zp", "Mn", "Me")
+    return (
+        first in FORMULA_STARTS
+        or first.isspace()
+        or unicodedata.category(first) in ("Cc", "Cf", "Zs", "Zl", "Zp", "Mn", "Me")
+    )
 
 
 def spreadsheet_cell(value: Any) -> str:

@@ -14,25 +14,33 @@ tests is its own module's. Then, for each failing test, the evidence in order:
 Correct code passes its tests and so is never diagnosed. A trace is untrusted data: it only
 shapes the wording of the student's own feedback, never a score.
 """
+
 from __future__ import annotations
 
 import functools
 import weakref
-from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
 
 import torch
 
-from grader.diagnosis.blame import (BUILDERS, caller_is_blamed, decide_blame, dependencies_pass,
-                                    failing_modules_relied_on, located_in_own_module)
+from grader.diagnosis.blame import (
+    BUILDERS,
+    caller_is_blamed,
+    decide_blame,
+    dependencies_pass,
+    failing_modules_relied_on,
+    located_in_own_module,
+)
 from grader.diagnosis.catalogue import CATALOGUE, Misconception
 from grader.diagnosis.paths import same_lines_for_every_input, uses_modules
 from grader.diagnosis.patterns import all_patterns
 from grader.diagnosis.quotes import frame
 from grader.diagnosis.signatures import configuration_differs, signatures
 from grader.diagnosis.variants import VariantRun
-from grader.records import Diagnosis, ProbeError, TestOutcome
 from grader.probe_outputs import ProbeOutputs
+from grader.records import Diagnosis, ProbeError, TestOutcome
 
 MATCH_ATOL = 1e-4
 
@@ -40,8 +48,14 @@ MATCH_ATOL = 1e-4
 def same(a: Any, b: Any) -> bool:
     """Outputs (or errors) equal up to a small tolerance."""
     if isinstance(a, ProbeError) or isinstance(b, ProbeError):
-        return (isinstance(a, ProbeError) and isinstance(b, ProbeError) and a.kind == b.kind
-                and a.exc_type == b.exc_type and a.message == b.message and a.key == b.key)
+        return (
+            isinstance(a, ProbeError)
+            and isinstance(b, ProbeError)
+            and a.kind == b.kind
+            and a.exc_type == b.exc_type
+            and a.message == b.message
+            and a.key == b.key
+        )
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
         if type(a) is not torch.Tensor or type(b) is not torch.Tensor or a.shape != b.shape:
             return False
@@ -124,15 +138,23 @@ class Diagnoser:
             return None
         return self.pattern(outcome) or (self.variant(outcome, student) if outcome.probes else None)
 
-    def probes_to_trace(self, outcomes: list[TestOutcome], student: ProbeOutputs,
-                        uses: Mapping[str, tuple[str, ...]] | None = None,
-                        sources: Mapping[str, str] | None = None) -> list[str]:
+    def probes_to_trace(
+        self,
+        outcomes: list[TestOutcome],
+        student: ProbeOutputs,
+        uses: Mapping[str, tuple[str, ...]] | None = None,
+        sources: Mapping[str, str] | None = None,
+    ) -> list[str]:
         """The probes to trace (`trace_plan`)."""
         return self.trace_plan(outcomes, student, uses, sources)[0]
 
-    def trace_plan(self, outcomes: list[TestOutcome], student: ProbeOutputs,
-                   uses: Mapping[str, tuple[str, ...]] | None = None,
-                   sources: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+    def trace_plan(
+        self,
+        outcomes: list[TestOutcome],
+        student: ProbeOutputs,
+        uses: Mapping[str, tuple[str, ...]] | None = None,
+        sources: Mapping[str, str] | None = None,
+    ) -> tuple[list[str], dict[str, str]]:
         """The probes worth tracing, and the probes that share one of theirs (probe -> the traced one).
 
         Worth tracing: the probes of failing tests whose results differ from the reference's, where
@@ -156,21 +178,27 @@ class Diagnoser:
         names: list[str] = []
         groups: dict[tuple, list[str]] = {}  # (variant, code path) -> its probes
         for outcome in outcomes if self.traced else []:
-            if outcome.status == "passed" \
-                    or (outcome.blocked_by and not caller_is_blamed(outcome, outcomes, uses or {})) \
-                    or self.departs_where_it_relies(outcome, outcomes, student, uses or {}, sources):
+            if (
+                outcome.status == "passed"
+                or (outcome.blocked_by and not caller_is_blamed(outcome, outcomes, uses or {}))
+                or self.departs_where_it_relies(outcome, outcomes, student, uses or {}, sources)
+            ):
                 continue
             for name in outcome.probes:
                 result = student.results.get(name)
                 if name in names or same(result, self.reference.results.get(name)):
                     continue
-                if isinstance(result, ProbeError) and (result.kind not in ("exception", "contract")
-                                                       or result.exc_type == "NotImplementedError"):
+                if isinstance(result, ProbeError) and (
+                    result.kind not in ("exception", "contract") or result.exc_type == "NotImplementedError"
+                ):
                     continue
                 names.append(name)
                 variant = self.variant(outcome, student) if outcome.error is None else None  # kept per test
-                if variant and sources is not None \
-                        and same_lines_for_every_input((call[0] for call in code_path(name)[0]), sources):
+                if (
+                    variant
+                    and sources is not None
+                    and same_lines_for_every_input((call[0] for call in code_path(name)[0]), sources)
+                ):
                     groups.setdefault((variant, code_path(name)), []).append(name)
         shared: dict[str, str] = {}
         for group in groups.values():  # the one traced: the probe that runs the fewest ops
@@ -179,8 +207,14 @@ class Diagnoser:
         names = [name for name in names if name not in shared]
         return names, shared
 
-    def departs_where_it_relies(self, outcome: TestOutcome, outcomes: list[TestOutcome], student: ProbeOutputs,
-                                uses: Mapping[str, tuple[str, ...]], sources: Mapping[str, str] | None) -> bool:
+    def departs_where_it_relies(
+        self,
+        outcome: TestOutcome,
+        outcomes: list[TestOutcome],
+        student: ProbeOutputs,
+        uses: Mapping[str, tuple[str, ...]],
+        sources: Mapping[str, str] | None,
+    ) -> bool:
         """`outcome`'s test fails with wrong values only, and relies on failing tests of earlier
         sections (`failing_modules_relied_on`) whose modules the student's code really uses
         (`paths.uses_modules`: a name of theirs used, not only imported); the student's code that
@@ -191,16 +225,24 @@ class Diagnoser:
         if sources is None or outcome.error is not None:
             return False
         broken = failing_modules_relied_on(outcome, outcomes, uses)
-        return bool(broken) and uses_modules(outcome.module, broken, sources) \
-            and all(same_lines_for_every_input((call[0] for call in code_path(name)[0]), sources)
-                    for name in outcome.probes) \
+        return (
+            bool(broken)
+            and uses_modules(outcome.module, broken, sources)
+            and all(
+                same_lines_for_every_input((call[0] for call in code_path(name)[0]), sources) for name in outcome.probes
+            )
             and self.variant(outcome, student) is None
+        )
 
-    def diagnose_submission(self, outcomes: list[TestOutcome], student: ProbeOutputs,
-                            uses: Mapping[str, tuple[str, ...]] | None = None,
-                            sources: Mapping[str, str] | None = None,
-                            traces: Mapping[str, Any] | None = None,
-                            shared: Mapping[str, str] | None = None) -> list[TestOutcome]:
+    def diagnose_submission(
+        self,
+        outcomes: list[TestOutcome],
+        student: ProbeOutputs,
+        uses: Mapping[str, tuple[str, ...]] | None = None,
+        sources: Mapping[str, str] | None = None,
+        traces: Mapping[str, Any] | None = None,
+        shared: Mapping[str, str] | None = None,
+    ) -> list[TestOutcome]:
         """Blame, then a misconception and a `Diagnosis` for every failing test of one submission:
         the outcomes anew. `traces`: probe -> the tracer's document (untrusted; see
         grader.diagnosis.trace_documents); `shared`: probe -> the traced probe whose trace stands for it
@@ -212,8 +254,11 @@ class Diagnoser:
         healthy = dependencies_pass(outcomes, uses)
         if traces and shared is None:
             shared = self.trace_plan(outcomes, student, uses, sources)[1]
-        evidence = Evidence(traces or {}, sources or {}, healthy, self.findings, shared) if self.traced \
+        evidence = (
+            Evidence(traces or {}, sources or {}, healthy, self.findings, shared)
+            if self.traced
             else Evidence({}, {}, healthy, self.findings)
+        )
         untraced: list[int] = []  # left untraced as they rely on a broken section (`trace_plan`)
         for index, outcome in enumerate(outcomes):  # each replaced by its diagnosed self, in order
             if outcome.status == "passed" or outcome.blocked_by:
@@ -233,20 +278,36 @@ class Diagnoser:
                 untraced.append(index)  # that section's own tests name the cause
             elif outcome.error is None and not named:
                 named += signatures(outcome, student, self.reference)
-                if outcome.module in BUILDERS and healthy(outcome) and configuration_differs(outcome, student,
-                                                                                            self.reference):
+                if (
+                    outcome.module in BUILDERS
+                    and healthy(outcome)
+                    and configuration_differs(outcome, student, self.reference)
+                ):
                     named.append("wrong-config")
             named = [m for m in dict.fromkeys(named) if m in CATALOGUE]
             location = found.location_of(named[0]) if named else found.location
-            if outcome.error is not None and location is not None and outcome.error.location is not None \
-                    and (location.file, location.line) == (outcome.error.location.file, outcome.error.location.line):
+            if (
+                outcome.error is not None
+                and location is not None
+                and outcome.error.location is not None
+                and (location.file, location.line) == (outcome.error.location.file, outcome.error.location.line)
+            ):
                 location = None  # the error message shows it already
-            evidence_kind = ("error" if pattern or outcome.id in moved else "variant" if variant == (named or [None])[0]
-                             and variant not in found.misconceptions else found.kind or "behaviour")
+            evidence_kind = (
+                "error"
+                if pattern or outcome.id in moved
+                else "variant"
+                if variant == (named or [None])[0] and variant not in found.misconceptions
+                else found.kind or "behaviour"
+            )
             diagnosis = outcome.diagnosis
             if named or found.checkpoint or location:
-                diagnosis = Diagnosis(tuple(named), found.checkpoint_of(named[0]) if named else found.checkpoint,
-                                      location, evidence_kind if named else found.kind)
+                diagnosis = Diagnosis(
+                    tuple(named),
+                    found.checkpoint_of(named[0]) if named else found.checkpoint,
+                    location,
+                    evidence_kind if named else found.kind,
+                )
             outcomes[index] = replace(outcome, misconception=named[0] if named else None, diagnosis=diagnosis)
         outcomes = consolidate(outcomes)
         for index in untraced:  # the line the tests it relies on found, in their own module
@@ -256,15 +317,17 @@ class Diagnoser:
         return outcomes
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def code_path(probe: str) -> tuple[frozenset[tuple[str | None, str, int]], bool]:
     """The functions of the code under test that `probe` runs (file, name, first line) on the
     reference, and whether it uses parameters as the constructors made them (a seeded run)."""
     from grader.diagnosis.checkpoints import reference
 
     known = reference(probe)
-    return (frozenset((call.file, call.function, call.line) for call in known.trace.calls),
-            any(instance.seeded for instance in known.instances))
+    return (
+        frozenset((call.file, call.function, call.line) for call in known.trace.calls),
+        any(instance.seeded for instance in known.instances),
+    )
 
 
 def reference_ops(probe: str) -> int:
@@ -289,8 +352,12 @@ def _general(outcome: TestOutcome, named: set[str]) -> TestOutcome:
     diagnosis = outcome.diagnosis
     if diagnosis is None:
         return outcome
-    causes = list(dict.fromkeys(SPECIAL_CASES[m] if m in SPECIAL_CASES and SPECIAL_CASES[m] in named else m
-                                for m in diagnosis.misconceptions))
+    causes = list(
+        dict.fromkeys(
+            SPECIAL_CASES[m] if m in SPECIAL_CASES and SPECIAL_CASES[m] in named else m
+            for m in diagnosis.misconceptions
+        )
+    )
     if causes == list(diagnosis.misconceptions):
         return outcome
     return replace(outcome, diagnosis=replace(diagnosis, misconceptions=tuple(causes)), misconception=causes[0])

@@ -6,10 +6,11 @@ itself broken. When the module passes its own tests, it was given something wron
 the calling module, and the failure is that module's. For the exercises that do nothing but
 configure a module of 3.6 (BUILDERS), that is a wrong configuration.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Mapping
 
 from grader.records import ProbeError, TestOutcome
 
@@ -17,8 +18,9 @@ from grader.records import ProbeError, TestOutcome
 BUILDERS = frozenset({"exercise3_2_two_dim_output", "exercise3_3_gpt2_attention"})
 
 
-def relied_on(outcome: TestOutcome, module: str, outcomes: list[TestOutcome],
-              uses: Mapping[str, tuple[str, ...]]) -> list[TestOutcome]:
+def relied_on(
+    outcome: TestOutcome, module: str, outcomes: list[TestOutcome], uses: Mapping[str, tuple[str, ...]]
+) -> list[TestOutcome]:
     """The tests of `module` whose code `outcome`'s test also runs: those its `uses` marker names,
     else every test of that module."""
     named = set(uses.get(outcome.id, ()))
@@ -27,8 +29,7 @@ def relied_on(outcome: TestOutcome, module: str, outcomes: list[TestOutcome],
     return chosen or tests
 
 
-def caller_is_blamed(outcome: TestOutcome, outcomes: list[TestOutcome],
-                     uses: Mapping[str, tuple[str, ...]]) -> bool:
+def caller_is_blamed(outcome: TestOutcome, outcomes: list[TestOutcome], uses: Mapping[str, tuple[str, ...]]) -> bool:
     """The exception surfaced in another module that passes the tests this one relies on."""
     error = outcome.error
     if outcome.status == "passed" or error is None or not error.module or error.module == outcome.module:
@@ -37,13 +38,17 @@ def caller_is_blamed(outcome: TestOutcome, outcomes: list[TestOutcome],
     return bool(tests) and all(o.status == "passed" for o in tests)
 
 
-def failing_modules_relied_on(outcome: TestOutcome, outcomes: list[TestOutcome],
-                              uses: Mapping[str, tuple[str, ...]]) -> list[str]:
+def failing_modules_relied_on(
+    outcome: TestOutcome, outcomes: list[TestOutcome], uses: Mapping[str, tuple[str, ...]]
+) -> list[str]:
     """The modules of the tests that `outcome`'s test is marked as using (its `uses`: tests of earlier
     sections whose code it also runs) that do not pass, in the marker's order: its failure may be theirs."""
     status = {o.id: o.status for o in outcomes}
-    return list(dict.fromkeys(test.split("::")[0] for test in uses.get(outcome.id, ())
-                              if status.get(test, "passed") != "passed"))
+    return list(
+        dict.fromkeys(
+            test.split("::")[0] for test in uses.get(outcome.id, ()) if status.get(test, "passed") != "passed"
+        )
+    )
 
 
 def in_caller(error: ProbeError, module: str) -> ProbeError:
@@ -56,16 +61,22 @@ def in_caller(error: ProbeError, module: str) -> ProbeError:
     return replace(error, frames=frames, module=module)
 
 
-def decide_blame(outcomes: list[TestOutcome],
-                 uses: Mapping[str, tuple[str, ...]]) -> tuple[list[TestOutcome], set[str]]:
+def decide_blame(
+    outcomes: list[TestOutcome], uses: Mapping[str, tuple[str, ...]]
+) -> tuple[list[TestOutcome], set[str]]:
     """The outcomes with the failures whose cause is in their own module unblocked, and those tests' ids."""
     moved = {outcome.id for outcome in outcomes if caller_is_blamed(outcome, outcomes, uses)}
-    return [replace(o, error=in_caller(o.error, o.module), blocked_by=None)  # type: ignore[arg-type]
-            if o.id in moved else o for o in outcomes], moved
+    return [
+        replace(o, error=in_caller(o.error, o.module), blocked_by=None)  # type: ignore[arg-type]
+        if o.id in moved
+        else o
+        for o in outcomes
+    ], moved
 
 
-def attribute_to_earlier_sections(outcomes: list[TestOutcome],
-                                  uses: Mapping[str, tuple[str, ...]]) -> list[TestOutcome]:
+def attribute_to_earlier_sections(
+    outcomes: list[TestOutcome], uses: Mapping[str, tuple[str, ...]]
+) -> list[TestOutcome]:
     """A failure in a test that also runs code of an earlier section that fails its own tests is
     blamed on that section ("blocked by") when it has no diagnosis of its own, or when its
     diagnosis locates the cause in that section's file (the cause is there, not here)."""
@@ -86,9 +97,18 @@ def _attributed(outcome: TestOutcome, outcomes: list[TestOutcome], uses: Mapping
 
 def located_in_own_module(tests: tuple[str, ...], outcomes: list[TestOutcome]) -> TestOutcome | None:
     """The first of `tests` that fails with a diagnosis located in its own module's file."""
-    return next((o for o in outcomes if o.id in tests and o.status != "passed" and o.diagnosis is not None
-                 and o.diagnosis.location is not None and o.diagnosis.location.file.removesuffix(".py") == o.module),
-                None)
+    return next(
+        (
+            o
+            for o in outcomes
+            if o.id in tests
+            and o.status != "passed"
+            and o.diagnosis is not None
+            and o.diagnosis.location is not None
+            and o.diagnosis.location.file.removesuffix(".py") == o.module
+        ),
+        None,
+    )
 
 
 def dependencies_pass(outcomes: list[TestOutcome], uses: Mapping[str, tuple[str, ...]]):

@@ -7,12 +7,13 @@ here, in the trusted process: it is our own code) is cut into `Instance`s, one p
 pipeline each (one call of a forward, one head of the wrapper...), in the order the reference runs
 them; each instance knows its checkpoint values and the `Context` the pipeline's stages need.
 """
+
 from __future__ import annotations
 
 import os
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import torch
@@ -28,11 +29,22 @@ from grader.probes.tracer import traced
 SOLUTIONS_DIR = Path(solutions.__file__).resolve().parent
 DECLARATION = re.compile(r"\[checkpoint: ([\w=, ]+)\]")
 STARTS = {"concat"}  # checkpoints that begin a pass of their own (the wrapper joins finished heads)
-DROPOUT_OPS = frozenset({"dropout", "dropout_", "native_dropout", "feature_dropout", "alpha_dropout",
-                         "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d"})
+DROPOUT_OPS = frozenset(
+    {
+        "dropout",
+        "dropout_",
+        "native_dropout",
+        "feature_dropout",
+        "alpha_dropout",
+        "feature_alpha_dropout",
+        "dropout1d",
+        "dropout2d",
+        "dropout3d",
+    }
+)
 
 
-@lru_cache(maxsize=None)
+@cache
 def declarations() -> dict[tuple[str, int], dict[str, str]]:
     """(file, line) -> {op name or "": checkpoint} for every declared checkpoint of the solutions."""
     found: dict[tuple[str, int], dict[str, str]] = {}
@@ -100,8 +112,13 @@ def instances(trace: Trace) -> list[Instance]:
             if name is None:
                 continue
             last = current.order[-1] if current and current.order else None
-            if current is None or current.call != op.call or name in current.checkpoints or name in STARTS \
-                    or (last is not None and stage_order(name) < stage_order(last)):
+            if (
+                current is None
+                or current.call != op.call
+                or name in current.checkpoints
+                or name in STARTS
+                or (last is not None and stage_order(name) < stage_order(last))
+            ):
                 current = Instance(op.call)
                 found.append(current)
             current.checkpoints[name] = node
@@ -149,8 +166,9 @@ def _describe(trace: Trace, instance: Instance) -> None:
         weight = _value(trace, ops["output"].argument(1, "weight"))
         bias = _value(trace, ops["output"].argument(2, "bias"))
         if weight is not None:
-            ctx.out_proj = lambda merged, w=weight, b=bias: F.linear(merged, w.to(merged.dtype),
-                                                                   None if b is None else b.to(merged.dtype))
+            ctx.out_proj = lambda merged, w=weight, b=bias: F.linear(
+                merged, w.to(merged.dtype), None if b is None else b.to(merged.dtype)
+            )
     for name in ("queries", "keys", "values"):
         op = ops.get(name)
         x = _value(trace, op.args[0]) if op is not None and op.args else None
@@ -196,8 +214,13 @@ def _constructed(trace: Trace, op: Op) -> bool:
         if leaf.op >= 0 or leaf.origin is None or leaf.value is None:
             continue
         origin = trace.nodes[leaf.origin]
-        if origin.op >= 0 and trace.ops[origin.op].call != op.call and origin.value is not None \
-                and origin.value.shape == leaf.value.shape and torch.equal(origin.value, leaf.value):
+        if (
+            origin.op >= 0
+            and trace.ops[origin.op].call != op.call
+            and origin.value is not None
+            and origin.value.shape == leaf.value.shape
+            and torch.equal(origin.value, leaf.value)
+        ):
             return True
     return False
 
@@ -210,11 +233,11 @@ class Reference:
     instances: list[Instance]
 
 
-@lru_cache(maxsize=None)
+@cache
 def reference(probe: str) -> Reference:
     """The reference's trace of `probe`, labelled (run once per process: it never changes)."""
-    from grader.sandbox.driver import run_probe
     from grader.reference_code import ModuleNamespace
+    from grader.sandbox.driver import run_probe
 
     load_all()
     record = traced(run_probe, PROBES[probe], ModuleNamespace("solutions"), str(SOLUTIONS_DIR))

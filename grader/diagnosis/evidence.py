@@ -3,12 +3,14 @@
 Traces are parsed (validated) and analysed once per probe, lazily, and once per distinct trace in a
 run (`Findings`). A trace that does not parse, or that the recogniser cannot read, is simply no evidence.
 """
+
 from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from grader.diagnosis import recognise
 from grader.diagnosis.blame import BUILDERS
@@ -84,7 +86,7 @@ class Findings:
             result = recognise.analyse(reference(probe), trace)
         except TraceError:
             result = None
-        except Exception:  # noqa: BLE001 - a trace we cannot read is no evidence, never a crash
+        except Exception:
             log.exception("the recogniser failed on %s", probe)
             result = None
         self._known[key] = result
@@ -94,9 +96,14 @@ class Findings:
 
 
 class Evidence:
-    def __init__(self, documents: Mapping[str, Any], sources: Mapping[str, str],
-                 healthy: Callable[[TestOutcome], bool] = lambda outcome: True, findings: Findings | None = None,
-                 shared: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        documents: Mapping[str, Any],
+        sources: Mapping[str, str],
+        healthy: Callable[[TestOutcome], bool] = lambda outcome: True,
+        findings: Findings | None = None,
+        shared: Mapping[str, str] | None = None,
+    ):
         """`shared`: probe -> the probe whose trace stands for it (`Diagnoser.trace_plan`)."""
         self.documents = documents
         self.stand_ins = dict(shared or {})
@@ -122,8 +129,9 @@ class Evidence:
         seeded runs): what differs is how they were made, not how they are used. A test blocked by
         another broken module says nothing of this one's parameters (and is not traced)."""
         failing = [o for o in outcomes if o.module == module and o.status != "passed" and not o.blocked_by]
-        return bool(failing) and all(any((f := self.finding(p)) is not None and f.seeded for p in o.probes)
-                                     for o in failing)
+        return bool(failing) and all(
+            any((f := self.finding(p)) is not None and f.seeded for p in o.probes) for o in failing
+        )
 
     def for_outcome(self, outcome: TestOutcome, outcomes: list[TestOutcome]) -> Found:
         """The test's causes and line. An error's own exception names its cause: its trace only
@@ -133,14 +141,17 @@ class Evidence:
             finding = self.finding(probe)
             if finding is None:
                 continue
-            if finding.built_at is not None and found.built_at is None \
-                    and finding.built_at.file.removesuffix(".py") == outcome.module:
+            if (
+                finding.built_at is not None
+                and found.built_at is None
+                and finding.built_at.file.removesuffix(".py") == outcome.module
+            ):
                 found.built_at = self.frame(finding.built_at)
             if outcome.error is not None:
-                if finding.failure is not None:
-                    if finding.failure.misconception:
-                        found.name(finding.failure.misconception, finding.failure.stage,
-                                   self.frame(finding.failure.site), "trace")
+                if finding.failure is not None and finding.failure.misconception:
+                    found.name(
+                        finding.failure.misconception, finding.failure.stage, self.frame(finding.failure.site), "trace"
+                    )
                 if outcome.module in BUILDERS and self.healthy(outcome):
                     self._construction(finding, outcome, outcomes, found)
                 continue
@@ -149,8 +160,12 @@ class Evidence:
                     found.name(mistake.misconception, mistake.stage, self.frame(mistake.site), "trace")
             self._construction(finding, outcome, outcomes, found)
             first = finding.mistakes[0] if finding.mistakes else None
-            if found.checkpoint is None and first is None and finding.departure is None \
-                    and finding.construction is not None:
+            if (
+                found.checkpoint is None
+                and first is None
+                and finding.departure is None
+                and finding.construction is not None
+            ):
                 found.checkpoint, found.location = "parameters", self.frame(finding.construction.site)
                 found.kind = found.kind or "construction"
             if found.checkpoint is None and (first is not None or finding.departure is not None):
@@ -163,8 +178,9 @@ class Evidence:
                 found.kind = found.kind or "trace"
         return found
 
-    def _construction(self, finding: recognise.Finding, outcome: TestOutcome, outcomes: list[TestOutcome],
-                      found: Found) -> None:
+    def _construction(
+        self, finding: recognise.Finding, outcome: TestOutcome, outcomes: list[TestOutcome], found: Found
+    ) -> None:
         """Causes that lie in how modules were constructed rather than in what they compute."""
         difference = finding.construction
         departs_at_parameters = finding.departure is not None and finding.departure.stage == "parameters"
@@ -173,8 +189,9 @@ class Evidence:
             if outcome.module in BUILDERS:  # it writes no parameters: only its arguments can differ
                 if not self.healthy(outcome):
                     return  # the modules it configures are broken themselves
-                outer = difference.outer if difference.outer.file.removesuffix(".py") == outcome.module \
-                    else difference.site
+                outer = (
+                    difference.outer if difference.outer.file.removesuffix(".py") == outcome.module else difference.site
+                )
                 found.name("wrong-config", "parameters", self.frame(outer), "construction")
                 return
             if difference.kind == "sizes":
@@ -188,6 +205,10 @@ class Evidence:
         owner = finding.parameters.file.removesuffix(".py") if finding.parameters else outcome.module
         if outcome.module in BUILDERS and owner != outcome.module and self.healthy(outcome):
             return  # a working module it built: its parameters differ only by the arguments given
-        if finding.seeded and (departs_at_parameters or unexplained) and not found.by_id \
-                and self.seeded_only(owner, outcomes):
+        if (
+            finding.seeded
+            and (departs_at_parameters or unexplained)
+            and not found.by_id
+            and self.seeded_only(owner, outcomes)
+        ):
             found.name("wrong-init", "parameters", self.frame(finding.parameters), "construction")

@@ -1,5 +1,6 @@
 """What the recogniser reports (mistakes, departures, a probe's finding) and the small helpers its
 walk shares."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -13,9 +14,13 @@ from grader.diagnosis.trace_documents import Op, Ref, Site, Trace
 PROJECTIONS = ("queries", "keys", "values")
 MASK_STAGES = ("mask", "masked", "masked_weights")
 WRITES = frozenset({"copy_", "__setitem__", "set_", "fill_", "zero_"})
-SKIPPED_OPS = {"masked": locate.MASKING - {"scaled_dot_product_attention"}, "output": {"linear"},
-               "scaled": {"div", "mul", "__truediv__", "true_divide"}, "renormalized": {"div", "__truediv__"},
-               "weights": {"softmax", "exp", "_softmax"}}
+SKIPPED_OPS = {
+    "masked": locate.MASKING - {"scaled_dot_product_attention"},
+    "output": {"linear"},
+    "scaled": {"div", "mul", "__truediv__", "true_divide"},
+    "renormalized": {"div", "__truediv__"},
+    "weights": {"softmax", "exp", "_softmax"},
+}
 
 
 @dataclass
@@ -105,5 +110,3 @@ def call_nodes(trace: Trace, call: int) -> set[int]:
             nodes.update(op.inputs)
             nodes.update(op.outputs)
     return nodes
-
-

@@ -8,6 +8,7 @@ when one of their live tensors holds the same values, possibly:
 - one head (or batch entry) at a time: every slice along one dimension found somewhere.
 Masked entries compare as −∞ whatever large negative number filled them (−1e9, finfo.min).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -97,21 +98,25 @@ class _Sums:
     special: tuple[int, int, int]  # how many −∞, +∞, NaN
 
     @staticmethod
-    def of(ordered: torch.Tensor) -> "_Sums":
+    def of(ordered: torch.Tensor) -> _Sums:
         finite = torch.isfinite(ordered)
         values = ordered[finite]
         special = (int((ordered == -math.inf).sum()), int((ordered == math.inf).sum()), int(ordered.isnan().sum()))
-        return _Sums(float(values.sum()) if values.numel() else 0.0,
-                     float(values.abs().max()) if values.numel() else 0.0, int(values.numel()), special)
+        return _Sums(
+            float(values.sum()) if values.numel() else 0.0,
+            float(values.abs().max()) if values.numel() else 0.0,
+            int(values.numel()),
+            special,
+        )
 
-    def may_match(self, other: "_Sums") -> bool:
+    def may_match(self, other: _Sums) -> bool:
         if self.special != other.special or self.count != other.count:
             return False
         slack = self.count * (ATOL + RTOL * max(self.largest, other.largest)) * 1.01 + 1e-9
         return abs(self.finite - other.finite) <= slack
 
 
-_PREPARED: "OrderedDict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor, _Sums]]" = OrderedDict()
+_PREPARED: OrderedDict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor, _Sums]] = OrderedDict()
 MAX_PREPARED = 4096  # tensors of at most MAX_VALUE elements each (grader.probes.tracer)
 
 
@@ -170,8 +175,9 @@ class Finder:
                 continue
             self.by_size.setdefault(node.value.numel(), []).append(_Entry(node.index, node.op >= 0, node.value))
 
-    def find(self, value: torch.Tensor, kind: str = FREE, sliced: bool = True,
-             exclude: frozenset[int] = frozenset()) -> tuple[int, ...] | None:
+    def find(
+        self, value: torch.Tensor, kind: str = FREE, sliced: bool = True, exclude: frozenset[int] = frozenset()
+    ) -> tuple[int, ...] | None:
         """The node(s) holding `value`: one node, or one per slice along some dimension; else None.
         Nodes in `exclude` do not count."""
         if value.numel() not in self.by_size and not sliced:
@@ -198,16 +204,21 @@ class Finder:
                 return tuple(parts)  # type: ignore[arg-type]
         return None
 
-    def _find_whole(self, value: torch.Tensor, kind: str, exclude: frozenset[int], ordered: torch.Tensor,
-                    sums: _Sums) -> int | None:
+    def _find_whole(
+        self, value: torch.Tensor, kind: str, exclude: frozenset[int], ordered: torch.Tensor, sums: _Sums
+    ) -> int | None:
         """`value` (comparable; `ordered` its sorted values, `sums` theirs) among the entries."""
         entries = self.by_size.get(value.numel())
         if not entries:
             return None
         leaf = None
         for entry in entries:
-            if entry.node not in exclude and entry.sums.may_match(sums) and close(entry.ordered, ordered) \
-                    and same_tensor(entry.value, value, kind):
+            if (
+                entry.node not in exclude
+                and entry.sums.may_match(sums)
+                and close(entry.ordered, ordered)
+                and same_tensor(entry.value, value, kind)
+            ):
                 if entry.made:
                     return entry.node
                 leaf = entry.node if leaf is None else leaf
@@ -229,7 +240,10 @@ class Finder:
                 continue
             ratios = a[keep] / b[keep]
             divisor = float(ratios.median())
-            if divisor > 0 and float((ratios - divisor).abs().max()) <= 1e-3 * divisor \
-                    and all(abs(divisor / f - 1) > 1e-6 for f in found):
+            if (
+                divisor > 0
+                and float((ratios - divisor).abs().max()) <= 1e-3 * divisor
+                and all(abs(divisor / f - 1) > 1e-6 for f in found)
+            ):
                 found.append(divisor)
         return found

@@ -10,28 +10,97 @@
 - `init_difference`: the first statement of a constructor that creates other parameters (order,
   distribution, bias) than the reference's.
 """
+
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
 from grader.diagnosis.trace_documents import LAYOUT_OPS, Node, Op, Ref, Site, Trace
 
 # ops that create parameters (how they are drawn is the initialisation)
-PARAMETER_INIT = frozenset({"rand", "randn", "randint", "rand_like", "randn_like", "empty", "kaiming_uniform_",
-                            "kaiming_normal_", "uniform_", "normal_", "xavier_uniform_", "xavier_normal_",
-                            "trunc_normal_", "orthogonal_"})
-RANDOM_INIT = frozenset({"rand", "randn", "randint", "rand_like", "randn_like", "empty", "zeros", "ones", "full",
-                         "kaiming_uniform_", "kaiming_normal_", "uniform_", "normal_", "xavier_uniform_",
-                         "xavier_normal_", "trunc_normal_", "orthogonal_", "eye", "triu", "tril", "arange"})
-MASKING = frozenset({"masked_fill", "masked_fill_", "where", "add", "add_", "__add__", "__radd__", "mul", "mul_",
-                     "__mul__", "__rmul__", "sub", "__sub__", "__rsub__", "scaled_dot_product_attention"})
+PARAMETER_INIT = frozenset(
+    {
+        "rand",
+        "randn",
+        "randint",
+        "rand_like",
+        "randn_like",
+        "empty",
+        "kaiming_uniform_",
+        "kaiming_normal_",
+        "uniform_",
+        "normal_",
+        "xavier_uniform_",
+        "xavier_normal_",
+        "trunc_normal_",
+        "orthogonal_",
+    }
+)
+RANDOM_INIT = frozenset(
+    {
+        "rand",
+        "randn",
+        "randint",
+        "rand_like",
+        "randn_like",
+        "empty",
+        "zeros",
+        "ones",
+        "full",
+        "kaiming_uniform_",
+        "kaiming_normal_",
+        "uniform_",
+        "normal_",
+        "xavier_uniform_",
+        "xavier_normal_",
+        "trunc_normal_",
+        "orthogonal_",
+        "eye",
+        "triu",
+        "tril",
+        "arange",
+    }
+)
+MASKING = frozenset(
+    {
+        "masked_fill",
+        "masked_fill_",
+        "where",
+        "add",
+        "add_",
+        "__add__",
+        "__radd__",
+        "mul",
+        "mul_",
+        "__mul__",
+        "__rmul__",
+        "sub",
+        "__sub__",
+        "__rsub__",
+        "scaled_dot_product_attention",
+    }
+)
 CAUSAL = frozenset({"above-diagonal", "on-and-below-diagonal"})  # the reference's mask, either way round
-SCALING = frozenset({"mul", "mul_", "__mul__", "__rmul__", "div", "div_", "__truediv__", "__rtruediv__", "true_divide",
-                     "divide", "__itruediv__", "__imul__"})
+SCALING = frozenset(
+    {
+        "mul",
+        "mul_",
+        "__mul__",
+        "__rmul__",
+        "div",
+        "div_",
+        "__truediv__",
+        "__rtruediv__",
+        "true_divide",
+        "divide",
+        "__itruediv__",
+        "__imul__",
+    }
+)
 MAX_UPSTREAM = 64  # nodes looked at upstream of a tensor
 
 
@@ -86,9 +155,13 @@ def _node_origin(trace: Trace, node: int) -> Op | None:
 def _same_values(trace: Trace, leaf: Node) -> Op | None:
     if leaf.value is None or leaf.value.is_complex():
         return None
-    for node in trace.nodes[:leaf.index]:
-        if node.op >= 0 and node.value is not None and node.value.shape == leaf.value.shape \
-                and torch.equal(node.value.double(), leaf.value.double()):
+    for node in trace.nodes[: leaf.index]:
+        if (
+            node.op >= 0
+            and node.value is not None
+            and node.value.shape == leaf.value.shape
+            and torch.equal(node.value.double(), leaf.value.double())
+        ):
             return trace.ops[node.op]
     return None
 
@@ -114,9 +187,14 @@ def pattern(value: torch.Tensor | None) -> str | None:
         marked = marked[0]
     t = marked.shape[-1]
     ones = torch.ones(t, t, dtype=torch.bool)
-    for name, candidate in (("above-diagonal", torch.triu(ones, 1)), ("on-and-below-diagonal", torch.tril(ones)),
-                            ("on-and-above-diagonal", torch.triu(ones)), ("below-diagonal", torch.tril(ones, -1)),
-                            ("nothing", ~ones), ("everything", ones)):
+    for name, candidate in (
+        ("above-diagonal", torch.triu(ones, 1)),
+        ("on-and-below-diagonal", torch.tril(ones)),
+        ("on-and-above-diagonal", torch.triu(ones)),
+        ("below-diagonal", torch.tril(ones, -1)),
+        ("nothing", ~ones),
+        ("everything", ones),
+    ):
         if torch.equal(marked, candidate):
             return name
     return "other"
@@ -160,8 +238,12 @@ def dead_op(trace: Trace, names: frozenset[str] | set[str], call: int | None = N
     """An op called `names` whose result nobody used, if any."""
     live = trace.live
     for op in trace.ops:
-        if op.name in names and (call is None or op.call == call) and op.outputs \
-                and not any(out in live for out in op.outputs):
+        if (
+            op.name in names
+            and (call is None or op.call == call)
+            and op.outputs
+            and not any(out in live for out in op.outputs)
+        ):
             return op
     return None
 
@@ -181,8 +263,9 @@ def frontier(trace: Trace, nodes: tuple[int, ...] | None, known: Callable[[Node]
         for op in trace.consumers(node):
             if not any(out in live for out in op.outputs):
                 continue
-            if op.name in LAYOUT_OPS or (known is not None and op.outputs
-                                         and all(known(trace.nodes[out]) for out in op.outputs)):
+            if op.name in LAYOUT_OPS or (
+                known is not None and op.outputs and all(known(trace.nodes[out]) for out in op.outputs)
+            ):
                 todo += list(op.outputs)
             else:
                 return op.site
@@ -238,15 +321,21 @@ def init_groups(trace: Trace, call: int) -> list[tuple[Site, Site, tuple]]:
 
 def init_calls(trace: Trace) -> list[int]:
     """Calls that build something (a constructor, or a function building a module): they create tensors."""
-    return sorted({op.call for op in trace.ops if op.name in RANDOM_INIT and op.call >= 0
-                   and any(frame.function == "__init__" for frame in op.stack)})
+    return sorted(
+        {
+            op.call
+            for op in trace.ops
+            if op.name in RANDOM_INIT and op.call >= 0 and any(frame.function == "__init__" for frame in op.stack)
+        }
+    )
 
 
 def _shapes(groups: list[tuple[Site, Site, tuple]], biases: bool) -> list[tuple[int, ...]]:
     """The shapes of the tensors created: which ones for the weights and buffers (however many ops
     fill them), how many for the biases (one missing or added changes the count)."""
-    shapes = [shape for _, _, signature in groups for _, found in signature for shape in found
-              if (len(shape) == 1) == biases]
+    shapes = [
+        shape for _, _, signature in groups for _, found in signature for shape in found if (len(shape) == 1) == biases
+    ]
     return sorted(shapes) if biases else sorted(set(shapes))
 
 
@@ -266,8 +355,7 @@ def init_difference(reference: Trace, student: Trace) -> InitDifference | None:
             return InitDifference("bias", site, outer)
         # order and kind: the parameters only (a mask made another way is the masks' business)
         parameters = lambda signature: tuple(item for item in signature if item[0] in PARAMETER_INIT)  # noqa: E731
-        if _difference([g for g in want if parameters(g[2])], [g for g in got if parameters(g[2])],
-                       parameters) is None:
+        if _difference([g for g in want if parameters(g[2])], [g for g in got if parameters(g[2])], parameters) is None:
             continue
         names = lambda groups: sorted(n for _, _, sig in groups for n, _ in sig if n in PARAMETER_INIT)  # noqa: E731
         return InitDifference("order" if names(want) == names(got) else "kind", site, outer)

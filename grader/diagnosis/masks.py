@@ -1,8 +1,9 @@
 """Causal masks: the triangle the reference hides (the future: triu(1)), the wrong ones students
 write, and what a hidden pattern says about the mistake behind it."""
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

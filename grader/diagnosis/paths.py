@@ -27,17 +27,19 @@ leaves for the next.
 name of it in code, not only in an import): a test that relies on a broken earlier section is left
 untraced only then (`Diagnoser.departs_where_it_relies`).
 """
+
 from __future__ import annotations
 
 import ast
 import functools
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from grader.intake.parsing import parsed
 from grader.records import MODULES
 
-CHOICES = (ast.IfExp, ast.While, ast.Break, ast.Continue, ast.Try, ast.Match, ast.BoolOp) \
-    + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+CHOICES = (ast.IfExp, ast.While, ast.Break, ast.Continue, ast.Try, ast.Match, ast.BoolOp) + (
+    (ast.TryStar,) if hasattr(ast, "TryStar") else ()
+)
 DYNAMIC = {"getattr", "eval", "exec", "__import__", "globals", "vars", "locals"}
 PLAIN_DECORATORS = {"staticmethod", "classmethod", "property"}
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -176,8 +178,12 @@ def _children(node: ast.AST) -> list[ast.AST]:
 
 
 def _plain(decorator: ast.expr) -> bool:
-    return isinstance(decorator, ast.Name) and decorator.id in PLAIN_DECORATORS \
-        or isinstance(decorator, ast.Attribute) and decorator.attr in ("setter", "getter", "deleter")
+    return (
+        isinstance(decorator, ast.Name)
+        and decorator.id in PLAIN_DECORATORS
+        or isinstance(decorator, ast.Attribute)
+        and decorator.attr in ("setter", "getter", "deleter")
+    )
 
 
 def _chooses(node: ast.AST) -> bool:
@@ -190,8 +196,7 @@ def _chooses(node: ast.AST) -> bool:
     if isinstance(node, (ast.For, ast.AsyncFor)):
         return bool(node.orelse) or not _fixed_turns(node.iter)
     if isinstance(node, ast.Call):
-        return isinstance(node.func, ast.Subscript) \
-            or isinstance(node.func, ast.Name) and node.func.id in DYNAMIC
+        return isinstance(node.func, ast.Subscript) or isinstance(node.func, ast.Name) and node.func.id in DYNAMIC
     if isinstance(node, ast.Subscript):
         return isinstance(node.value, (ast.List, ast.Tuple, ast.Dict)) and not isinstance(node.slice, ast.Constant)
     return False
@@ -202,7 +207,13 @@ def _fixed_turns(iterable: ast.expr) -> bool:
     every probe as the module was built with, never a choice made by a comparison."""
     if isinstance(iterable, (ast.Name, ast.Attribute)):
         return True
-    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id in ("range", "len") \
-            and not iterable.keywords:
-        return all(isinstance(arg, (ast.Name, ast.Attribute, ast.Constant)) or _fixed_turns(arg) for arg in iterable.args)
+    if (
+        isinstance(iterable, ast.Call)
+        and isinstance(iterable.func, ast.Name)
+        and iterable.func.id in ("range", "len")
+        and not iterable.keywords
+    ):
+        return all(
+            isinstance(arg, (ast.Name, ast.Attribute, ast.Constant)) or _fixed_turns(arg) for arg in iterable.args
+        )
     return False

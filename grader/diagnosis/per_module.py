@@ -1,4 +1,5 @@
 """Collecting a list that each student module's file in a package may define (VARIANTS, PATTERNS)."""
+
 from __future__ import annotations
 
 import importlib

@@ -7,11 +7,12 @@ as Python's tokenizer splits lines (`grader.intake.lines`: a form feed or a U+20
 starts no line), so it is always the line that ran, never the child's word for it. A frame in a
 file the grader does not hold (one the student's code wrote and imported) keeps the child's text.
 """
+
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Mapping
 
 from grader.intake.lines import source_lines
 from grader.records import ProbeError, StudentFrame

@@ -5,6 +5,7 @@
 (`locate.init_difference`) and reads the op an error stopped at. Every finding carries the
 student's line.
 """
+
 from __future__ import annotations
 
 from grader.diagnosis import locate
@@ -35,15 +36,17 @@ def failure(student: Trace) -> Mistake | None:
     return Mistake("weights" if misconception else "error", misconception, "failed-op", op.site)
 
 
-
 def analyse(reference: Reference, student: Trace) -> Finding:
     """Walk every reference instance of a probe through the student's trace (the matching call's
     tensors when the calls line up, all of them otherwise), and compare their constructors."""
     calls = align_calls(reference.trace, student)
     finders: dict[int, Finder] = {}
-    finding = Finding(construction=locate.init_difference(reference.trace, student),
-                      seeded=any(instance.seeded for instance in reference.instances),
-                      built_at=locate.built_at(student), failure=failure(student))
+    finding = Finding(
+        construction=locate.init_difference(reference.trace, student),
+        seeded=any(instance.seeded for instance in reference.instances),
+        built_at=locate.built_at(student),
+        failure=failure(student),
+    )
     for instance in reference.instances:
         call = calls.get(instance.call)
         if call is None:

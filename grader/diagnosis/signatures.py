@@ -8,22 +8,28 @@
   registered (heads-not-registered);
 - qkv_bias=True without bias parameters, or biases without qkv_bias (qkv-bias-ignored).
 """
+
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 
-from grader.records import TestOutcome
 from grader.probe_outputs import ProbeOutputs
+from grader.records import TestOutcome
 
 # probes that call a module twice in eval mode on the same input: (first, second) output keys
 REPEATED_EVAL = {
     "sec3_5_causal_attention:eval_mode": ("first", "second"),
     "sec3_6_multi_head_attention:mha_dropout": ("eval_a", "eval_b"),
 }
-ATTENTION_MODULES = ("sec3_5_causal_attention", "sec3_6_multi_head_attention", "exercise3_2_two_dim_output",
-                     "exercise3_3_gpt2_attention")
+ATTENTION_MODULES = (
+    "sec3_5_causal_attention",
+    "sec3_6_multi_head_attention",
+    "exercise3_2_two_dim_output",
+    "exercise3_3_gpt2_attention",
+)
 
 
 def _tensors(value: Any, key: str = "") -> Iterator[tuple[str, torch.Tensor]]:
@@ -66,23 +72,32 @@ def signatures(outcome: TestOutcome, student: ProbeOutputs, reference: ProbeOutp
             found.append("mask-includes-diagonal")
         if probe in REPEATED_EVAL:
             a, b = (got.get(k) for k in REPEATED_EVAL[probe])
-            if type(a) is torch.Tensor and type(b) is torch.Tensor and a.shape == b.shape \
-                    and not torch.equal(a.nan_to_num(), b.nan_to_num()):
+            if (
+                type(a) is torch.Tensor
+                and type(b) is torch.Tensor
+                and a.shape == b.shape
+                and not torch.equal(a.nan_to_num(), b.nan_to_num())
+            ):
                 found.append("dropout-misplaced")
         if probe == "sec3_6_multi_head_attention:wrapper_parameters":
             wrapper, heads = got.get("wrapper_parameters"), got.get("head_parameters")
             if type(wrapper) is int and type(heads) is int and wrapper == 0 < heads:
                 found.append("heads-not-registered")
         default, asked = got.get("default_bias"), got.get("with_bias")
-        if isinstance(default, list) and isinstance(asked, list) and (any(default) or not all(asked)) \
-                and all(type(b) is bool for b in default + asked):
+        if (
+            isinstance(default, list)
+            and isinstance(asked, list)
+            and (any(default) or not all(asked))
+            and all(type(b) is bool for b in default + asked)
+        ):
             found.append("qkv-bias-ignored")
         names, expected = got.get("parameters"), want.get("parameters")
         if isinstance(names, list) and isinstance(expected, list) and all(type(n) is str for n in names + expected):
             biases = {n for n in names if n.endswith(".bias")}
             wanted = {n for n in expected if n.endswith(".bias")}
-            if biases != wanted and {n for n in names if not n.endswith(".bias")} == \
-                    {n for n in expected if not n.endswith(".bias")}:
+            if biases != wanted and {n for n in names if not n.endswith(".bias")} == {
+                n for n in expected if not n.endswith(".bias")
+            }:
                 found.append("qkv-bias-ignored")
     return list(dict.fromkeys(found))
 

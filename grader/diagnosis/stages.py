@@ -1,10 +1,11 @@
 """The stages' ways of computing, right and wrong (the table that assembles them is
 `grader.diagnosis.pipeline`): each takes a `state` (checkpoint name -> tensor, in the reference's
 layout) and a `Context`, and returns the checkpoint's value, or None when it does not apply."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import torch
 
@@ -80,7 +81,9 @@ def scaled_right(state: State, ctx: Context) -> torch.Tensor | None:
     return None if base is None or ctx.divisor is None else base / ctx.divisor
 
 
-def _divided_by(size: Callable[[Context, torch.Tensor], float | None]) -> Callable[[State, Context], torch.Tensor | None]:
+def _divided_by(
+    size: Callable[[Context, torch.Tensor], float | None],
+) -> Callable[[State, Context], torch.Tensor | None]:
     def fn(state: State, ctx: Context) -> torch.Tensor | None:
         base = _before_scaling(state)
         divisor = None if base is None else size(ctx, base)
@@ -95,11 +98,13 @@ def _unscaled(state: State, ctx: Context) -> torch.Tensor | None:
 
 SCALINGS = (
     Alternative("unscaled", "missing-scaling", _unscaled, skip=True),
-    Alternative("by-d_k", "wrong-scaling", _divided_by(lambda ctx, b: ctx.divisor ** 2 if ctx.divisor else None)),
+    Alternative("by-d_k", "wrong-scaling", _divided_by(lambda ctx, b: ctx.divisor**2 if ctx.divisor else None)),
     Alternative("by-sqrt-tokens", "wrong-scaling", _divided_by(lambda ctx, b: b.shape[-1] ** 0.5)),
     Alternative("by-sqrt-d_out", "wrong-scaling", _divided_by(lambda ctx, b: ctx.sizes.get("d_out", 0) ** 0.5 or None)),
     Alternative("by-sqrt-d_in", "wrong-scaling", _divided_by(lambda ctx, b: ctx.sizes.get("d_in", 0) ** 0.5 or None)),
-    Alternative("times-sqrt-d_k", "wrong-scaling", _divided_by(lambda ctx, b: 1 / ctx.divisor if ctx.divisor else None)),
+    Alternative(
+        "times-sqrt-d_k", "wrong-scaling", _divided_by(lambda ctx, b: 1 / ctx.divisor if ctx.divisor else None)
+    ),
 )
 
 
@@ -251,8 +256,7 @@ def _not_renormalized(state: State, ctx: Context) -> torch.Tensor | None:
 
 
 def _wrong_alternatives(make: Callable[[Callable[[int], torch.Tensor]], Callable]) -> tuple[Alternative, ...]:
-    return tuple(Alternative(key, mid, make(hide), skip=(key == "hides-nothing"))
-                 for key, (mid, hide) in MASKS.items())
+    return tuple(Alternative(key, mid, make(hide), skip=(key == "hides-nothing")) for key, (mid, hide) in MASKS.items())
 
 
 # -- Exercise 3.1: the copied matrices -------------------------------------------------------------------
@@ -260,21 +264,30 @@ COPIES = ("copied_query", "copied_key", "copied_value")
 
 
 def _copy_alternatives(name: str) -> tuple[Alternative, ...]:
-    alternatives = [Alternative("untransposed", "weights-not-transposed",
-                                lambda s, c, n=name: s[n].T if n in s and s[n].dim() == 2 else None)]
+    alternatives = [
+        Alternative(
+            "untransposed",
+            "weights-not-transposed",
+            lambda s, c, n=name: s[n].T if n in s and s[n].dim() == 2 else None,
+        )
+    ]
     for other in COPIES:
         if other != name:
-            alternatives.append(Alternative(f"from-{other}", "weights-swapped",
-                                            lambda s, c, o=other: s.get(o)))
+            alternatives.append(Alternative(f"from-{other}", "weights-swapped", lambda s, c, o=other: s.get(o)))
     return tuple(alternatives)
 
 
 def _concatenated(dim: int) -> Callable[[State, Context], torch.Tensor | None]:
     """The heads' outputs (stacked along a new first dimension in `state["heads"]`) joined along `dim`."""
+
     def fn(state: State, ctx: Context) -> torch.Tensor | None:
         heads = state.get("heads")
-        if heads is None or heads.dim() < 2 or not -(heads.dim() - 1) <= dim < heads.dim() - 1 \
-                or dim % (heads.dim() - 1) == heads.dim() - 2:
+        if (
+            heads is None
+            or heads.dim() < 2
+            or not -(heads.dim() - 1) <= dim < heads.dim() - 1
+            or dim % (heads.dim() - 1) == heads.dim() - 2
+        ):
             return None
         return torch.cat(list(heads.unbind(0)), dim=dim)
 

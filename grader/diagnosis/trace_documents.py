@@ -5,24 +5,61 @@ accepts only the documented structure, within the tracer's own caps, with every 
 anything else raises `TraceError` and the trace is ignored (the test keeps its plain feedback).
 A trace only ever shapes feedback text, never a score.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Mapping
+from typing import Any
 
 import torch
 
 from grader.probes import tracer
 
 MAX_NAME = tracer.MAX_TEXT
-LAYOUT_OPS = frozenset({"view", "reshape", "transpose", "permute", "contiguous", "T", "mT", "unsqueeze", "squeeze",
-                        "flatten", "unflatten", "expand", "expand_as", "clone", "detach", "to", "float", "double",
-                        "type_as", "view_as", "reshape_as", "movedim", "swapaxes", "swapdims", "__getitem__",
-                        "split", "chunk", "unbind", "narrow", "select", "bool", "int", "long", "half", "type"})
+LAYOUT_OPS = frozenset(
+    {
+        "view",
+        "reshape",
+        "transpose",
+        "permute",
+        "contiguous",
+        "T",
+        "mT",
+        "unsqueeze",
+        "squeeze",
+        "flatten",
+        "unflatten",
+        "expand",
+        "expand_as",
+        "clone",
+        "detach",
+        "to",
+        "float",
+        "double",
+        "type_as",
+        "view_as",
+        "reshape_as",
+        "movedim",
+        "swapaxes",
+        "swapdims",
+        "__getitem__",
+        "split",
+        "chunk",
+        "unbind",
+        "narrow",
+        "select",
+        "bool",
+        "int",
+        "long",
+        "half",
+        "type",
+    }
+)
 
 
 class TraceError(ValueError):
@@ -135,8 +172,13 @@ class Trace:
 
 
 def _site(data: Any) -> Site:
-    if type(data) is not list or len(data) != 3 or type(data[0]) is not str or type(data[1]) is not int \
-            or type(data[2]) is not str:
+    if (
+        type(data) is not list
+        or len(data) != 3
+        or type(data[0]) is not str
+        or type(data[1]) is not int
+        or type(data[2]) is not str
+    ):
         raise TraceError("bad frame")
     if len(data[0]) > 300 or data[1] < 0 or ".." in data[0].split("/") or data[0].startswith("/"):
         raise TraceError("bad frame file")
@@ -157,7 +199,7 @@ def _argument(value: Any, nodes: int, depth: int = 0) -> Any:
             raise TraceError("too many arguments")
         return tuple(_argument(v, nodes, depth + 1) for v in value)
     if type(value) is dict and len(value) == 1:
-        (key, item), = value.items()
+        ((key, item),) = value.items()
         if key == "node" and type(item) is int and -1 <= item < nodes:
             return Ref(item)
         if key == "float" and item in ("inf", "-inf", "nan"):
@@ -186,21 +228,35 @@ def _int_list(data: Any, limit: int, bound: int) -> tuple[int, ...]:
 
 def parse_trace(document: Any) -> Trace:
     """A validated `Trace` from the tracer's document; `TraceError` for anything else."""
-    if type(document) is not dict or not {"ops", "nodes", "calls", "truncated"} <= set(document) \
-            <= {"ops", "nodes", "calls", "truncated", "values"}:
+    if type(document) is not dict or not {"ops", "nodes", "calls", "truncated"} <= set(document) <= {
+        "ops",
+        "nodes",
+        "calls",
+        "truncated",
+        "values",
+    }:
         raise TraceError("not a trace")
     values = _values(document.get("values", {}))
     raw_ops, raw_nodes, raw_calls = document["ops"], document["nodes"], document["calls"]
-    if type(raw_ops) is not list or type(raw_nodes) is not list or type(raw_calls) is not list \
-            or type(document["truncated"]) is not bool:
+    if (
+        type(raw_ops) is not list
+        or type(raw_nodes) is not list
+        or type(raw_calls) is not list
+        or type(document["truncated"]) is not bool
+    ):
         raise TraceError("not a trace")
     if len(raw_ops) > tracer.MAX_OPS or len(raw_nodes) > tracer.MAX_NODES or len(raw_calls) > tracer.MAX_OPS:
         raise TraceError("trace too large")
     nodes: list[Node] = []
     elements = 0
     for index, data in enumerate(raw_nodes):
-        if type(data) is not dict or not {"op", "shape", "dtype"} <= set(data) <= {"op", "shape", "dtype", "value",
-                                                                                  "origin"}:
+        if type(data) is not dict or not {"op", "shape", "dtype"} <= set(data) <= {
+            "op",
+            "shape",
+            "dtype",
+            "value",
+            "origin",
+        }:
             raise TraceError("bad node")
         op, shape, dtype = data["op"], data["shape"], data["dtype"]
         if type(op) is not int or not -1 <= op < len(raw_ops) or type(dtype) is not str or len(dtype) > 20:
@@ -222,11 +278,19 @@ def parse_trace(document: Any) -> Trace:
         nodes.append(Node(index, op, tuple(shape), dtype, value, origin))
     ops: list[Op] = []
     for index, data in enumerate(raw_ops):
-        if type(data) is not dict or not {"name", "call", "stack", "args", "kwargs", "in", "out"} <= set(data) \
-                <= {"name", "call", "stack", "args", "kwargs", "in", "out", "failed"} or data.get("failed", True) is not True:
+        if (
+            type(data) is not dict
+            or not {"name", "call", "stack", "args", "kwargs", "in", "out"}
+            <= set(data)
+            <= {"name", "call", "stack", "args", "kwargs", "in", "out", "failed"}
+            or data.get("failed", True) is not True
+        ):
             raise TraceError("bad op")
-        if type(data["name"]) is not str or type(data["call"]) is not int \
-                or not -1 <= data["call"] < max(len(raw_calls), 1):
+        if (
+            type(data["name"]) is not str
+            or type(data["call"]) is not int
+            or not -1 <= data["call"] < max(len(raw_calls), 1)
+        ):
             raise TraceError("bad op")
         if type(data["stack"]) is not list or not 1 <= len(data["stack"]) <= tracer.MAX_STACK:
             raise TraceError("bad op stack")
@@ -236,26 +300,51 @@ def parse_trace(document: Any) -> Trace:
         for node in outputs:
             if node >= 0 and nodes[node].op != index:
                 raise TraceError("output made by another op")
-        ops.append(Op(index, data["name"][:MAX_NAME], data["call"], tuple(_site(s) for s in data["stack"]),
-                      _argument(data["args"], len(nodes)),
-                      {str(k)[:MAX_NAME]: _argument(v, len(nodes)) for k, v in data["kwargs"].items()},
-                      tuple(i for i in _int_list(data["in"], 2 * tracer.MAX_ARGS, len(nodes)) if i >= 0),
-                      tuple(i for i in outputs if i >= 0), "failed" in data))
+        ops.append(
+            Op(
+                index,
+                data["name"][:MAX_NAME],
+                data["call"],
+                tuple(_site(s) for s in data["stack"]),
+                _argument(data["args"], len(nodes)),
+                {str(k)[:MAX_NAME]: _argument(v, len(nodes)) for k, v in data["kwargs"].items()},
+                tuple(i for i in _int_list(data["in"], 2 * tracer.MAX_ARGS, len(nodes)) if i >= 0),
+                tuple(i for i in outputs if i >= 0),
+                "failed" in data,
+            )
+        )
     for node in nodes:
         if node.op >= 0 and node.index not in ops[node.op].outputs:
             raise TraceError("node not made by its op")
     calls: list[Call] = []
     for index, data in enumerate(raw_calls):
-        if type(data) is not dict or not {"function", "file", "line", "args", "result"} <= set(data) \
-                <= {"function", "file", "line", "args", "result", "returned"} or type(data.get("returned", 0)) is not int:
+        if (
+            type(data) is not dict
+            or not {"function", "file", "line", "args", "result"}
+            <= set(data)
+            <= {"function", "file", "line", "args", "result", "returned"}
+            or type(data.get("returned", 0)) is not int
+        ):
             raise TraceError("bad call")
-        if type(data["function"]) is not str or not (data["file"] is None or type(data["file"]) is str) \
-                or type(data["line"]) is not int or type(data["args"]) is not dict:
+        if (
+            type(data["function"]) is not str
+            or not (data["file"] is None or type(data["file"]) is str)
+            or type(data["line"]) is not int
+            or type(data["args"]) is not dict
+        ):
             raise TraceError("bad call")
-        args = {str(k)[:MAX_NAME]: _argument(v, len(nodes)) for k, v in list(data["args"].items())[:tracer.MAX_ARGS]}
-        calls.append(Call(index, data["function"][:MAX_NAME], data["file"], data["line"], args,
-                          tuple(i for i in _int_list(data["result"], tracer.MAX_ARGS, len(nodes)) if i >= 0),
-                          data.get("returned", 0)))
+        args = {str(k)[:MAX_NAME]: _argument(v, len(nodes)) for k, v in list(data["args"].items())[: tracer.MAX_ARGS]}
+        calls.append(
+            Call(
+                index,
+                data["function"][:MAX_NAME],
+                data["file"],
+                data["line"],
+                args,
+                tuple(i for i in _int_list(data["result"], tracer.MAX_ARGS, len(nodes)) if i >= 0),
+                data.get("returned", 0),
+            )
+        )
     return Trace(ops, nodes, calls, document["truncated"])
 
 
@@ -277,7 +366,7 @@ def _packed_value(values: dict[str, torch.Tensor], dtype: str, shape: list[int],
     if flat is None or offset < 0 or numel > tracer.MAX_VALUE or offset + numel > flat.numel():
         raise TraceError("bad node value")
     try:
-        return flat[offset:offset + numel].view(shape)
+        return flat[offset : offset + numel].view(shape)
     except (TypeError, RuntimeError) as exc:  # no elements, but a size torch cannot hold (2**63)
         raise TraceError("bad node shape") from exc
 
@@ -301,9 +390,11 @@ def documents_of(results: dict[str, Any], digests: Mapping[str, bytes] | None = 
     probe whose trace did not come back (an error, over the budget) has none. Still untrusted:
     `parse_trace` reads each one."""
     digests = digests or {}
-    return {name: Received(result["trace"], digests[name]) if name in digests else result["trace"]
-            for name, result in results.items()
-            if type(result) is dict and set(result) == {"trace"} and type(result["trace"]) is dict}
+    return {
+        name: Received(result["trace"], digests[name]) if name in digests else result["trace"]
+        for name, result in results.items()
+        if type(result) is dict and set(result) == {"trace"} and type(result["trace"]) is dict
+    }
 
 
 def fingerprint(document: dict) -> bytes:

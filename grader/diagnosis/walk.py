@@ -23,6 +23,7 @@ where a mistake or a departure sits in the student's code (`walk_sites`), and th
 special way: dropout (`walk_dropout`), a divisor or a mask read off the student's own tensors
 (`walk_fitted`), Exercise 3.1's copies (`walk_copies`).
 """
+
 from __future__ import annotations
 
 import torch
@@ -166,14 +167,22 @@ class Walk:
         values = []
         for alternative in sorted(alternatives, key=lambda a: a.skip):
             value = _safely(alternative.fn, state, self.search.ctx)
-            if value is None or (right is not None and value.shape == right.shape
-                                 and close(comparable(value), comparable(right))):
+            if value is None or (
+                right is not None and value.shape == right.shape and close(comparable(value), comparable(right))
+            ):
                 continue
             values.append((alternative, value))
         return values
 
-    def _wrong(self, index: int, name: str, alternative: Alternative, value: torch.Tensor,
-               nodes: Nodes | None, later: Nodes | None = None) -> None:
+    def _wrong(
+        self,
+        index: int,
+        name: str,
+        alternative: Alternative,
+        value: torch.Tensor,
+        nodes: Nodes | None,
+        later: Nodes | None = None,
+    ) -> None:
         """Stage `name` done `alternative`'s wrong way; the walk goes on from the student's value."""
         progress = self.progress
         site = self.sites.of_mistake(index, name, alternative, nodes, later, progress.nodes)
@@ -200,8 +209,9 @@ class Walk:
             mistake = None
             if alternative.misconception:
                 masking = self.student.producer(nodes[0])
-                mistake = Mistake("weights", alternative.misconception, alternative.key,
-                                  masking.site if masking else None)
+                mistake = Mistake(
+                    "weights", alternative.misconception, alternative.key, masking.site if masking else None
+                )
             progress.record("weights", Step(value, nodes, mistake, on_track=False))
             return True
         return False

@@ -1,5 +1,6 @@
 """Exercise 3.1's copies, for the walk (`walk`): what the student wrote into the matrix the
 reference writes a checkpoint into (the weights copied from one attention class to the other)."""
+
 from __future__ import annotations
 
 import torch
@@ -21,8 +22,9 @@ def copied(reference: Trace, instance: Instance, student: Trace, name: str) -> S
     if written is None and right is not None:
         elsewhere = _written_elsewhere(student, right)
         if elsewhere is not None:
-            return Step(right, None, Mistake(name, "weights-swapped", "written-elsewhere", elsewhere.site),
-                        on_track=False)
+            return Step(
+                right, None, Mistake(name, "weights-swapped", "written-elsewhere", elsewhere.site), on_track=False
+            )
     if written is None or right is None:
         return None
     value = student.nodes[written.outputs[0]].value
@@ -32,8 +34,12 @@ def copied(reference: Trace, instance: Instance, student: Trace, name: str) -> S
     for alternative in STAGES[name].alternatives:
         wrong = _safely(alternative.fn, given, instance.context)
         if wrong is not None and wrong.shape == value.shape and close(comparable(wrong), comparable(value)):
-            return Step(wrong, (written.outputs[0],),
-                        Mistake(name, alternative.misconception, alternative.key, written.site), on_track=False)
+            return Step(
+                wrong,
+                (written.outputs[0],),
+                Mistake(name, alternative.misconception, alternative.key, written.site),
+                on_track=False,
+            )
     return Departure(name, written.site)
 
 
@@ -55,8 +61,7 @@ def _last_write(reference: Trace, instance: Instance, student: Trace, name: str)
 def _written_elsewhere(student: Trace, right: torch.Tensor) -> Op | None:
     """A write of the right matrix into another one."""
     for candidate in student.ops:
-        value = student.nodes[candidate.outputs[0]].value if candidate.name in WRITES and \
-            candidate.outputs else None
+        value = student.nodes[candidate.outputs[0]].value if candidate.name in WRITES and candidate.outputs else None
         if value is not None and value.shape == right.shape and close(comparable(value), comparable(right)):
             return candidate
     return None

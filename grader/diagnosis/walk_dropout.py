@@ -1,6 +1,7 @@
 """Dropout, followed through the student's own ops, for the walk (`walk`): its random values cannot
 be recomputed, but which checkpoint a dropout consumes, and whether it is active when the
 reference's is not, can. Each function returns the `Step` the walk records."""
+
 from __future__ import annotations
 
 import torch
@@ -48,8 +49,9 @@ def misplaced(student: Trace, name: str, nodes: Nodes | None) -> Step | None:
     value = student.nodes[op.outputs[0]].value
     if value is None:
         return None
-    return Step(value, (op.outputs[0],), Mistake(name, "dropout-misplaced", "dropout-on-" + name, op.site),
-                on_track=False)
+    return Step(
+        value, (op.outputs[0],), Mistake(name, "dropout-misplaced", "dropout-on-" + name, op.site), on_track=False
+    )
 
 
 def dropped(student: Trace, instance: Instance, progress: Progress, sites: Sites) -> Step:
@@ -59,14 +61,18 @@ def dropped(student: Trace, instance: Instance, progress: Progress, sites: Sites
     op = dropout_of(student, weights)
     if op is not None and op.outputs and student.nodes[op.outputs[0]].value is not None:
         is_active = active(student, op)
-        mistake = Mistake("dropped", "dropout-misplaced", "active-in-eval", op.site) \
-            if is_active and not reference_drops(instance) else None
+        mistake = (
+            Mistake("dropped", "dropout-misplaced", "active-in-eval", op.site)
+            if is_active and not reference_drops(instance)
+            else None
+        )
         return Step(student.nodes[op.outputs[0]].value, (op.outputs[0],), mistake, on_track=not is_active)
     mistake = None
     if reference_drops(instance):
         live = student.live
-        elsewhere = any(op.name in DROPOUT_OPS and active(student, op) and any(o in live for o in op.outputs)
-                        for op in student.ops)
+        elsewhere = any(
+            op.name in DROPOUT_OPS and active(student, op) and any(o in live for o in op.outputs) for op in student.ops
+        )
         if not elsewhere:
             dead = locate.dead_op(student, DROPOUT_OPS, sites.call if sites.call >= 0 else None)
             site = sites.in_call(dead) if dead is not None else locate.frontier(student, weights)

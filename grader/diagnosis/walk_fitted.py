@@ -1,6 +1,7 @@
 """Wrong values the pipeline's known alternatives do not list, read off the student's own tensors
 for the walk (`walk`): the number the scores were divided by (`fitted_scaling`), and a mask of the
 student's own making (`fitted_mask`), named by what it hides."""
+
 from __future__ import annotations
 
 import torch
@@ -13,8 +14,9 @@ from grader.diagnosis.walk_progress import Nodes, Progress, Step
 from grader.diagnosis.walk_search import Search
 
 
-def fitted_scaling(search: Search, progress: Progress, index: int,
-                   name: str) -> tuple[Alternative, torch.Tensor, Nodes] | None:
+def fitted_scaling(
+    search: Search, progress: Progress, index: int, name: str
+) -> tuple[Alternative, torch.Tensor, Nodes] | None:
     """Scores divided by some other number: the divisor read off the student's own tensor. Returns
     the wrong way as an alternative of its own, the value and the nodes holding it."""
     state, ctx = progress.state, search.ctx
@@ -29,9 +31,12 @@ def fitted_scaling(search: Search, progress: Progress, index: int,
         nodes = search.find(name, value, progress.nodes, inputs_too=unscaled)
         if nodes is None:
             continue
-        alternative = Alternative("unscaled" if unscaled else f"divided-by-{divisor:.4g}",
-                                  "missing-scaling" if unscaled else "wrong-scaling", lambda s, c: None,
-                                  skip=unscaled)
+        alternative = Alternative(
+            "unscaled" if unscaled else f"divided-by-{divisor:.4g}",
+            "missing-scaling" if unscaled else "wrong-scaling",
+            lambda s, c: None,
+            skip=unscaled,
+        )
         if unscaled and not search.confirmed(index, dict(state, **{name: value}), nodes, progress.nodes):
             continue
         return alternative, value, nodes
@@ -43,8 +48,11 @@ def own_masks(student: Trace, size: int) -> list[torch.Tensor]:
     found: list[torch.Tensor] = []
     for node in student.nodes:
         kind = locate.pattern(node.value)
-        if kind in (None, "nothing", "everything") or node.value.shape[-1] < size \
-                or (node.op < 0 and node.origin is None):
+        if (
+            kind in (None, "nothing", "everything")
+            or node.value.shape[-1] < size
+            or (node.op < 0 and node.origin is None)
+        ):
             continue
         origin = locate._node_origin(student, node.index)
         if origin is None or origin.name in locate.PARAMETER_INIT:
@@ -52,8 +60,13 @@ def own_masks(student: Trace, size: int) -> list[torch.Tensor]:
         value = node.value
         while value.dim() > 2:
             value = value[0]
-        marked = value if value.dtype == torch.bool else (value.double() < -1e4) if bool(
-            (value.double() < -1e4).any()) else value != 0
+        marked = (
+            value
+            if value.dtype == torch.bool
+            else (value.double() < -1e4)
+            if bool((value.double() < -1e4).any())
+            else value != 0
+        )
         marked = marked[:size, :size]
         for pattern in (marked, ~marked):
             if not any(torch.equal(pattern, seen) for seen in found):
@@ -65,8 +78,9 @@ def fitted_mask(search: Search, progress: Progress, index: int, name: str) -> St
     """A mask of the student's own making applied at mask stage `name`: named by what it hides
     (see pipeline.mask_misconception), located where its pattern goes wrong."""
     state, student = progress.state, search.student
-    base = {"masked": state.get("scores"), "masked_weights": state.get("attention_weights"),
-            "mask": state.get("mask")}[name]
+    base = {"masked": state.get("scores"), "masked_weights": state.get("attention_weights"), "mask": state.get("mask")}[
+        name
+    ]
     if base is None:
         return None
     for hidden in own_masks(student, base.shape[-1]):

@@ -4,6 +4,7 @@ that settles one checkpoint.
 The walk is the only one that changes a `Progress`: the modules that look for a checkpoint in a
 special way (`walk_dropout`, `walk_fitted`, `walk_copies`) return a `Step` and the walk records it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -43,7 +44,7 @@ class Progress:
     unused: Site | None = None  # a stage computed right but never used: where the path broke
 
     @classmethod
-    def start(cls, reference: Trace, instance: Instance) -> "Progress":
+    def start(cls, reference: Trace, instance: Instance) -> Progress:
         """The instance's seeds, and the stages whose right value can only be the reference's own."""
         state: State = dict(instance.seeds)
         for name in instance.order:

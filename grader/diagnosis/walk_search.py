@@ -7,6 +7,7 @@ inputs, looks ahead for a later checkpoint computed from it (a fused op, another
 confirms a stage left out by what follows it. What the walk has found so far (`Progress.nodes`,
 `found` here) is passed in; nothing here changes it.
 """
+
 from __future__ import annotations
 
 import torch
@@ -58,13 +59,16 @@ class Search:
         if nodes is None and bool(value.isnan().any()):
             # a row that hides every key: softmax gives NaN, the fused scaled_dot_product_attention zeros
             fused = self.finder.find(torch.nan_to_num(value, nan=0.0), STAGES[name].kind, exclude=exclude)
-            if fused is not None and all((op := self.student.producer(node)) is not None
-                                         and op.name == "scaled_dot_product_attention" for node in fused):
+            if fused is not None and all(
+                (op := self.student.producer(node)) is not None and op.name == "scaled_dot_product_attention"
+                for node in fused
+            ):
                 return fused
         return nodes
 
-    def lookahead(self, index: int, state: State, found: Found, wrongs: int = 0,
-                  origin: str | None = None) -> Nodes | None:
+    def lookahead(
+        self, index: int, state: State, found: Found, wrongs: int = 0, origin: str | None = None
+    ) -> Nodes | None:
         """With `state` after stage `index`, the nodes of a later stage computed from it, if found;
         `wrongs` later stages may be done one of their known wrong ways on the way (a fused op
         that also leaves the mask out)."""
@@ -89,8 +93,9 @@ class Search:
             state[name] = value
         return None
 
-    def _wrong_ahead(self, position: int, name: str, state: State, found: Found, wrongs: int,
-                     origin: str) -> Nodes | None:
+    def _wrong_ahead(
+        self, position: int, name: str, state: State, found: Found, wrongs: int, origin: str
+    ) -> Nodes | None:
         """`lookahead` through stage `name` done one of its known wrong ways."""
         for alternative in STAGES[name].alternatives:
             if alternative in AFTER_SOFTMAX:
@@ -98,8 +103,11 @@ class Search:
             wrong = _safely(alternative.fn, state, self.ctx)
             if wrong is None:
                 continue
-            if depends(name, origin, self.instance.order) and not alternative.skip \
-                    and self.find(name, wrong, found) is not None:
+            if (
+                depends(name, origin, self.instance.order)
+                and not alternative.skip
+                and self.find(name, wrong, found) is not None
+            ):
                 return self.find(name, wrong, found)
             nodes = self.lookahead(position, dict(state, **{name: wrong}), found, wrongs - 1, origin)
             if nodes is not None:
@@ -113,8 +121,10 @@ class Search:
             return is_result(self.student, nodes)
         following = order[index + 1]
         if following == "dropped":
-            return dropout_of(self.student, nodes) is not None or \
-                self.lookahead(index + 1, dict(state, dropped=state[order[index]]), found) is not None
+            return (
+                dropout_of(self.student, nodes) is not None
+                or self.lookahead(index + 1, dict(state, dropped=state[order[index]]), found) is not None
+            )
         stage = STAGES.get(following)
         if stage is None:
             return False

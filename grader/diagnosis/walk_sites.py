@@ -3,6 +3,7 @@
 `Sites` knows the student's trace, the call that matches the instance walked and the reference's
 tensors of that call; what the walk has found so far (`Progress`) is passed in, never changed here.
 """
+
 from __future__ import annotations
 
 import torch
@@ -24,8 +25,15 @@ class Sites:
         self.call = call  # the student's call that matches the instance's
         self._reference_finder: Finder | None = None  # the reference's tensors of the matching call
 
-    def of_mistake(self, index: int, name: str, alternative: Alternative, nodes: Nodes | None,
-                   later: Nodes | None, found: dict[str, Nodes | None]) -> Site | None:
+    def of_mistake(
+        self,
+        index: int,
+        name: str,
+        alternative: Alternative,
+        nodes: Nodes | None,
+        later: Nodes | None,
+        found: dict[str, Nodes | None],
+    ) -> Site | None:
         """Where stage `name` (held by `nodes`, or seen only in a later stage's `later`) was done
         `alternative`'s wrong way."""
         site = self._site(index, name, alternative, nodes, found)
@@ -37,8 +45,9 @@ class Sites:
                 site = self.in_call(producer)
         return site
 
-    def _site(self, index: int, name: str, alternative: Alternative, nodes: Nodes | None,
-              found: dict[str, Nodes | None]) -> Site | None:
+    def _site(
+        self, index: int, name: str, alternative: Alternative, nodes: Nodes | None, found: dict[str, Nodes | None]
+    ) -> Site | None:
         trace = self.student
         producer = trace.producer(nodes[0]) if nodes else None
         if name in MASK_STAGES and alternative.key in MASKS and alternative.key != "hides-nothing":
@@ -112,8 +121,13 @@ class Sites:
         if site is None and previous:
             site = self._broken_layout(index, progress)
         if site is None and previous:
-            dead = [op for op in self.student.consumers(previous[0]) if op.name not in locate.LAYOUT_OPS
-                    and op.outputs and not any(out in self.student.live for out in op.outputs)]
+            dead = [
+                op
+                for op in self.student.consumers(previous[0])
+                if op.name not in locate.LAYOUT_OPS
+                and op.outputs
+                and not any(out in self.student.live for out in op.outputs)
+            ]
             if dead:
                 site = self.in_call(dead[0])  # what should have come next was computed, then dropped
         if site is None and previous and STAGES[name].kind == ORDERED:
@@ -133,8 +147,11 @@ class Sites:
         want, kind = comparable(value), STAGES[before].kind
         node, live = progress.nodes[before][0], self.student.live  # type: ignore[index]
         for _ in range(30):
-            following = [op for op in self.student.consumers(node) if op.name in locate.LAYOUT_OPS
-                         and op.outputs and op.outputs[0] in live]
+            following = [
+                op
+                for op in self.student.consumers(node)
+                if op.name in locate.LAYOUT_OPS and op.outputs and op.outputs[0] in live
+            ]
             if not following:
                 return None
             op = following[0]
@@ -159,21 +176,28 @@ class Sites:
         inputs = self._call_inputs()
         if not inputs:
             return None
-        wanted = [self.reference.nodes[self.instance.ops[p].outputs[0]].value for p in self.instance.order
-                  if p in PROJECTIONS and self.instance.ops[p].outputs]
+        wanted = [
+            self.reference.nodes[self.instance.ops[p].outputs[0]].value
+            for p in self.instance.order
+            if p in PROJECTIONS and self.instance.ops[p].outputs
+        ]
         wanted = [comparable(w) for w in wanted if w is not None]
         theirs = [op for op in self.student.consumers(inputs[0]) if op.name not in locate.LAYOUT_OPS and op.outputs]
         holds: list[set[int]] = []
         for op in theirs:
             got = self.student.nodes[op.outputs[0]].value
             got = comparable(got) if got is not None else None
-            holds.append({i for i, want in enumerate(wanted) if got is not None and want.shape == got.shape
-                          and close(want, got)})
+            holds.append(
+                {i for i, want in enumerate(wanted) if got is not None and want.shape == got.shape and close(want, got)}
+            )
         # suspects: an op holding no projection, or one another op holds too (both, for now)
-        suspects = [k for k, held in enumerate(holds)
-                    if not held or any(held & other for j, other in enumerate(holds) if j != k)]
+        suspects = [
+            k
+            for k, held in enumerate(holds)
+            if not held or any(held & other for j, other in enumerate(holds) if j != k)
+        ]
         for k in suspects:  # of two that hold the same, the one unlike the reference's at its place
-            if k < len(wanted) and k not in holds[k] and not (holds[k] == {k}):
+            if k < len(wanted) and k not in holds[k] and holds[k] != {k}:
                 return theirs[k].site
         if suspects:
             return theirs[suspects[0]].site
@@ -186,7 +210,8 @@ class Sites:
 def projection_site(student: Trace) -> Site | None:
     """The first projection of the student's forward: the line creating its parameter, else its own."""
     for op in student.ops:
-        if op.name in ("linear", "matmul", "einsum", "mm", "bmm") \
-                and not any(frame.function == "__init__" for frame in op.stack):
+        if op.name in ("linear", "matmul", "einsum", "mm", "bmm") and not any(
+            frame.function == "__init__" for frame in op.stack
+        ):
             return locate.parameter_origin(student, op) or op.site
     return None

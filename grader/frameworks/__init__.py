@@ -10,13 +10,15 @@ same probes, codec and hidden suites grade both tracks.
 This package is copied into the sandbox: it imports only the standard library here, and torch and
 mindspore in `mindspore_adapter` (imported only for the MindSpore track).
 """
+
 from __future__ import annotations
 
 import ast
 import importlib.util
 import re
 import unicodedata
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 PYTORCH = "pytorch"
 MINDSPORE = "mindspore"
@@ -25,12 +27,14 @@ TRACKS = (PYTORCH, MINDSPORE)
 # Probes whose outputs come from the framework's own random stream (the book's seeded runs): on
 # the MindSpore track they are compared with the MindSpore reference's outputs (the CPU values of
 # exercise-api.md §4), every other probe with the PyTorch reference's.
-SEEDED_PROBES = frozenset({
-    "sec3_4_self_attention:v1_book_seed",
-    "sec3_5_causal_attention:book_seed",
-    "sec3_6_multi_head_attention:mha_book_seeded",
-    "exercise3_2_two_dim_output:seeded_output",
-})
+SEEDED_PROBES = frozenset(
+    {
+        "sec3_4_self_attention:v1_book_seed",
+        "sec3_5_causal_attention:book_seed",
+        "sec3_6_multi_head_attention:mha_book_seeded",
+        "exercise3_2_two_dim_output:seeded_output",
+    }
+)
 
 # a module that does not parse: only its unindented imports are known to be needed (on their own
 # line: `\s` would also run over the blank lines after them)
@@ -58,8 +62,10 @@ def _needed(source: str) -> set[str]:
 
     tree = parsed(source)
     if tree is None:  # (or too long to be parsed in the trusted process); "\r" ends a line too
-        return {unicodedata.normalize("NFKC", match.group(1))
-                for match in _TOP_IMPORT_LINE.finditer(source.replace("\r", "\n"))}
+        return {
+            unicodedata.normalize("NFKC", match.group(1))
+            for match in _TOP_IMPORT_LINE.finditer(source.replace("\r", "\n"))
+        }
     flags = _absence_flags(tree)
     names: set[str] = set()
     stack: list[tuple[ast.AST, bool]] = [(tree, False)]  # (statement, optional); no recursion
@@ -99,8 +105,12 @@ def _tolerates_absence(handler: ast.ExceptHandler) -> bool:
 
 def _stops(statement: ast.stmt) -> bool:
     """`raise ...`, or a call of `exit()` or the like: the module does not carry on."""
-    return isinstance(statement, ast.Raise) or isinstance(statement, ast.Expr) \
-        and isinstance(statement.value, ast.Call) and _name(statement.value.func) in _EXITS
+    return (
+        isinstance(statement, ast.Raise)
+        or isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Call)
+        and _name(statement.value.func) in _EXITS
+    )
 
 
 def _is_main(test: ast.expr) -> bool:
@@ -108,8 +118,9 @@ def _is_main(test: ast.expr) -> bool:
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
         return False
     sides = (test.left, test.comparators[0])
-    return any(_name(side) == "__name__" for side in sides) \
-        and any(isinstance(side, ast.Constant) and side.value == "__main__" for side in sides)
+    return any(_name(side) == "__name__" for side in sides) and any(
+        isinstance(side, ast.Constant) and side.value == "__main__" for side in sides
+    )
 
 
 def _absence_flags(tree: ast.AST) -> set[str]:
@@ -121,8 +132,13 @@ def _absence_flags(tree: ast.AST) -> set[str]:
             continue
         for handler in filter(_tolerates_absence, node.handlers):
             for statement in handler.body:
-                targets = statement.targets if isinstance(statement, ast.Assign) else \
-                    [statement.target] if isinstance(statement, ast.AnnAssign) else []
+                targets = (
+                    statement.targets
+                    if isinstance(statement, ast.Assign)
+                    else [statement.target]
+                    if isinstance(statement, ast.AnnAssign)
+                    else []
+                )
                 flags |= {target.id for target in targets if isinstance(target, ast.Name)}
     return flags
 
@@ -133,8 +149,13 @@ def _asks_presence(test: ast.expr, flags: set[str]) -> bool:
         name = _name(node)
         if isinstance(node, ast.Call) and _name(node.func) in _FINDERS:
             return True
-        if name == "TYPE_CHECKING" or isinstance(node, ast.Name) and name in flags \
-                or name == "modules" and _name(getattr(node, "value", None)) == "sys":
+        if (
+            name == "TYPE_CHECKING"
+            or isinstance(node, ast.Name)
+            and name in flags
+            or name == "modules"
+            and _name(getattr(node, "value", None)) == "sys"
+        ):
             return True
     return False
 

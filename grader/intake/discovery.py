@@ -9,6 +9,7 @@ read, never through a link (the student folder itself, a module file, a notebook
 link, a FIFO, a device or a folder posing as a module, never more than the size cap. Whatever is
 refused becomes an integrity note naming the file, and costs only that file.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,14 +19,31 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.intake.files import Folder, Refused, read_file
-from grader.intake.submission import (MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES, Assembly, is_module_file, reading_order,
-                                      submission_from_files)
 from grader.intake.shown import decode_name, shown
+from grader.intake.submission import (
+    MAX_NOTEBOOK_BYTES,
+    MAX_SOURCE_BYTES,
+    Assembly,
+    is_module_file,
+    reading_order,
+    submission_from_files,
+)
 from grader.records import IntegrityNote, Submission
 
-__all__ = ["MAX_SOURCE_BYTES", "Candidate", "Discovery", "DiscoveryError", "discover", "find_submissions",
-           "find_upload", "holds_submission", "notebook_submission", "read_candidate", "read_submission",
-           "submission_from_files"]
+__all__ = [
+    "MAX_SOURCE_BYTES",
+    "Candidate",
+    "Discovery",
+    "DiscoveryError",
+    "discover",
+    "find_submissions",
+    "find_upload",
+    "holds_submission",
+    "notebook_submission",
+    "read_candidate",
+    "read_submission",
+    "submission_from_files",
+]
 MAX_STUDENTS = 100_000  # entries of a class folder looked at
 IGNORED_FOLDERS = {"__MACOSX", "__pycache__", ".ipynb_checkpoints"}
 
@@ -57,6 +75,7 @@ class Discovery:
 
 
 # -- what PATH holds ---------------------------------------------------------------------------------
+
 
 def _holds(folder: Folder) -> bool:
     entries = folder.entries(keep=lambda name: not name.startswith("."))
@@ -146,12 +165,16 @@ def find_upload(path: Path, depth: int = 4, folders: int = 200, *, follow_root: 
             if _holds(folder):
                 return folder_path
             if level < depth:
-                queue.extend((folder_path / e.name, level + 1) for e in folder.entries()
-                             if e.kind == "folder" and not e.name.startswith(".") and e.name not in IGNORED_FOLDERS)
+                queue.extend(
+                    (folder_path / e.name, level + 1)
+                    for e in folder.entries()
+                    if e.kind == "folder" and not e.name.startswith(".") and e.name not in IGNORED_FOLDERS
+                )
     return None
 
 
 # -- reading one submission -------------------------------------------------------------------------
+
 
 def read_submission(path: Path, name: str | None = None, *, follow: bool = False) -> Submission:
     """Sources of the seven modules in the folder PATH, from .py files or, where there is none,
@@ -171,8 +194,9 @@ def read_candidate(candidate: Candidate, follow: bool = False) -> Submission:
     """A discovered folder as a Submission: never raises (a failure is the student's note)."""
     try:
         if candidate.refused:
-            return submission_from_files(candidate.name, candidate.path, {},
-                                         [_folder_note(candidate.refused, candidate.path)])
+            return submission_from_files(
+                candidate.name, candidate.path, {}, [_folder_note(candidate.refused, candidate.path)]
+            )
         submission = read_submission(candidate.path, candidate.name, follow=follow)
         if not submission.sources and not submission.problems:
             # students often hand in a folder inside their folder (an unzipped alice/ch3/): grade
@@ -182,8 +206,9 @@ def read_candidate(candidate: Candidate, follow: bool = False) -> Submission:
                 submission = read_submission(inner, candidate.name)
         return submission
     except Exception as exc:  # noqa: BLE001 - one student's files never stop the class
-        return submission_from_files(candidate.name, candidate.path, {},
-                                     [IntegrityNote("submission.unreadable", shown(type(exc).__name__))])
+        return submission_from_files(
+            candidate.name, candidate.path, {}, [IntegrityNote("submission.unreadable", shown(type(exc).__name__))]
+        )
 
 
 def notebook_submission(name: str, path: Path) -> Submission:

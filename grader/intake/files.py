@@ -14,14 +14,15 @@ A submission is hostile data. Only regular files directly inside the student's f
 What is refused raises `Refused`, whose `reason` names an integrity note
 (``integrity.submission.file-<reason>``); the caller reports it and loses only that file.
 """
+
 from __future__ import annotations
 
 import errno
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 _OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
 _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -72,7 +73,7 @@ class Folder:
         self.path = path
 
     @classmethod
-    def open(cls, path: Path, follow: bool = False) -> "Folder":
+    def open(cls, path: Path, follow: bool = False) -> Folder:
         flags = _OPEN_DIR & ~os.O_NOFOLLOW if follow else _OPEN_DIR
         try:
             return cls(os.open(path, flags), Path(path))
@@ -84,7 +85,7 @@ class Folder:
             os.close(self.fd)
             self.fd = -1
 
-    def __enter__(self) -> "Folder":
+    def __enter__(self) -> Folder:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -116,7 +117,7 @@ class Folder:
         except OSError:
             return "gone"
 
-    def subfolder(self, name: str) -> "Folder":
+    def subfolder(self, name: str) -> Folder:
         """A folder inside this one, opened without following a link."""
         try:
             return Folder(os.open(name, _OPEN_DIR, dir_fd=self.fd), self.path / name)

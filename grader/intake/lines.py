@@ -8,6 +8,7 @@ or shows goes through here, so that the quoted line is the line Python ran.
 Standard library only (the student bundle ships a copy of intake/). Linear in the text: the
 splitting is one pass of a compiled pattern.
 """
+
 from __future__ import annotations
 
 import re
@@ -37,7 +38,7 @@ def source_line(text: str, number: int) -> str:
 def line_start(text: str, number: int) -> int:
     """Where line `number` (1-based) of `text` starts (the length of the text past its last line)."""
     start = 0
-    for line in source_lines(text, number)[:number - 1]:
+    for line in source_lines(text, number)[: number - 1]:
         start += len(line)
         start += 2 if text.startswith("\r\n", start) else 1 if start < len(text) else 0
     return start

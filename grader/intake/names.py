@@ -28,6 +28,7 @@ library only (the student bundle ships a copy of intake/).
   form no kept name can have. The folder depends only on the name itself (should two digests be
   made to meet, the names involved take longer ones; never a kept name's folder).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -46,19 +47,34 @@ _UNSAFE_ASCII = re.compile(r'[\\/:*?"<>|]')
 _FORMULA_START = set("=+-@\uff1d\uff0b\uff0d\uff20")  # a folder name a spreadsheet would run (see textsafe)
 # Default-ignorable characters that are not format characters (Unicode's DerivedCoreProperties),
 # and blanks that show nothing (the Braille blank).
-_IGNORABLE = {0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x2800, 0x3164, 0xFFA0, *range(0x180B, 0x1810),
-              *range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)}
+_IGNORABLE = {
+    0x034F,
+    0x115F,
+    0x1160,
+    0x17B4,
+    0x17B5,
+    0x2800,
+    0x3164,
+    0xFFA0,
+    *range(0x180B, 0x1810),
+    *range(0xFE00, 0xFE10),
+    *range(0xE0100, 0xE01F0),
+}
 _HIDDEN_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
 # Cyrillic and Greek letters drawn like Latin ones (the common rows of Unicode's confusables.txt).
-HOMOGLYPHS = dict(zip(
-    "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0455\u0456\u0458\u0501\u04bb\u04cf\u051b\u051d\u04af"
-    "\u0410\u0412\u0415\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425\u0405\u0406\u0408\u04ae\u051a\u051c"
-    "\u03bf\u03bd\u03c1\u03b9\u03b1\u03c5"
-    "\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a5\u03a7",
-    "aeopcyxsijdhlqwy" "ABEKMHOPCTXSIJYQW" "ovpiau" "ABEZHIKMNOPTYX"))
+HOMOGLYPHS = dict(
+    zip(
+        "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0455\u0456\u0458\u0501\u04bb\u04cf\u051b\u051d\u04af"
+        "\u0410\u0412\u0415\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425\u0405\u0406\u0408\u04ae\u051a\u051c"
+        "\u03bf\u03bd\u03c1\u03b9\u03b1\u03c5"
+        "\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a5\u03a7",
+        "aeopcyxsijdhlqwyABEKMHOPCTXSIJYQWovpiauABEZHIKMNOPTYX",
+    )
+)
 
 
 # -- shown names -----------------------------------------------------------------------------------
+
 
 def _escape(char: str) -> str:
     code = ord(char)
@@ -130,6 +146,7 @@ _ESCAPES = re.compile(r"\\(\\|n|r|t|x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8})")
 
 def raw_name(shown: str) -> str:
     """The raw name a shown name was made from (escapes read back; other backslashes kept)."""
+
     def one(match: re.Match) -> str:
         escape = match.group(1)
         if escape in ("\\", "n", "r", "t"):
@@ -138,6 +155,7 @@ def raw_name(shown: str) -> str:
         if escape[0] == "x" and code >= 0x80:
             return chr(0xDC00 + code)
         return chr(code) if code <= 0x10FFFF else match.group(0)
+
     return _ESCAPES.sub(one, shown)
 
 
@@ -207,6 +225,7 @@ def display_names(raw_names: list[str]) -> dict[str, str]:
 
 # -- report folders --------------------------------------------------------------------------------
 
+
 def _folder_char(char: str) -> str:
     code = ord(char)
     if 0xDC80 <= code <= 0xDCFF:
@@ -248,8 +267,13 @@ def keeps_name(raw: str, reserved: set[str]) -> bool:
     looking like nothing else (no compatibility character, no letter that looks Latin but is not:
     `looks(raw) == raw`), not one of the class outputs (`reserved`, without regard to case), not of
     an altered name's form."""
-    return (shown_name(raw) == raw and safe_component(raw) == raw and looks(raw) == raw
-            and not _HEX_SUFFIX.search(raw) and raw.casefold() not in {r.casefold() for r in reserved})
+    return (
+        shown_name(raw) == raw
+        and safe_component(raw) == raw
+        and looks(raw) == raw
+        and not _HEX_SUFFIX.search(raw)
+        and raw.casefold() not in {r.casefold() for r in reserved}
+    )
 
 
 def altered_folder(raw: str, digits: int = DIGEST_DIGITS) -> str:

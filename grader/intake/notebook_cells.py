@@ -12,6 +12,7 @@ characters long, and at most MAX_SCANNED_TOTAL characters per notebook (``ast.pa
 bytes of memory per byte of a hostile expression). Lines are the tokenizer's (`grader.intake.lines`;
 a notebook's "\r" and "\r\n" are "\n" by now).
 """
+
 from __future__ import annotations
 
 import ast
@@ -56,8 +57,7 @@ class GeneratedModule:
     """A module's source made from notebook cells, and the origin of each of its lines."""
 
     source: str
-    origins: "Origins"  # see origin_at
-
+    origins: Origins  # see origin_at
 
 
 def python_code(cell_source: str) -> str | None:
@@ -70,7 +70,7 @@ def python_code(cell_source: str) -> str | None:
         name = magic[2:].split(maxsplit=1)[0] if magic.strip() != "%%" else ""
         if name not in PYTHON_CELL_MAGICS:
             return None
-        cell_source = cell_source[:first.start()] + "# " + cell_source[first.start():]
+        cell_source = cell_source[: first.start()] + "# " + cell_source[first.start() :]
     if "%" in cell_source or "!" in cell_source:
         cell_source = _MAGIC_LINE.sub(r"\1pass  # \2", cell_source)
     if "?" in cell_source:
@@ -186,8 +186,9 @@ class _Builder:
         self.generated(f"# --- notebook cell {number} ---")
         self._add(code, number, 1)
 
-    def lines_of(self, number: int, lines: list[str], first: int, last: int, indent: str = "",
-                 keep: set[int] = frozenset()) -> None:  # type: ignore[assignment]
+    def lines_of(
+        self, number: int, lines: list[str], first: int, last: int, indent: str = "", keep: set[int] = frozenset()
+    ) -> None:  # type: ignore[assignment]
         for index in range(first, last + 1):
             line = lines[index - 1]
             self._add(line if index in keep or not line.strip() else indent + line, number, index)
@@ -216,15 +217,19 @@ def chapter_modules(cells: list[tuple[int, str, dict]], shown_name: str) -> dict
     modules = list(dict.fromkeys(module for _, module, _, _ in order if module is not None))
     # Names the module cells define: an unmarked cell never replaces them (a draft left in a
     # scratch cell does not override the student's marked solution).
-    marked = {match.group(1) or match.group(2) for _, module, code, _ in order if module is not None
-              for match in _TOP_LEVEL_NAME.finditer(code)}
+    marked = {
+        match.group(1) or match.group(2)
+        for _, module, code, _ in order
+        if module is not None
+        for match in _TOP_LEVEL_NAME.finditer(code)
+    }
     preamble: list[tuple[int, list[str], int, int]] = []  # (cell, its lines, first, last)
     seen: set[str] = set()
     for number, module, code, scan in order:
         if module is None and scan is not None:
             lines = source_lines(code)
             for first, last in scan.imports:
-                text = "\n".join(lines[first - 1:last])
+                text = "\n".join(lines[first - 1 : last])
                 if text not in seen:
                     seen.add(text)
                     preamble.append((number, lines, first, last))
@@ -290,6 +295,7 @@ def in_notebook_terms(frame: StudentFrame, origins: dict[str, Origins]) -> Stude
 
 def message_in_notebook_terms(message: str, origins: dict[str, Origins]) -> str:
     """Python's "(sec3_5_causal_attention.py, line 12)" in a syntax error's message, as the cell."""
+
     def place(match: re.Match) -> str:
         frame = in_notebook_terms(StudentFrame(f"{match.group(1)}.py", int(match.group(2)), "", ""), origins)
         return f"({frame.file}, cell {frame.cell}, line {frame.line})" if frame.cell else match.group()

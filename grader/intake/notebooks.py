@@ -32,6 +32,7 @@ every field may have any type, and Python code is parsed in this (trusted) proce
 pieces. A file that cannot be used raises NotebookError (the caller records an integrity note and
 loses only that notebook's modules); no other exception leaves this module.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,14 +41,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.intake.notebook_cells import (CHAPTER_NOTEBOOK_MARKER, GeneratedModule, chapter_modules, python_code,
-                                 section_module, tags)
+from grader.intake.notebook_cells import (
+    CHAPTER_NOTEBOOK_MARKER,
+    GeneratedModule,
+    chapter_modules,
+    python_code,
+    section_module,
+    tags,
+)
 from grader.intake.shown import replace_surrogates
 from grader.records import MODULES
 
-__all__ = ["CHAPTER_NOTEBOOK_MARKER", "MAX_NOTEBOOK_BYTES", "GeneratedModule", "NotebookCode", "NotebookError",
-           "code_cells", "modules_from_notebook", "notebook_code", "notebook_modules", "parse_notebook", "python_code",
-           "read_notebook"]
+__all__ = [
+    "CHAPTER_NOTEBOOK_MARKER",
+    "MAX_NOTEBOOK_BYTES",
+    "GeneratedModule",
+    "NotebookCode",
+    "NotebookError",
+    "code_cells",
+    "modules_from_notebook",
+    "notebook_code",
+    "notebook_modules",
+    "parse_notebook",
+    "python_code",
+    "read_notebook",
+]
 
 MAX_NOTEBOOK_BYTES = 8 * 1024 * 1024
 # JSON values (objects, arrays, strings, numbers...): json.loads makes an object of each, ~50 to
@@ -69,6 +87,7 @@ class NotebookError(Exception):
 
 
 # -- the notebook's JSON -----------------------------------------------------------------------------
+
 
 def parse_notebook(raw: bytes) -> dict[str, Any]:
     """The notebook's cells from its bytes: {"cells": [cell dicts]}, checked enough to walk."""
@@ -92,8 +111,13 @@ def parse_notebook(raw: bytes) -> dict[str, Any]:
     worksheets = document.get("worksheets")  # nbformat 3
     if not isinstance(worksheets, list):
         raise NotebookError("no-cells")
-    cells = [c for ws in worksheets if isinstance(ws, dict) and isinstance(ws.get("cells"), list)
-             for c in ws["cells"] if isinstance(c, dict)]
+    cells = [
+        c
+        for ws in worksheets
+        if isinstance(ws, dict) and isinstance(ws.get("cells"), list)
+        for c in ws["cells"]
+        if isinstance(c, dict)
+    ]
     return {"cells": [_v3_cell(c) for c in cells]}
 
 
@@ -146,8 +170,11 @@ def _is_test_cell(metadata: dict) -> bool:
 
 def test_cell_numbers(document: dict[str, Any]) -> list[int]:
     """The numbers of the code cells marked as nbgrader test cells."""
-    return [number for number, cell in enumerate(document.get("cells", []), start=1)
-            if isinstance(cell, dict) and cell.get("cell_type") == "code" and _is_test_cell(_dict(cell.get("metadata")))]
+    return [
+        number
+        for number, cell in enumerate(document.get("cells", []), start=1)
+        if isinstance(cell, dict) and cell.get("cell_type") == "code" and _is_test_cell(_dict(cell.get("metadata")))
+    ]
 
 
 def code_cells(document: dict[str, Any]) -> list[tuple[int, str, dict]]:
@@ -196,7 +223,7 @@ def notebook_code(raw: bytes, filename: str, shown_name: str | None = None) -> N
 
 def _notebook_code(document: dict[str, Any], filename: str, shown_name: str) -> NotebookCode:
     cells = code_cells(document)
-    stem = filename[:-len(".ipynb")] if filename.endswith(".ipynb") else filename
+    stem = filename[: -len(".ipynb")] if filename.endswith(".ipynb") else filename
     if stem in MODULES:
         module = section_module(cells, shown_name)
         return NotebookCode({stem: module} if module is not None else {}, tuple(test_cell_numbers(document)))

@@ -11,6 +11,7 @@ kit's own modules are under 4 kB.
 
 Standard library only (the student bundle ships a copy of intake/).
 """
+
 from __future__ import annotations
 
 import ast

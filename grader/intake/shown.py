@@ -10,11 +10,11 @@ Everything here is pure and standard-library only (the student bundle ships a co
 * Student names (how each is shown, the folder of its reports): see `grader.intake.names`; a .py
   file's bytes as text: `grader.intake.source_text`.
 """
+
 from __future__ import annotations
 
 import os
 import re
-
 
 # Characters that change how text around them is shown (bidirectional controls, line separators),
 # besides the C0/C1 control characters.

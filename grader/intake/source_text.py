@@ -1,6 +1,7 @@
 """A .py file's bytes as the text Python would read (PEP 263), decoded only by the codecs of
 SOURCE_ENCODINGS, always encodable as UTF-8. Pure and standard-library only (the student bundle
 ships a copy of intake/)."""
+
 from __future__ import annotations
 
 import codecs
@@ -18,10 +19,22 @@ _CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 # and European classes really save in. Their decoders are C code, linear in the file. No other
 # codec ever decodes a submission (CPython's `punycode` decoder, for one, is Python code and
 # quadratic: 500 kB take three minutes); a file that declares another is read as UTF-8, with a note.
-SOURCE_ENCODINGS = frozenset({
-    "utf_8", "utf_8_sig", "ascii", "gbk", "gb2312", "gb18030", "big5", "big5hkscs", "cp950", "latin_1",
-    *(f"iso8859_{n}" for n in (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16)), *(f"cp125{n}" for n in range(9)),
-})
+SOURCE_ENCODINGS = frozenset(
+    {
+        "utf_8",
+        "utf_8_sig",
+        "ascii",
+        "gbk",
+        "gb2312",
+        "gb18030",
+        "big5",
+        "big5hkscs",
+        "cp950",
+        "latin_1",
+        *(f"iso8859_{n}" for n in (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16)),
+        *(f"cp125{n}" for n in range(9)),
+    }
+)
 _ALIASES = encodings.aliases.aliases
 
 
@@ -85,7 +98,9 @@ def _codec_module(name: str) -> str:
     normal = name[:12].lower().replace("_", "-")
     if normal == "utf-8" or normal.startswith("utf-8-"):
         return "utf_8"  # "utf-8-unix" (Emacs) is UTF-8 to Python
-    if normal in ("latin-1", "iso-8859-1", "iso-latin-1") or normal.startswith(("latin-1-", "iso-8859-1-", "iso-latin-1-")):
+    if normal in ("latin-1", "iso-8859-1", "iso-latin-1") or normal.startswith(
+        ("latin-1-", "iso-8859-1-", "iso-latin-1-")
+    ):
         return "latin_1"
     key = encodings.normalize_encoding(name.lower())
     return _ALIASES.get(key) or _ALIASES.get(key.replace(".", "_")) or key

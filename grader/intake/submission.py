@@ -6,6 +6,7 @@ the trusted process whatever it holds: MAX_SOURCE_BYTES per module (a .py file, 
 notebook gives a module), MAX_NOTEBOOK_BYTES per notebook, MAX_NOTEBOOKS notebooks and
 MAX_SUBMISSION_BYTES read in all. What is over a budget is not graded, and a note says so.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -32,8 +33,10 @@ def reading_order(names: list[str]) -> list[str]:
     """The files of a submission that are read, in the order they are: the modules' .py files,
     then notebooks named like a module, then other notebooks (by name)."""
     modules = [f"{m}.py" for m in MODULES if f"{m}.py" in names]
-    notebooks = sorted((n for n in names if n.endswith(".ipynb") and not n.startswith(".")),
-                       key=lambda n: (n[:-6] not in MODULES, os.fsencode(n)))
+    notebooks = sorted(
+        (n for n in names if n.endswith(".ipynb") and not n.startswith(".")),
+        key=lambda n: (n[:-6] not in MODULES, os.fsencode(n)),
+    )
     return modules + notebooks
 
 
@@ -54,10 +57,9 @@ class Assembly:
 
     def admits(self, filename: str, size: int) -> bool:
         """Whether a file of `size` bytes is read (a note says why not)."""
-        if filename.endswith(".ipynb"):
-            if self.notebooks >= MAX_NOTEBOOKS:
-                self.note("submission.notebook-skipped", filename)
-                return False
+        if filename.endswith(".ipynb") and self.notebooks >= MAX_NOTEBOOKS:
+            self.note("submission.notebook-skipped", filename)
+            return False
         if size > self.left:
             self.note("submission.file-over-budget", filename)
             return False
@@ -71,8 +73,11 @@ class Assembly:
         elif is_module_file(filename):
             source = read_source(data)
             if source.ignored:
-                self.problems.append(IntegrityNote("submission.encoding-not-read",
-                                                   f"{decode_name(filename)} ({shown(source.declared, limit=40)})"))
+                self.problems.append(
+                    IntegrityNote(
+                        "submission.encoding-not-read", f"{decode_name(filename)} ({shown(source.declared, limit=40)})"
+                    )
+                )
             self.py[filename[:-3]] = source.text
 
     def _notebook(self, filename: str, data: bytes) -> None:
@@ -114,8 +119,9 @@ def _listed(numbers: tuple[int, ...]) -> str:
     return shown + (", …" if len(numbers) > MAX_LISTED_CELLS else "")
 
 
-def submission_from_files(name: str, path: Path, files: dict[str, bytes],
-                          problems: list[IntegrityNote] | tuple[IntegrityNote, ...] = ()) -> Submission:
+def submission_from_files(
+    name: str, path: Path, files: dict[str, bytes], problems: list[IntegrityNote] | tuple[IntegrityNote, ...] = ()
+) -> Submission:
     """A Submission from file names and contents already read (by intake's rules): .py files named
     like a module and notebooks (*.ipynb), within the budgets above; other names are ignored."""
     assembly = Assembly(name, path, problems)
@@ -125,5 +131,13 @@ def submission_from_files(name: str, path: Path, files: dict[str, bytes],
     return assembly.submission()
 
 
-__all__ = ["MAX_NOTEBOOK_BYTES", "MAX_NOTEBOOKS", "MAX_SOURCE_BYTES", "MAX_SUBMISSION_BYTES", "Assembly",
-           "is_module_file", "reading_order", "submission_from_files"]
+__all__ = [
+    "MAX_NOTEBOOK_BYTES",
+    "MAX_NOTEBOOKS",
+    "MAX_SOURCE_BYTES",
+    "MAX_SUBMISSION_BYTES",
+    "Assembly",
+    "is_module_file",
+    "reading_order",
+    "submission_from_files",
+]

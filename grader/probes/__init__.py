@@ -7,12 +7,14 @@ Probes hold no expected values and no verdicts: those live in the hidden suites.
 
 This package must import nothing but the standard library and torch: it is copied into the sandbox.
 """
+
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import torch
 
@@ -155,9 +157,7 @@ def transplant(module: torch.nn.Module, weights: dict[str, torch.Tensor]) -> Non
         if not isinstance(target, torch.Tensor):
             raise ContractError("contract.not-a-tensor", what=path, got=type(target).__name__)
         if tuple(target.shape) != tuple(value.shape):
-            raise ContractError(
-                "contract.wrong-shape", what=path, expected=list(value.shape), got=list(target.shape)
-            )
+            raise ContractError("contract.wrong-shape", what=path, expected=list(value.shape), got=list(target.shape))
         with torch.no_grad():
             target.copy_(value.to(target.dtype))
 

@@ -5,6 +5,7 @@ The probe builds both objects itself, as plain nn.Module shells carrying the con
 d_in == d_out makes a missing transpose a wrong value rather than a shape error; d_in != d_out
 is the book's situation.
 """
+
 from __future__ import annotations
 
 import torch

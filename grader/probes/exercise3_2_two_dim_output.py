@@ -1,4 +1,5 @@
 """Probes of exercise3_2_two_dim_output: a two-head wrapper with 2-dimensional output vectors."""
+
 from __future__ import annotations
 
 import torch

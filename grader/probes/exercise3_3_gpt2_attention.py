@@ -13,12 +13,22 @@ GPT-2 small's attention costs milliseconds (2.4M parameters, a 1024 x 1024 mask)
   process for the same namespace. Both probes start from the same global state (seed 0), so that
   module is exactly what `forward` would have built itself.
 """
+
 from __future__ import annotations
 
 import torch
 
-from grader.probes import (attr, function, linear_layers_zero_filled, linear_weights, probe, qkv_weights, randn,
-                           tensor, transplant)
+from grader.probes import (
+    attr,
+    function,
+    linear_layers_zero_filled,
+    linear_weights,
+    probe,
+    qkv_weights,
+    randn,
+    tensor,
+    transplant,
+)
 
 MODULE = "exercise3_3_gpt2_attention"
 
@@ -34,7 +44,9 @@ def prepare() -> dict:
         changed[:, 2:] = randn(1, 2, 768, seed=902)
         _PREPARED.update(
             weights=qkv_weights(768, 768, seed=900) | linear_weights("out_proj", 768, 768, bias=True, seed=950),
-            x=x, changed=changed)
+            x=x,
+            changed=changed,
+        )
     return _PREPARED
 
 
@@ -56,8 +68,9 @@ def configuration(ns):
     buffers = dict(module.named_buffers())
     mask = buffers.get("mask", getattr(module, "mask", None))
     values["mask_size"] = list(mask.shape[-2:]) if isinstance(mask, torch.Tensor) else []
-    values["qkv_bias"] = [isinstance(getattr(attr(module, n), "bias", None), torch.Tensor)
-                          for n in ("W_query", "W_key", "W_value")]
+    values["qkv_bias"] = [
+        isinstance(getattr(attr(module, n), "bias", None), torch.Tensor) for n in ("W_query", "W_key", "W_value")
+    ]
     values["num_parameters"] = sum(p.numel() for p in module.parameters())
     return values
 
@@ -65,7 +78,7 @@ def configuration(ns):
 @probe(MODULE)
 def forward(ns):
     """Known weights, a (1, 4, 768) input, and the same input with its last two tokens changed."""
-    built, module = (_BUILT.pop() if _BUILT else (None, None))
+    built, module = _BUILT.pop() if _BUILT else (None, None)
     _BUILT.clear()
     if built is not ns or not isinstance(module, torch.nn.Module):
         module = _build(ns)

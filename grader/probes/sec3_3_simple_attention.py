@@ -1,4 +1,5 @@
 """Probes of sec3_3_simple_attention: attention without trainable weights (book 3.3.1-3.3.2)."""
+
 from __future__ import annotations
 
 from grader.probes import book_inputs, function, probe, randn, tensor

@@ -5,12 +5,23 @@ them shows only on the tests of that one. Sizes are chosen so that bugs show: he
 (a missing or wrong sqrt(d_k) changes the weights), T != d_k (scaling by the wrong size shows),
 d_in == d_out (an untransposed matrix is no shape error) next to d_in != d_out.
 """
+
 from __future__ import annotations
 
 import torch
 
-from grader.probes import (ContractError, attr, book_inputs, cpu_manual_seed, function, parameter_names, probe,
-                           randn, tensor, transplant)
+from grader.probes import (
+    ContractError,
+    attr,
+    book_inputs,
+    cpu_manual_seed,
+    function,
+    parameter_names,
+    probe,
+    randn,
+    tensor,
+    transplant,
+)
 
 MODULE = "sec3_4_self_attention"
 
@@ -23,8 +34,10 @@ def book_matrices() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 
 def v1_weights(d_in: int, d_out: int, *, seed: int, dtype: torch.dtype = torch.float32) -> dict[str, torch.Tensor]:
     """(d_in, d_out) matrices for SelfAttention_v1 (x @ W), distinct for query, key and value."""
-    return {name: randn(d_in, d_out, seed=seed + i, dtype=dtype) / d_in**0.5
-            for i, name in enumerate(("W_query", "W_key", "W_value"))}
+    return {
+        name: randn(d_in, d_out, seed=seed + i, dtype=dtype) / d_in**0.5
+        for i, name in enumerate(("W_query", "W_key", "W_value"))
+    }
 
 
 def v2_weights(d_in: int, d_out: int, *, bias: bool, seed: int) -> dict[str, torch.Tensor]:
@@ -68,8 +81,10 @@ def scaled_attention_weights(ns):
         "book": tensor(fn(x @ w_query, x @ w_key), "scaled_attention_weights"),  # (6, 6)
         # T = 5 tokens, d_k = 6: dividing by d_k, by sqrt(T) or not at all all differ.
         "random": tensor(fn(randn(5, 6, seed=411) * 2, randn(5, 6, seed=412) * 2), "scaled_attention_weights"),
-        "f64": tensor(fn(randn(4, 9, seed=413, dtype=torch.float64) * 2, randn(4, 9, seed=414, dtype=torch.float64) * 2),
-                      "scaled_attention_weights"),  # (4, 4), d_k = 9
+        "f64": tensor(
+            fn(randn(4, 9, seed=413, dtype=torch.float64) * 2, randn(4, 9, seed=414, dtype=torch.float64) * 2),
+            "scaled_attention_weights",
+        ),  # (4, 4), d_k = 9
     }
 
 
@@ -141,9 +156,14 @@ def gradients(ns):
         transplant(module, weights)
         out = module(randn(5, 4, seed=472))
         if not isinstance(out, torch.Tensor) or tuple(out.shape) != (5, 6):
-            raise ContractError("contract.wrong-shape", what=f"{cls_name} output", expected=[5, 6],
-                                got=list(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__)
+            raise ContractError(
+                "contract.wrong-shape",
+                what=f"{cls_name} output",
+                expected=[5, 6],
+                got=list(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__,
+            )
         (out * randn(5, 6, seed=473)).sum().backward()
-        grads[cls_name] = {name: (None if p.grad is None else p.grad.detach().clone())
-                           for name, p in module.named_parameters()}
+        grads[cls_name] = {
+            name: (None if p.grad is None else p.grad.detach().clone()) for name, p in module.named_parameters()
+        }
     return grads

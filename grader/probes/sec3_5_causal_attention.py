@@ -7,12 +7,22 @@ broadcasting error naming 7 points at an uncut mask and one naming 6 at the book
 Attention weights are never graded (an implementation with F.scaled_dot_product_attention has none
 to show): a forward hook on `dropout` captures them for the report's heatmap only.
 """
+
 from __future__ import annotations
 
 import torch
 
-from grader.probes import (attr, book_inputs, cpu_manual_seed, function, parameter_names, probe, randn, tensor,
-                           transplant)
+from grader.probes import (
+    attr,
+    book_inputs,
+    cpu_manual_seed,
+    function,
+    parameter_names,
+    probe,
+    randn,
+    tensor,
+    transplant,
+)
 
 MODULE = "sec3_5_causal_attention"
 CONTEXT = 7
@@ -35,10 +45,21 @@ def causal_weights(d_in: int, d_out: int, *, bias: bool = False, seed: int, dtyp
     return weights
 
 
-def causal(ns, d_in=4, d_out=8, context_length=CONTEXT, dropout=0.0, *, seed: int, bias: bool = False,
-           transplanted: bool = True):
+def causal(
+    ns,
+    d_in=4,
+    d_out=8,
+    context_length=CONTEXT,
+    dropout=0.0,
+    *,
+    seed: int,
+    bias: bool = False,
+    transplanted: bool = True,
+):
     cls = attr(ns.module(MODULE), "CausalAttention")
-    module = cls(d_in, d_out, context_length, dropout, qkv_bias=True) if bias else cls(d_in, d_out, context_length, dropout)
+    module = (
+        cls(d_in, d_out, context_length, dropout, qkv_bias=True) if bias else cls(d_in, d_out, context_length, dropout)
+    )
     if transplanted:
         transplant(module, causal_weights(d_in, d_out, bias=bias, seed=seed))
     return module
@@ -125,7 +146,7 @@ def causality(ns):
 def batch_independence(ns):
     module = causal(ns, seed=550)
     x = randn(4, 5, 4, seed=551)
-    return {"batch": run(module, x), "singles": [run(module, x[i:i + 1]) for i in range(4)]}
+    return {"batch": run(module, x), "singles": [run(module, x[i : i + 1]) for i in range(4)]}
 
 
 @probe(MODULE)
@@ -177,7 +198,11 @@ def gradients(ns):
     if not isinstance(out, torch.Tensor) or tuple(out.shape) != (3, 5, 8):
         from grader.probes import ContractError
 
-        raise ContractError("contract.wrong-shape", what="CausalAttention output", expected=[3, 5, 8],
-                            got=list(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__)
+        raise ContractError(
+            "contract.wrong-shape",
+            what="CausalAttention output",
+            expected=[3, 5, 8],
+            got=list(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__,
+        )
     (out * randn(3, 5, 8, seed=597)).sum().backward()
     return {name: (None if p.grad is None else p.grad.detach().clone()) for name, p in module.named_parameters()}

@@ -6,12 +6,24 @@ full d_out shows), d_in == d_out in one configuration (an untransposed copy is n
 T < context_length (an unsliced mask fails), batch > 2 and T != head_dim (a split or merge without
 transpose gives other numbers instead of a shape error).
 """
+
 from __future__ import annotations
 
 import torch
 
-from grader.probes import (ContractError, attr, book_inputs, cpu_manual_seed, function, linear_weights, probe,
-                           qkv_weights, randn, tensor, transplant)
+from grader.probes import (
+    ContractError,
+    attr,
+    book_inputs,
+    cpu_manual_seed,
+    function,
+    linear_weights,
+    probe,
+    qkv_weights,
+    randn,
+    tensor,
+    transplant,
+)
 
 MODULE = "sec3_6_multi_head_attention"
 
@@ -28,8 +40,9 @@ def _cls(ns, name):
 
 def _mha(ns, d_in, d_out, context_length, num_heads, *, dropout=0.0, qkv_bias=False, seed):
     """A student MultiHeadAttention with known weights."""
-    module = _cls(ns, "MultiHeadAttention")(d_in, d_out, context_length, dropout, num_heads=num_heads,
-                                             qkv_bias=qkv_bias)
+    module = _cls(ns, "MultiHeadAttention")(
+        d_in, d_out, context_length, dropout, num_heads=num_heads, qkv_bias=qkv_bias
+    )
     weights = qkv_weights(d_in, d_out, bias=qkv_bias, seed=seed)
     weights |= linear_weights("out_proj", d_out, d_out, bias=True, seed=seed + 50)
     transplant(module, weights)
@@ -66,6 +79,7 @@ def _param_count(module) -> int:
 # 3.6.1 MultiHeadAttentionWrapper
 # ---------------------------------------------------------------------------------------------
 
+
 @probe(MODULE)
 def wrapper_parameters(ns):
     """Are the heads registered sub-modules? (A plain list hides their parameters.)"""
@@ -94,8 +108,10 @@ def wrapper_heads(ns):
 def wrapper_forward(ns):
     outputs = {}
     # d_in=4, d_out=3, 3 heads, T=5 < context_length=8; and d_in == d_out, 2 heads, batch 4
-    for key, (d_in, d_out, ctx, heads, b, t, seed) in {"main": (4, 3, 8, 3, 3, 5, 630),
-                                                       "square": (4, 4, 8, 2, 4, 6, 640)}.items():
+    for key, (d_in, d_out, ctx, heads, b, t, seed) in {
+        "main": (4, 3, 8, 3, 3, 5, 630),
+        "square": (4, 4, 8, 2, 4, 6, 640),
+    }.items():
         module = _wrapper(ns, d_in, d_out, ctx, heads, seed=seed).eval()
         with torch.no_grad():
             outputs[key] = tensor(module(randn(b, t, d_in, seed=seed + 1)), "MultiHeadAttentionWrapper(x)")
@@ -116,6 +132,7 @@ def wrapper_causal(ns):
 # 3.6.2 MultiHeadAttention
 # ---------------------------------------------------------------------------------------------
 
+
 @probe(MODULE)
 def mha_configuration(ns):
     """The attributes the exercise asks for, and whether an indivisible d_out is rejected."""
@@ -125,7 +142,7 @@ def mha_configuration(ns):
     values = {name: v if type(v) is int else repr(v)[:40] for name, v in values.items()}
     try:
         cls(6, 7, 8, 0.0, num_heads=2)
-    except Exception as exc:  # any exception is a refusal: ValueError, AssertionError...
+    except Exception as exc:  # noqa: BLE001 - any exception is a refusal: ValueError, AssertionError...
         values |= {"raised": True, "type": type(exc).__name__}
     else:
         values |= {"raised": False, "type": ""}
@@ -160,8 +177,12 @@ def mha_attention_weights(ns):
     finally:
         if handle is not None:
             handle.remove()
-    if len(seen) == 1 and isinstance(seen[0], torch.Tensor) and seen[0].dim() == 4 \
-            and tuple(seen[0].shape[-2:]) == (6, 6):
+    if (
+        len(seen) == 1
+        and isinstance(seen[0], torch.Tensor)
+        and seen[0].dim() == 4
+        and tuple(seen[0].shape[-2:]) == (6, 6)
+    ):
         return {"weights": seen[0][0].detach().clone()}  # (heads, 6, 6)
     return {}
 
@@ -183,7 +204,7 @@ def mha_batch(ns):
     x = randn(4, 5, 6, seed=681)
     with torch.no_grad():
         batched = tensor(module(x), "MultiHeadAttention(x)")
-        single = torch.cat([tensor(module(x[i:i + 1]), "MultiHeadAttention(x)") for i in range(4)])
+        single = torch.cat([tensor(module(x[i : i + 1]), "MultiHeadAttention(x)") for i in range(4)])
     return {"batched": batched, "single": single}
 
 
@@ -241,8 +262,9 @@ def mha_gradients(ns):
     if not isinstance(out, torch.Tensor):
         tensor(out, "MultiHeadAttention(x)")
     (out * randn(*out.shape, seed=722)).sum().backward()
-    missing = sorted(name for name, p in module.named_parameters()
-                     if p.grad is None or not bool(p.grad.abs().sum() > 0))
+    missing = sorted(
+        name for name, p in module.named_parameters() if p.grad is None or not bool(p.grad.abs().sum() > 0)
+    )
     return {"without_gradient": missing, "num_parameters": len(list(module.parameters()))}
 
 

@@ -16,17 +16,18 @@ The trace only ever shapes a student's feedback text: the trusted side validates
 nothing but the standard library, torch and its two helpers: grader.probes.tracer_calls (the calls
 into the code under test) and grader.probes.unwritten (memory nobody wrote).
 """
+
 from __future__ import annotations
 
 import math
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
-from grader.probes.tracer_calls import (MAX_ARGS, MAX_OPS, MAX_STACK, MAX_TEXT, CallRecorder, gettrace, settrace,
-                                       tensors)
+from grader.probes.tracer_calls import MAX_ARGS, MAX_OPS, MAX_STACK, MAX_TEXT, CallRecorder, gettrace, settrace, tensors
 from grader.probes.unwritten import UnwrittenMemory, storage_of
 
 __all__ = ["MAX_ARGS", "MAX_ELEMENTS", "MAX_NODES", "MAX_OPS", "MAX_STACK", "MAX_TEXT", "MAX_VALUE", "Tracer", "traced"]
@@ -37,9 +38,29 @@ MAX_ELEMENTS = 300_000  # elements of all recorded values together
 # ops whose output is uninitialised memory: its value says nothing (and differs from run to run)
 UNINITIALISED = frozenset({"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided", "empty_permuted"})
 # results and properties that say nothing about the computation
-IGNORED = frozenset({"grad_fn", "shape", "dtype", "device", "requires_grad", "is_leaf", "grad", "_version",
-                     "_set_grad_enabled", "_has_compatible_shallow_copy_type", "__len__", "__repr__",
-                     "__format__", "__bool__", "__index__", "__hash__", "data_ptr", "tolist", "numpy"})
+IGNORED = frozenset(
+    {
+        "grad_fn",
+        "shape",
+        "dtype",
+        "device",
+        "requires_grad",
+        "is_leaf",
+        "grad",
+        "_version",
+        "_set_grad_enabled",
+        "_has_compatible_shallow_copy_type",
+        "__len__",
+        "__repr__",
+        "__format__",
+        "__bool__",
+        "__index__",
+        "__hash__",
+        "data_ptr",
+        "tolist",
+        "numpy",
+    }
+)
 
 
 class Tracer(CallRecorder, TorchFunctionMode):
@@ -72,8 +93,13 @@ class Tracer(CallRecorder, TorchFunctionMode):
             self._memory.made(tensor)
         elif (op < 0 or view) and self._memory:  # a leaf, or memory an op's input showed: perhaps unwritten
             blank = self._memory.blank(tensor)
-        if not blank and numel <= MAX_VALUE and self.elements + numel <= MAX_ELEMENTS and tensor.layout == torch.strided \
-                and tensor.dim() <= 8:
+        if (
+            not blank
+            and numel <= MAX_VALUE
+            and self.elements + numel <= MAX_ELEMENTS
+            and tensor.layout == torch.strided
+            and tensor.dim() <= 8
+        ):
             value = tensor.detach().clone()
             node["value"] = value if type(value) is torch.Tensor else value.as_subclass(torch.Tensor)
             self.elements += numel
@@ -167,15 +193,14 @@ class Tracer(CallRecorder, TorchFunctionMode):
             first = next((value for value in (*args[:1], *kwargs.values()) if isinstance(value, torch.Tensor)), None)
             if first is not None:
                 targets.append(first)
-        if args and targets and targets[0] is args[0]:
-            if not self.truncated and not self._busy:
-                self._busy = True
-                try:
-                    self._node_of(args[0])
-                except Exception:  # noqa: BLE001
-                    self.truncated = True
-                finally:
-                    self._busy = False
+        if args and targets and targets[0] is args[0] and not self.truncated and not self._busy:
+            self._busy = True
+            try:
+                self._node_of(args[0])
+            except Exception:  # noqa: BLE001
+                self.truncated = True
+            finally:
+                self._busy = False
         targets += tensors(kwargs.get("out"))
         return [(target, storage_of(target)) for target in targets]
 
@@ -222,9 +247,13 @@ class Tracer(CallRecorder, TorchFunctionMode):
             outermost.f_trace_lines = False
             outermost.f_trace = self._returned
         index = len(self.ops)
-        op: dict = {"name": name[:MAX_TEXT], "call": len(self.calls) - 1, "stack": stack,
-                    "args": [self._argument(a) for a in args[:MAX_ARGS]],
-                    "kwargs": {str(k)[:MAX_TEXT]: self._argument(v) for k, v in list(kwargs.items())[:MAX_ARGS]}}
+        op: dict = {
+            "name": name[:MAX_TEXT],
+            "call": len(self.calls) - 1,
+            "stack": stack,
+            "args": [self._argument(a) for a in args[:MAX_ARGS]],
+            "kwargs": {str(k)[:MAX_TEXT]: self._argument(v) for k, v in list(kwargs.items())[:MAX_ARGS]},
+        }
         op["in"] = sorted({ref["node"] for ref in _refs(op["args"]) + _refs(list(op["kwargs"].values()))})
         if failed:
             op["failed"] = True

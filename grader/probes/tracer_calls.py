@@ -9,6 +9,7 @@ profile) are put back after it, even when the code under test enters the tracer 
 profile hook; `sys.settrace` and `sys.gettrace` are used as the tracer found them (code under
 test may replace them). Runs in the sandbox: imports only the standard library and torch.
 """
+
 from __future__ import annotations
 
 import functools
@@ -51,7 +52,7 @@ class CallRecorder:
     def _relative(self, filename: str) -> str | None:
         if filename not in self._files:
             real = _realpath(filename) if filename and not filename.startswith("<") else ""
-            self._files[filename] = real[len(self.prefix):] if real.startswith(self.prefix) else None
+            self._files[filename] = real[len(self.prefix) :] if real.startswith(self.prefix) else None
         return self._files[filename]
 
     def _student_stack(self, frame: Any) -> tuple[list[list], Any]:
@@ -134,12 +135,17 @@ class CallRecorder:
             return
         self._call_nodes = {}
         code = frame.f_code
-        call: dict = {"function": code.co_name[:MAX_TEXT], "file": self._relative(code.co_filename),
-                      "line": code.co_firstlineno, "args": {}, "result": []}
+        call: dict = {
+            "function": code.co_name[:MAX_TEXT],
+            "file": self._relative(code.co_filename),
+            "line": code.co_firstlineno,
+            "args": {},
+            "result": [],
+        }
         self._call_frames[id(frame)] = len(self.calls)
         self._frames.append(frame)
         self.calls.append(call)
-        names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+        names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
         for name in names[:MAX_ARGS]:
             value = frame.f_locals.get(name)
             if isinstance(value, torch.Tensor):

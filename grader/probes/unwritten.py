@@ -13,6 +13,7 @@ written" for reading and "written" for the write, so a value is never recorded f
 nobody wrote, and a tensor is never left without a value for long. Sandbox code: imports only
 torch.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -102,5 +103,9 @@ class UnwrittenMemory:
 
 def _covers(tensor: torch.Tensor, size: int) -> bool:
     """Whether `tensor` shows every element of its storage (of `size` bytes each), each once."""
-    return tensor.element_size() == size and tensor.storage_offset() == 0 and tensor.is_contiguous() \
+    return (
+        tensor.element_size() == size
+        and tensor.storage_offset() == 0
+        and tensor.is_contiguous()
         and tensor.numel() * size == tensor.untyped_storage().nbytes()
+    )

@@ -4,6 +4,7 @@ checkpoint of the pipeline it missed, the likely causes, and the hint that belon
 Text comes from the catalogues (templates/i18n/*/diagnosis.toml, misconceptions.*); the partials
 templates/_diagnosis.html.j2 and _diagnosis.md.j2 lay it out.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,8 +38,12 @@ def diagnosis_view(outcome: TestOutcome, catalog: Catalog) -> DiagnosisView | No
     causes = []
     for misconception in diagnosis.misconceptions:
         key = f"misconceptions.{misconception}.title"
-        causes.append(CauseView(misconception, catalog.t(key) if catalog.has(key)
-                                else catalog.t("report.card.unknown-title", id=misconception)))
+        causes.append(
+            CauseView(
+                misconception,
+                catalog.t(key) if catalog.has(key) else catalog.t("report.card.unknown-title", id=misconception),
+            )
+        )
     checkpoint_key = f"diagnosis.checkpoints.{diagnosis.checkpoint}"
     checkpoint = catalog.t(checkpoint_key) if diagnosis.checkpoint and catalog.has(checkpoint_key) else ""
     location = diagnosis.location
@@ -57,8 +62,9 @@ def outcome_hint(outcome: TestOutcome, catalog: Catalog) -> str:
     if outcome.status == "passed":
         return ""
     diagnosis = outcome.diagnosis
-    causes = diagnosis.misconceptions if diagnosis is not None else (outcome.misconception,) \
-        if outcome.misconception else ()
+    causes = (
+        diagnosis.misconceptions if diagnosis is not None else (outcome.misconception,) if outcome.misconception else ()
+    )
     for misconception in causes:
         key = f"misconceptions.{misconception}.hint"
         if catalog.has(key):
@@ -77,7 +83,11 @@ def diagnosis_record(outcome: TestOutcome) -> dict | None:
     if diagnosis is None:
         return None
     location = diagnosis.location
-    return {"misconceptions": list(diagnosis.misconceptions), "checkpoint": diagnosis.checkpoint,
-            "file": location.file if location else None, "line": location.line if location else None,
-            "cell": location.cell if location and location.cell else None,
-            "evidence": diagnosis.evidence}
+    return {
+        "misconceptions": list(diagnosis.misconceptions),
+        "checkpoint": diagnosis.checkpoint,
+        "file": location.file if location else None,
+        "line": location.line if location else None,
+        "cell": location.cell if location and location.cell else None,
+        "evidence": diagnosis.evidence,
+    }

@@ -1,19 +1,30 @@
 """The views of one submission's report (sections, checks, tables, guidance)."""
+
 from __future__ import annotations
 
 import math
+from collections.abc import Container
 from dataclasses import dataclass
-from typing import Any, Container
+from typing import Any
 
 from grader.i18n import Catalog, section_key
 from grader.records import MODULE_SECTIONS, SECTIONS, GradeResult, StudentFrame, TestOutcome
 from grader.report.diagnosis import DiagnosisView, diagnosis_view, outcome_hint
 from grader.report.heatmaps import HeatmapView, heatmap_view
-from grader.report.messages import (Card, NoteView, _not_implemented, _note, check_title, error_message,
-                                    error_output, location_params, misconception_card, module_name,
-                                    outcome_message)
+from grader.report.messages import (
+    Card,
+    NoteView,
+    _not_implemented,
+    _note,
+    check_title,
+    error_message,
+    error_output,
+    location_params,
+    misconception_card,
+    module_name,
+    outcome_message,
+)
 from grader.report.said import Said, inline, number, say, student, words
-
 
 # -- views of one submission -------------------------------------------------------------------
 
@@ -46,11 +57,11 @@ class CheckView:
     table: Table | None
     misconception: str | None
     blocked: Said | str  # "this needs your earlier module, which is broken", or ""
-    heatmap: "HeatmapView | None" = None
+    heatmap: HeatmapView | None = None
     output: str = ""  # the student's own text (an exception's message), shown as quoted output
     where: Said | None = None  # the location as a sentence ("file, line, in function:")
     code: str = ""  # the student's line of code there, one line, escaped
-    diagnosis: "DiagnosisView | None" = None  # the student's line, the checkpoint missed, the causes
+    diagnosis: DiagnosisView | None = None  # the student's line, the checkpoint missed, the causes
 
     @property
     def passed(self) -> bool:
@@ -82,7 +93,6 @@ class SectionView:
         if self.max_score and self.score >= self.max_score:
             return "full"
         return "none" if self.score == 0 else "part"
-
 
 
 @dataclass
@@ -145,19 +155,24 @@ def _table(outcome: TestOutcome) -> Table | None:
     shape = detail.params.get("shape")
     shown = sum(len(row) for row in expected)
     truncated = isinstance(shape, (list, tuple)) and math.prod(int(s) for s in shape) > shown
-    return Table([[Cell(_format(v), flag(i, j)) for j, v in enumerate(row)] for i, row in enumerate(expected)],
-                 [[Cell(_format(v), flag(i, j)) for j, v in enumerate(row)] for i, row in enumerate(actual)],
-                 truncated)
+    return Table(
+        [[Cell(_format(v), flag(i, j)) for j, v in enumerate(row)] for i, row in enumerate(expected)],
+        [[Cell(_format(v), flag(i, j)) for j, v in enumerate(row)] for i, row in enumerate(actual)],
+        truncated,
+    )
 
 
-
-def _check_view(outcome: TestOutcome, catalog: Catalog, heatmap: "HeatmapView | None" = None) -> CheckView:
+def _check_view(outcome: TestOutcome, catalog: Catalog, heatmap: HeatmapView | None = None) -> CheckView:
     message: Said = outcome.message if isinstance(outcome.message, Said) else words(str(outcome.message or ""))
     blocked: Said | str = ""
     if outcome.blocked_by:
         section = MODULE_SECTIONS.get(outcome.blocked_by, "")
-        blocked = say(catalog, "report.blocked-note", module=module_name(outcome.blocked_by),
-                      section_title=words(catalog.t(section_key(section))) if section else student(outcome.blocked_by))
+        blocked = say(
+            catalog,
+            "report.blocked-note",
+            module=module_name(outcome.blocked_by),
+            section_title=words(catalog.t(section_key(section))) if section else student(outcome.blocked_by),
+        )
     if outcome.error is not None:
         message = error_message(outcome.error, catalog)  # the blocked note is shown on its own
     elif outcome.detail is not None:
@@ -169,10 +184,24 @@ def _check_view(outcome: TestOutcome, catalog: Catalog, heatmap: "HeatmapView | 
     if location is not None:
         where = say(catalog, "report.where", **location_params(location, catalog))
         code = inline(str(location.code).strip(), limit=300)
-    return CheckView(outcome.id, check_title(outcome.id, catalog), outcome.status, outcome.points,
-                     outcome.max_points, message, hint, location, _table(outcome), outcome.misconception,
-                     blocked, heatmap, error_output(outcome.error), where, code,
-                     diagnosis_view(outcome, catalog))
+    return CheckView(
+        outcome.id,
+        check_title(outcome.id, catalog),
+        outcome.status,
+        outcome.points,
+        outcome.max_points,
+        message,
+        hint,
+        location,
+        _table(outcome),
+        outcome.misconception,
+        blocked,
+        heatmap,
+        error_output(outcome.error),
+        where,
+        code,
+        diagnosis_view(outcome, catalog),
+    )
 
 
 def _graders_own(outcome: TestOutcome) -> bool:
@@ -192,11 +221,15 @@ def _start(tests: list[TestOutcome], catalog: Catalog) -> Guidance | None:
         if test.blocked_by:
             section = MODULE_SECTIONS.get(test.blocked_by, "")
             title = words(catalog.t(section_key(section))) if section else student(test.blocked_by)
-            return Guidance(say(catalog, "report.start.blocked", module=module_name(test.blocked_by),
-                                section_title=title))
+            return Guidance(
+                say(catalog, "report.start.blocked", module=module_name(test.blocked_by), section_title=title)
+            )
         if error.key == "import.missing":
-            return Guidance(say(catalog, "report.start.missing",
-                                module=module_name((error.params or {}).get("module", test.module))))
+            return Guidance(
+                say(
+                    catalog, "report.start.missing", module=module_name((error.params or {}).get("module", test.module))
+                )
+            )
         location = error.location
         if location is None:
             continue
@@ -220,7 +253,6 @@ def _next_step(sections: list[SectionView], catalog: Catalog, skip: Container[st
     return None
 
 
-
 def feedback_view(result: GradeResult, catalog: Catalog) -> FeedbackView:
     titles = {s.id: s for s in result.sections}
     heatmaps = [heatmap_view(h, catalog) for h in result.heatmaps]
@@ -232,20 +264,30 @@ def feedback_view(result: GradeResult, catalog: Catalog) -> FeedbackView:
         max_score = score.max_score if score else sum(o.max_points for o in tests)
         if not tests and not max_score:
             continue
-        sections.append(SectionView(section, catalog.t(section_key(section)),
-                                    score.score if score else sum(o.points for o in tests), max_score,
-                                    [_check_view(o, catalog, by_test.get(o.id)) for o in tests],
-                                    _start(tests, catalog)))
+        sections.append(
+            SectionView(
+                section,
+                catalog.t(section_key(section)),
+                score.score if score else sum(o.points for o in tests),
+                max_score,
+                [_check_view(o, catalog, by_test.get(o.id)) for o in tests],
+                _start(tests, catalog),
+            )
+        )
     seen: dict[str, list[str]] = {}
     for outcome in result.tests:
         if outcome.misconception:
             seen.setdefault(outcome.misconception, []).append(check_title(outcome.id, catalog))
     cards = [misconception_card(mid, catalog, tests) for mid, tests in seen.items()]
     skip = {o.id for o in result.tests if _graders_own(o)}
-    return FeedbackView(result, sections, _next_step(sections, catalog, skip), cards, heatmaps,
-                        [_note(n, catalog) for n in result.integrity])
+    return FeedbackView(
+        result,
+        sections,
+        _next_step(sections, catalog, skip),
+        cards,
+        heatmaps,
+        [_note(n, catalog) for n in result.integrity],
+    )
 
 
 # -- views of a class --------------------------------------------------------------------------
-
-

@@ -1,5 +1,6 @@
 """Heatmaps of attention weights: the student's and the reference's grids, cells worked out once per
 distinct grid."""
+
 from __future__ import annotations
 
 import math
@@ -41,7 +42,6 @@ class HeatmapView:
     differing: int
 
 
-
 # Colours of the heatmap scale: white to the dark blue of the report's accent.
 _LOW = (247, 251, 255)
 _HIGH = (8, 48, 107)
@@ -50,18 +50,22 @@ _HIGH = (8, 48, 107)
 def _fill(t: float) -> tuple[str, str]:
     t = min(1.0, max(0.0, t))
     rgb = tuple(round(lo + (hi - lo) * t) for lo, hi in zip(_LOW, _HIGH))
-    return "#%02x%02x%02x" % rgb, ("#ffffff" if t > 0.5 else "#1b1f24")
+    return "#{:02x}{:02x}{:02x}".format(*rgb), ("#ffffff" if t > 0.5 else "#1b1f24")
 
 
-def _grid(label: str, values: list[list[float]], low: float, high: float,
-          other: list[list[float]] | None) -> Grid:
+def _grid(label: str, values: list[list[float]], low: float, high: float, other: list[list[float]] | None) -> Grid:
     rows = tuple(tuple(row) for row in values)
     return _grid_of_rows(label, rows, low, high, tuple(tuple(row) for row in other) if other is not None else None)
 
 
 @lru_cache(maxsize=1024)
-def _grid_of_rows(label: str, values: tuple[tuple[float, ...], ...], low: float, high: float,
-                  other: tuple[tuple[float, ...], ...] | None) -> Grid:
+def _grid_of_rows(
+    label: str,
+    values: tuple[tuple[float, ...], ...],
+    low: float,
+    high: float,
+    other: tuple[tuple[float, ...], ...] | None,
+) -> Grid:
     """A heatmap's cells, worked out once per distinct grid (see _attention_grid)."""
     cells = []
     span = (high - low) or 1.0
@@ -86,5 +90,3 @@ def heatmap_view(heatmap: Heatmap, catalog: Catalog) -> HeatmapView:
     student = _grid(catalog.t("report.heatmap.yours"), actual, low, high, expected) if actual is not None else None
     differing = sum(c.differs for c in student.cells) if student else 0
     return HeatmapView(heatmap.test_id, title, list(heatmap.tokens), student, reference, differing)
-
-

@@ -1,6 +1,7 @@
 """What the report says about a test: error and outcome messages, check titles, misconception cards,
 integrity notes. Text comes from the message catalogues; this module chooses keys and parameters,
 and marks which parameters are the student's text (see `grader.report.said`)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,7 +13,15 @@ from grader.report.said import Said, output_block, say, student, trusted, words
 
 # Namespaces of catalogue keys that an error may name. A key from anywhere else (or one the
 # catalogue lacks) is never shown: the sentence of the error's kind is used instead.
-ERROR_KEY_PREFIXES = ("contract.", "import.", "sandbox.", "integrity.bad-result", "integrity.forged-result", "internal.", "mismatch.")
+ERROR_KEY_PREFIXES = (
+    "contract.",
+    "import.",
+    "sandbox.",
+    "integrity.bad-result",
+    "integrity.forged-result",
+    "internal.",
+    "mismatch.",
+)
 ERROR_KINDS = {"import", "exception", "contract", "timeout", "crash", "resource", "exit", "integrity", "internal"}
 
 
@@ -35,8 +44,11 @@ def file_name(frame: StudentFrame, catalog: Catalog) -> Said:
 
 
 def location_params(frame: StudentFrame, catalog: Catalog) -> dict[str, Any]:
-    return {"file": file_name(frame, catalog), "line": frame.line if isinstance(frame.line, int) else 0,
-            "function": student(frame.function)}
+    return {
+        "file": file_name(frame, catalog),
+        "line": frame.line if isinstance(frame.line, int) else 0,
+        "function": student(frame.function),
+    }
 
 
 def blocked_by_message(module: str, catalog: Catalog) -> Said:
@@ -52,8 +64,9 @@ def _key_allowed(key: str, catalog: Catalog) -> bool:
 def error_message(error: ProbeError, catalog: Catalog, blocked_by: str | None = None) -> Said:
     """What went wrong in the student's code, in the student's terms. The exception's own message
     is not part of it: `error_output` gives it, to be shown as the student's output."""
-    params: dict[str, Any] = {name: value for name, value in (error.params or {}).items()
-                              if isinstance(name, str) and name.isidentifier()}
+    params: dict[str, Any] = {
+        name: value for name, value in (error.params or {}).items() if isinstance(name, str) and name.isidentifier()
+    }
     params = {name: value if isinstance(value, Said) else _param(value) for name, value in params.items()}
     params.setdefault("module", module_name(error.module))
     if "module" in (error.params or {}):
@@ -79,8 +92,11 @@ def _param(value: Any) -> Any:
     """A parameter sent with an error: numbers stay numbers; anything else is the student's."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value
-    if isinstance(value, (list, tuple)) and len(value) <= 16 and all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+    if (
+        isinstance(value, (list, tuple))
+        and len(value) <= 16
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    ):
         return list(value)
     return student(value)
 

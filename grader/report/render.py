@@ -1,8 +1,9 @@
 """Rendering: the jinja2 environments and the pages (feedback.html/.md, summary.html)."""
+
 from __future__ import annotations
 
 import unicodedata
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 import jinja2
@@ -12,9 +13,8 @@ from grader.i18n import TEMPLATES_DIR, Catalog
 from grader.records import MODULE_SECTIONS, GradeResult
 from grader.report.feedback import feedback_view
 from grader.report.heatmaps import Grid
-from grader.report.summary import class_view
 from grader.report.said import code_span, fenced, html, markdown, number, plain, say
-
+from grader.report.summary import class_view
 
 
 def _fit(text: Any, width: float, font: float = 11.0) -> str:
@@ -51,7 +51,7 @@ def environment(catalog: Catalog) -> jinja2.Environment:
     return _environment(catalog.lang)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _environment(lang: str) -> jinja2.Environment:
     catalog = Catalog(lang)
     env = jinja2.Environment(
@@ -67,8 +67,9 @@ def _environment(lang: str) -> jinja2.Environment:
     env.globals["t"] = lambda key, **params: say(catalog, key, **params)
     env.globals["lang"] = catalog.lang
     env.globals["sections"] = MODULE_SECTIONS
-    env.globals["attention_grid"] = lambda grid, tokens, query, key: _attention_grid(lang, grid, tuple(tokens),
-                                                                                    query, key)
+    env.globals["attention_grid"] = lambda grid, tokens, query, key: _attention_grid(
+        lang, grid, tuple(tokens), query, key
+    )
     env.filters["num"] = _num
     env.filters["pct"] = _pct
     env.filters["md"] = markdown
@@ -95,8 +96,7 @@ def render_feedback(result: GradeResult, catalog: Catalog) -> tuple[str, str]:
     """feedback.html and feedback.md for one submission."""
     env = environment(catalog)
     context = {"view": feedback_view(result, catalog)}
-    return (env.get_template("feedback.html.j2").render(context),
-            env.get_template("feedback.md.j2").render(context))
+    return (env.get_template("feedback.html.j2").render(context), env.get_template("feedback.md.j2").render(context))
 
 
 def render_summary(results: list[GradeResult], catalog: Catalog) -> str:

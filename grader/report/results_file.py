@@ -2,6 +2,7 @@
 module that writes it and reads it back (a re-run reuses an unchanged submission's result; `grade
 export` reads a class's grades). Reading never trusts the file: no link is followed, its size is
 capped, and a document with a missing or impossible value is no result at all."""
+
 from __future__ import annotations
 
 import json
@@ -33,9 +34,18 @@ def results_document(result: GradeResult, catalog: Catalog) -> dict:
         "max_score": result.max_score,
         "sections": [asdict(section) for section in result.sections],
         "tests": [
-            {"id": o.id, "section": o.section, "points": o.points, "max_points": o.max_points,
-             "status": o.status, "message": str(o.message), "output": error_output(o.error),
-             "misconception": o.misconception, "blocked_by": o.blocked_by, "diagnosis": diagnosis_record(o)}
+            {
+                "id": o.id,
+                "section": o.section,
+                "points": o.points,
+                "max_points": o.max_points,
+                "status": o.status,
+                "message": str(o.message),
+                "output": error_output(o.error),
+                "misconception": o.misconception,
+                "blocked_by": o.blocked_by,
+                "diagnosis": diagnosis_record(o),
+            }
             for o in result.tests
         ],
         "integrity": [asdict(note) for note in result.integrity],
@@ -94,18 +104,38 @@ def _read_document(path: Path) -> Any:
 
 
 def _result(document: dict) -> GradeResult:
-    sections = [SectionScore(s["id"], str(s.get("title", s["id"])), _points(s["score"]), _points(s["max_score"]))
-                for s in document.get("sections") or [] if isinstance(s, dict) and s.get("id") in SECTIONS]
-    tests = [TestOutcome(id=t["id"], module=t["id"].split("::")[0], name=t["id"].split("::")[-1],
-                         section=t["section"], status=t["status"], points=_points(t["points"]),
-                         max_points=_points(t["max_points"]), message=str(t.get("message", "")),
-                         misconception=t.get("misconception"), blocked_by=t.get("blocked_by"))
-             for t in document.get("tests") or []]
+    sections = [
+        SectionScore(s["id"], str(s.get("title", s["id"])), _points(s["score"]), _points(s["max_score"]))
+        for s in document.get("sections") or []
+        if isinstance(s, dict) and s.get("id") in SECTIONS
+    ]
+    tests = [
+        TestOutcome(
+            id=t["id"],
+            module=t["id"].split("::")[0],
+            name=t["id"].split("::")[-1],
+            section=t["section"],
+            status=t["status"],
+            points=_points(t["points"]),
+            max_points=_points(t["max_points"]),
+            message=str(t.get("message", "")),
+            misconception=t.get("misconception"),
+            blocked_by=t.get("blocked_by"),
+        )
+        for t in document.get("tests") or []
+    ]
     name, folder = document.get("submission"), document.get("folder")
-    return GradeResult(name if isinstance(name, str) else "", str(document.get("content_hash", "")),
-                       _points(document["score"]), _points(document["max_score"]), sections, tests,
-                       [IntegrityNote(str(n["kind"]), str(n["detail"])) for n in document.get("integrity") or []],
-                       track=str(document.get("track", "pytorch")), folder=folder if isinstance(folder, str) else None)
+    return GradeResult(
+        name if isinstance(name, str) else "",
+        str(document.get("content_hash", "")),
+        _points(document["score"]),
+        _points(document["max_score"]),
+        sections,
+        tests,
+        [IntegrityNote(str(n["kind"]), str(n["detail"])) for n in document.get("integrity") or []],
+        track=str(document.get("track", "pytorch")),
+        folder=folder if isinstance(folder, str) else None,
+    )
 
 
 def _points(value: Any) -> float:

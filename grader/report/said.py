@@ -16,12 +16,14 @@ the `md` filter (Markdown) or by autoescaping (HTML, through ``__html__``). Long
 (an exception's message) is not part of any sentence: `output_block` and `fenced` show it as a
 block of its own.
 """
+
 from __future__ import annotations
 
 import functools
 import math
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from markupsafe import Markup, escape
 
@@ -43,7 +45,7 @@ class Said(str):
 
     parts: tuple[tuple[str, str], ...]
 
-    def __new__(cls, parts: list[tuple[str, str]] | tuple[tuple[str, str], ...]) -> "Said":
+    def __new__(cls, parts: list[tuple[str, str]] | tuple[tuple[str, str], ...]) -> Said:
         merged: list[tuple[str, str]] = []
         for kind, value in parts:
             if not value:
@@ -157,8 +159,11 @@ def _signature(params: dict[str, Any]) -> tuple | None:
             signature.append((name, kind, value.parts))
         elif kind in _PLAIN and (kind is not int or abs(value) < 10**18):
             signature.append((name, kind, repr(value) if kind is float else value))
-        elif kind in (list, tuple) and len(value) <= 16 and all(type(v) is float or (type(v) is int and abs(v) < 10**18)
-                                                                for v in value):
+        elif (
+            kind in (list, tuple)
+            and len(value) <= 16
+            and all(type(v) is float or (type(v) is int and abs(v) < 10**18) for v in value)
+        ):
             signature.append((name, kind, tuple((type(v), repr(v) if type(v) is float else v) for v in value)))
         else:
             return None
@@ -186,10 +191,13 @@ def _say(catalog: Catalog, key: str, params: dict[str, Any]) -> Said:
     for kind, piece in _ticks(text):
         position = 0
         for match in _SENTINEL.finditer(piece):
-            parts.append((kind, piece[position:match.start()]))
+            parts.append((kind, piece[position : match.start()]))
             said = inserted[int(match.group(1))]
-            parts.extend(said.parts if kind == "text" else [("student" if any(k == "student" for k, _ in said.parts)
-                                                              else "code", said.plain())])
+            parts.extend(
+                said.parts
+                if kind == "text"
+                else [("student" if any(k == "student" for k, _ in said.parts) else "code", said.plain())]
+            )
             position = match.end()
         parts.append((kind, piece[position:]))
     return Said(parts)
@@ -294,4 +302,3 @@ def _words_html(text: str) -> str:
 
 def plain(value: Any) -> str:
     return value.plain() if isinstance(value, Said) else str(value)
-

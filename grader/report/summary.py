@@ -1,4 +1,5 @@
 """The views of a class: one row per student, score histogram, pass rates, misconceptions."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -70,8 +71,10 @@ def histogram(fractions: list[float], catalog: Catalog, bins: int = HISTOGRAM_BI
         counts[min(bins - 1, max(0, int(f * bins)))] += 1
     top = max(counts) if counts and max(counts) else 1
     width = 100 // bins
-    bars = [Bar(f"{i * width}–{(i + 1) * width}" if i < bins - 1 else f"{i * width}–100", c, c / top, str(c))
-            for i, c in enumerate(counts)]
+    bars = [
+        Bar(f"{i * width}–{(i + 1) * width}" if i < bins - 1 else f"{i * width}–100", c, c / top, str(c))
+        for i, c in enumerate(counts)
+    ]
     return Chart(catalog.t("summary.chart.histogram"), bars)
 
 
@@ -97,9 +100,10 @@ def misconception_counts(results: list[GradeResult], catalog: Catalog) -> Chart:
         tests.update(ids)
         students.update(set(ids))
     top = max(students.values()) if students else 1
-    bars = [Bar(misconception_card(mid, catalog).title, n, n / top,
-                catalog.t("summary.chart.students", count=n), mid)
-            for mid, n in sorted(students.items(), key=lambda item: (-item[1], item[0]))]
+    bars = [
+        Bar(misconception_card(mid, catalog).title, n, n / top, catalog.t("summary.chart.students", count=n), mid)
+        for mid, n in sorted(students.items(), key=lambda item: (-item[1], item[0]))
+    ]
     return Chart(catalog.t("summary.chart.misconceptions"), bars, catalog.t("summary.chart.no-misconceptions"))
 
 
@@ -109,25 +113,41 @@ def class_view(results: list[GradeResult], catalog: Catalog) -> ClassView:
     rows = []
     for result in results:
         scores = {s.id: (s.score, s.max_score) for s in result.sections}
-        rows.append(StudentRow(shown(result.submission), result.score, result.max_score,
-                               [scores.get(s, (0.0, 0.0)) for s in section_ids],
-                               [_note(n, catalog) for n in result.integrity],
-                               [misconception_card(mid, catalog).title for mid in
-                                sorted({o.misconception for o in result.tests if o.misconception})],
-                               result.track, result.folder))
+        rows.append(
+            StudentRow(
+                shown(result.submission),
+                result.score,
+                result.max_score,
+                [scores.get(s, (0.0, 0.0)) for s in section_ids],
+                [_note(n, catalog) for n in result.integrity],
+                [
+                    misconception_card(mid, catalog).title
+                    for mid in sorted({o.misconception for o in result.tests if o.misconception})
+                ],
+                result.track,
+                result.folder,
+            )
+        )
     fractions = sorted(row.fraction for row in rows)
     mean = sum(fractions) / len(fractions) if fractions else 0.0
     median = (fractions[(len(fractions) - 1) // 2] + fractions[len(fractions) // 2]) / 2 if fractions else 0.0
     # Protections missing on the machine are the same for every student: show them once.
     common = set.intersection(*[{(n.kind, n.detail) for n in r.integrity} for r in results]) if results else set()
-    protections = [_note(IntegrityNote(kind, detail), catalog) for kind, detail in sorted(common)
-                   if kind.startswith("sandbox.")]
-    return ClassView(rows, section_ids, {s: catalog.t(section_key(s)) for s in section_ids},
-                     histogram(fractions, catalog), pass_rates(results, catalog),
-                     misconception_counts(results, catalog), mean, median,
-                     sum(1 for row in rows if any(not n.kind.startswith("sandbox.") for n in row.integrity)),
-                     protections)
+    protections = [
+        _note(IntegrityNote(kind, detail), catalog) for kind, detail in sorted(common) if kind.startswith("sandbox.")
+    ]
+    return ClassView(
+        rows,
+        section_ids,
+        {s: catalog.t(section_key(s)) for s in section_ids},
+        histogram(fractions, catalog),
+        pass_rates(results, catalog),
+        misconception_counts(results, catalog),
+        mean,
+        median,
+        sum(1 for row in rows if any(not n.kind.startswith("sandbox.") for n in row.integrity)),
+        protections,
+    )
 
 
 # -- rendering ---------------------------------------------------------------------------------
-

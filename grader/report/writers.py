@@ -1,6 +1,7 @@
 """Writing the reports: results.json, feedback.html/.md per submission; gradebook.csv and summary.html
 per class. Writing never fails because of what a student's data holds: text that cannot be encoded
 is escaped, a page that cannot be rendered is replaced by a plainer one (with a note saying so)."""
+
 from __future__ import annotations
 
 import csv
@@ -43,7 +44,7 @@ def write_submission_reports(result: GradeResult, out_dir: Path, catalog: Catalo
     as written is returned."""
     try:
         html, markdown = render_feedback(result, catalog)
-    except Exception as exc:  # noqa: BLE001 - one student's report never stops the class
+    except Exception as exc:
         log.exception("feedback of %s could not be rendered", shown(result.submission))
         result = _with_note(result, IntegrityNote("report.failed", type(exc).__name__))
         html, markdown = _plain_pages(result, catalog)
@@ -61,19 +62,28 @@ def _with_note(result: GradeResult, note: IntegrityNote) -> GradeResult:
 def _plain_pages(result: GradeResult, catalog: Catalog) -> tuple[str, str]:
     """The report without anything that came back from the student's code (no details, errors,
     heatmaps): each test with its status only. If even that fails, a page of escaped text."""
-    reduced = replace(result, heatmaps=[], tests=[
-        TestOutcome(o.id, o.module, o.name, o.section, o.status, o.points, o.max_points, misconception=o.misconception)
-        for o in result.tests])
+    reduced = replace(
+        result,
+        heatmaps=[],
+        tests=[
+            TestOutcome(
+                o.id, o.module, o.name, o.section, o.status, o.points, o.max_points, misconception=o.misconception
+            )
+            for o in result.tests
+        ],
+    )
     try:
         return render_feedback(reduced, catalog)
-    except Exception:  # noqa: BLE001
+    except Exception:
         log.exception("plain feedback of %s could not be rendered either", shown(result.submission))
-    lines = [catalog.t("report.title", name=shown(result.submission)),
-             f"{number(result.score)} / {number(result.max_score)} {catalog.t('report.points')}",
-             catalog.t("integrity.report.failed", detail="")]
+    lines = [
+        catalog.t("report.title", name=shown(result.submission)),
+        f"{number(result.score)} / {number(result.max_score)} {catalog.t('report.points')}",
+        catalog.t("integrity.report.failed", detail=""),
+    ]
     import html as html_module
 
-    page = "<!doctype html><meta charset=\"utf-8\">" + "".join(f"<p>{html_module.escape(line)}</p>" for line in lines)
+    page = '<!doctype html><meta charset="utf-8">' + "".join(f"<p>{html_module.escape(line)}</p>" for line in lines)
     return page, "\n\n".join(f"    {line}" for line in lines) + "\n"
 
 
@@ -88,9 +98,17 @@ def gradebook_csv(results: list[GradeResult]) -> str:
     for result in sorted(results, key=lambda r: r.submission):
         scores = {s.id: s.score for s in result.sections}
         notes = "; ".join(f"{n.kind}: {n.detail}" for n in result.integrity)
-        writer.writerow([spreadsheet_cell(result.submission), *[_score(scores.get(s, 0.0)) for s in section_ids],
-                         _score(result.score), _score(result.max_score), spreadsheet_cell(result.track),
-                         spreadsheet_cell(notes), spreadsheet_cell(result.folder or "")])
+        writer.writerow(
+            [
+                spreadsheet_cell(result.submission),
+                *[_score(scores.get(s, 0.0)) for s in section_ids],
+                _score(result.score),
+                _score(result.max_score),
+                spreadsheet_cell(result.track),
+                spreadsheet_cell(notes),
+                spreadsheet_cell(result.folder or ""),
+            ]
+        )
     return buffer.getvalue()
 
 
@@ -104,7 +122,7 @@ def write_class_reports(results: list[GradeResult], out_dir: Path, catalog: Cata
     write_atomic(out_dir / "gradebook.csv", gradebook_csv(results))
     try:
         page = render_summary(results, catalog)
-    except Exception:  # noqa: BLE001
+    except Exception:
         log.exception("the class summary could not be rendered; retrying without the rows that fail")
         shown_results = []
         for result in results:

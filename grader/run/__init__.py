@@ -15,20 +15,21 @@
 Nothing here imports torch: the sandbox's workers start (each importing torch, about two seconds)
 while this process imports `grader.run.grading` on another core.
 """
+
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
 
 from grader.i18n import Catalog
 from grader.intake.discovery import Candidate, discover, read_candidate
 from grader.records import GradeResult, IntegrityNote, Submission
 from grader.run.plan import CACHE_DIR, CLASS_OUTPUTS, Loader, kit_fingerprint, plan_run
-from grader.sandbox.tracks import TrackPools
 from grader.sandbox.runs import Limits
+from grader.sandbox.tracks import TrackPools
 
 __all__ = ["CACHE_DIR", "CLASS_OUTPUTS", "GraderError", "RunSummary", "grade", "grade_submissions"]
 
@@ -56,9 +57,17 @@ class RunSummary:
         return self.out_dir / ("summary.html" if self.is_class else "feedback.html")
 
 
-def grade(path: Path, out_dir: Path, *, jobs: int | None = None, lang: str = "en", force: bool = False,
-          limits: Limits = Limits(), on_progress: Callable[[int, int], None] | None = None,
-          name: str | None = None) -> RunSummary:
+def grade(
+    path: Path,
+    out_dir: Path,
+    *,
+    jobs: int | None = None,
+    lang: str = "en",
+    force: bool = False,
+    limits: Limits = Limits(),
+    on_progress: Callable[[int, int], None] | None = None,
+    name: str | None = None,
+) -> RunSummary:
     """Grade PATH (one submission, or a class folder of student folders) into OUT_DIR. `name` names a
     single submission in its reports (default: its folder's name)."""
     found = discover(path)
@@ -68,16 +77,34 @@ def grade(path: Path, out_dir: Path, *, jobs: int | None = None, lang: str = "en
             # the folder the instructor named is followed if it is a link; a student folder never is
             submission = read_candidate(candidate, follow=not found.is_class)
             return replace(submission, name=name) if name and not found.is_class else submission
+
         return load
 
-    return run_grading([loader(c) for c in found.candidates], Path(out_dir), found.is_class, jobs, lang, force,
-                       limits, on_progress, [Path(path).resolve(), Path(out_dir).resolve()])
+    return run_grading(
+        [loader(c) for c in found.candidates],
+        Path(out_dir),
+        found.is_class,
+        jobs,
+        lang,
+        force,
+        limits,
+        on_progress,
+        [Path(path).resolve(), Path(out_dir).resolve()],
+    )
 
 
-def grade_submissions(submissions: list[Submission], out_dir: Path, *, is_class: bool = True,
-                      jobs: int | None = None, lang: str = "en", force: bool = False, limits: Limits = Limits(),
-                      on_progress: Callable[[int, int], None] | None = None,
-                      hide: list[Path] | None = None) -> RunSummary:
+def grade_submissions(
+    submissions: list[Submission],
+    out_dir: Path,
+    *,
+    is_class: bool = True,
+    jobs: int | None = None,
+    lang: str = "en",
+    force: bool = False,
+    limits: Limits = Limits(),
+    on_progress: Callable[[int, int], None] | None = None,
+    hide: list[Path] | None = None,
+) -> RunSummary:
     """Grade submissions already read (by grader.intake) into OUT_DIR: for a class one folder per
     student (`grader.intake.names.folder_names`: the student's own name when it is safe as it is,
     else a safe form with a digest of the name; never a class output's) plus gradebook.csv and
@@ -85,12 +112,22 @@ def grade_submissions(submissions: list[Submission], out_dir: Path, *, is_class:
     not show student code (default: the submissions' parent folders and OUT_DIR)."""
     if hide is None:
         hide = sorted({Path(s.path).resolve().parent for s in submissions} | {Path(out_dir).resolve()})
-    return run_grading([lambda s=s: s for s in submissions], Path(out_dir), is_class, jobs, lang, force, limits,
-                       on_progress, hide)
+    return run_grading(
+        [lambda s=s: s for s in submissions], Path(out_dir), is_class, jobs, lang, force, limits, on_progress, hide
+    )
 
 
-def run_grading(loaders: list[Loader], out_dir: Path, is_class: bool, jobs: int | None, lang: str, force: bool,
-                limits: Limits, on_progress: Callable[[int, int], None] | None, hide: list[Path]) -> RunSummary:
+def run_grading(
+    loaders: list[Loader],
+    out_dir: Path,
+    is_class: bool,
+    jobs: int | None,
+    lang: str,
+    force: bool,
+    limits: Limits,
+    on_progress: Callable[[int, int], None] | None,
+    hide: list[Path],
+) -> RunSummary:
     started = time.perf_counter()
     catalog = Catalog(lang)
     plan = plan_run(loaders, out_dir, is_class, kit_fingerprint(lang, limits), force)
@@ -115,15 +152,26 @@ def run_grading(loaders: list[Loader], out_dir: Path, is_class: bool, jobs: int 
         from grader.report.writers import write_class_reports  # jinja2: not before the workers start
 
         write_class_reports(results, out_dir, catalog)
-    return RunSummary(results, is_class, out_dir, len(plan.to_grade), len(plan.reused),
-                      time.perf_counter() - started, protections, list(plan.names), dict(plan.folders))
+    return RunSummary(
+        results,
+        is_class,
+        out_dir,
+        len(plan.to_grade),
+        len(plan.reused),
+        time.perf_counter() - started,
+        protections,
+        list(plan.names),
+        dict(plan.folders),
+    )
 
 
 def _guarded(callback: Callable[[int, int], None]) -> Callable[[int, int], None]:
     """A progress callback whose failure (a terminal gone away) does not stop the grading."""
+
     def call(done: int, count: int) -> None:
         try:
             callback(done, count)
         except Exception:  # noqa: BLE001
             pass
+
     return call

@@ -12,13 +12,14 @@ not yet finished. A traced run is finished when no run waits to be graded, since
 slot waits, its child parked, until its trace plan is known; at most one traced run per worker
 waits to be finished.
 """
+
 from __future__ import annotations
 
 import gc
 import logging
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 
@@ -33,16 +34,23 @@ from grader.records import SECTIONS, GradeResult, IntegrityNote
 from grader.report.writers import write_submission_reports
 from grader.run import GraderError, stages
 from grader.run.plan import Plan, Planned
-from grader.sandbox.tracks import TrackPools
 from grader.sandbox.runs import SandboxRun
+from grader.sandbox.tracks import TrackPools
 from grader.suites.hidden_suites import SuitesCannotRun, collect
 
 log = logging.getLogger("grader.run")
 
 
 class Grading:
-    def __init__(self, plan: Plan, pools: TrackPools, cache_dir: Path, catalog: Catalog,
-                 protections: list[IntegrityNote], on_result: Callable[[GradeResult], None]):
+    def __init__(
+        self,
+        plan: Plan,
+        pools: TrackPools,
+        cache_dir: Path,
+        catalog: Catalog,
+        protections: list[IntegrityNote],
+        on_result: Callable[[GradeResult], None],
+    ):
         self.plan, self.pools, self.catalog, self.protections = plan, pools, catalog, protections
         self.on_result = on_result
         self.titles = {s: catalog.t(section_key(s)) for s in SECTIONS}
@@ -109,8 +117,10 @@ class Grading:
             # code sleeps until its tests fail never takes twice `Limits.submission_seconds`
             left = self.pools.limits.submission_seconds - run.seconds
             if plan.probes and left >= 1:
-                self.awaiting_trace[self.pools.follow_up(run, list(plan.probes), mode="trace", seconds=left)] = \
-                    (graded, plan)
+                self.awaiting_trace[self.pools.follow_up(run, list(plan.probes), mode="trace", seconds=left)] = (
+                    graded,
+                    plan,
+                )
                 self.submit_next()
                 return
         except Exception as exc:  # noqa: BLE001
@@ -134,8 +144,16 @@ class Grading:
         run = graded.run
         try:
             outcomes, partial = stages.diagnosed(graded, self.diagnoser(run.track), self.suites, traces, plan)
-            result = stages.assembled(graded, outcomes, partial, self.suites, self.answer_key.reference(run.track),
-                                      self.catalog, self.titles, self.protections)
+            result = stages.assembled(
+                graded,
+                outcomes,
+                partial,
+                self.suites,
+                self.answer_key.reference(run.track),
+                self.catalog,
+                self.titles,
+                self.protections,
+            )
         except Exception as exc:  # noqa: BLE001
             result = self.failed(run, _failure("grading", run, exc))
         self.on_result(self.written(result))
@@ -148,8 +166,9 @@ class Grading:
         self.submit_next()
 
     def failed(self, run: SandboxRun, note: IntegrityNote, key: str = "internal.grading-failed") -> GradeResult:
-        return stages.failed_result(run.submission, self.suites, self.catalog, self.titles, self.protections, note,
-                                    run.track, key)
+        return stages.failed_result(
+            run.submission, self.suites, self.catalog, self.titles, self.protections, note, run.track, key
+        )
 
     def written(self, result: GradeResult) -> GradeResult:
         """The result, naming its report folder, once its reports are written (with a note when they
@@ -157,14 +176,15 @@ class Grading:
         result = self.plan.with_folder(result)
         try:
             return write_submission_reports(result, self.plan.folders[result.submission], self.catalog)
-        except Exception as exc:  # noqa: BLE001 - e.g. the disk is full: the class still gets its gradebook
+        except Exception as exc:
             log.exception("the reports of %s could not be written", shown(result.submission))
             return stages.with_note(result, IntegrityNote("report.failed", type(exc).__name__))
 
     def diagnoser(self, track: str) -> Diagnoser:
         if track not in self.diagnosers:
-            self.diagnosers[track] = Diagnoser(self.answer_key.reference(track), self.answer_key.variants,
-                                               traced=track == PYTORCH)
+            self.diagnosers[track] = Diagnoser(
+                self.answer_key.reference(track), self.answer_key.variants, traced=track == PYTORCH
+            )
         return self.diagnosers[track]
 
 

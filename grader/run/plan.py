@@ -5,28 +5,37 @@ Submissions are read twice: once here to name them and decide what to (re)grade 
 dropped), once when a sandbox slot is about to take them (`Plan.load`). At most a few submissions'
 sources are held at a time, however many students and whatever their files hold.
 """
+
 from __future__ import annotations
 
 import hashlib
 import importlib.metadata
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
 
 import grader
 from grader.i18n import TEMPLATES_DIR
 from grader.intake.names import display_names, folder_names
 from grader.records import GradeResult, Submission
 from grader.report.results_file import read_results
-from grader.sandbox.tracks import planned_track
 from grader.sandbox.runs import Limits
+from grader.sandbox.tracks import planned_track
 
 CACHE_DIR = ".grader-cache"  # in the output folder: the answer key's outputs, per kit fingerprint
 # What a class run writes at the top of its output folder: no student's folder may take these names.
 # (`grade export` writes its LMS gradebooks there too, by default.)
-CLASS_OUTPUTS = {"gradebook.csv", "summary.html", CACHE_DIR, "results.json", "feedback.html", "feedback.md",
-                 "canvas-grades.csv", "moodle-grades.csv"}
+CLASS_OUTPUTS = {
+    "gradebook.csv",
+    "summary.html",
+    CACHE_DIR,
+    "results.json",
+    "feedback.html",
+    "feedback.md",
+    "canvas-grades.csv",
+    "moodle-grades.csv",
+}
 
 Loader = Callable[[], Submission]
 
@@ -65,8 +74,11 @@ class Plan:
     def load(self, planned: Planned) -> Submission:
         """The submission read again, as it is now, named and keyed for grading."""
         submission = self.loaders[planned.index]()
-        key = planned.key if submission.content_hash == planned.content_hash \
+        key = (
+            planned.key
+            if submission.content_hash == planned.content_hash
             else cache_key(submission.content_hash, self.fingerprint)
+        )
         return replace(submission, name=planned.name, content_hash=key)
 
 
@@ -100,8 +112,13 @@ def reusable(folder: Path, key: str, name: str, folder_name: str | None = None) 
     """A previous result for exactly this content, kit and student (their name and report folder),
     if its reports are complete."""
     result = read_results(folder)
-    if result is None or result.content_hash != key or result.submission != name or result.folder != folder_name \
-            or not (folder / "feedback.html").is_file():
+    if (
+        result is None
+        or result.content_hash != key
+        or result.submission != name
+        or result.folder != folder_name
+        or not (folder / "feedback.html").is_file()
+    ):
         return None
     return result
 
@@ -139,7 +156,9 @@ def kit_fingerprint(lang: str, limits: Limits = Limits()) -> str:
     """Changes whenever anything that decides a grade or a report changes: all of the grader's code,
     the templates and catalogues, the solutions, the language, the sandbox's limits and the versions
     of torch and MindSpore."""
-    digest = hashlib.sha256(f"{lang}\0{limits!r}\0{importlib.metadata.version('torch')}\0{_version('mindspore')}".encode())
+    digest = hashlib.sha256(
+        f"{lang}\0{limits!r}\0{importlib.metadata.version('torch')}\0{_version('mindspore')}".encode()
+    )
     import solutions
 
     for root in (Path(grader.__file__).parent, TEMPLATES_DIR, Path(solutions.__file__).parent):

@@ -10,6 +10,7 @@ Whatever one submission's data provokes in a stage costs that submission only: a
 message or heatmap leaves its part out of the report and says so (`grader.partial`); a failed stage
 otherwise makes `failed_result` (every test an error, and a note).
 """
+
 from __future__ import annotations
 
 import logging
@@ -25,8 +26,7 @@ from grader.intake.notebook_cells import in_notebook_terms, message_in_notebook_
 from grader.intake.shown import shown
 from grader.probe_outputs import ProbeOutputs
 from grader.probes import BOOK_TOKENS
-from grader.records import GradeResult, Heatmap, IntegrityNote, ProbeError, SectionScore, Submission, \
-    TestOutcome
+from grader.records import GradeResult, Heatmap, IntegrityNote, ProbeError, SectionScore, Submission, TestOutcome
 from grader.report.messages import outcome_message
 from grader.report.said import words
 from grader.sandbox.runs import SandboxRun
@@ -56,6 +56,7 @@ class TracePlan:
 
 # -- 1. the hidden suites -------------------------------------------------------------------------
 
+
 def probe_outputs(run: SandboxRun) -> ProbeOutputs:
     return ProbeOutputs(screened(run.results))
 
@@ -67,12 +68,16 @@ def outcomes(run: SandboxRun, outputs: ProbeOutputs, suites: HiddenSuites, refer
 def screened(results: dict) -> dict:
     """A child's errors never speak as the grader: an error that claims to be the grader's own
     (kind or key "internal") is a rejected result."""
-    return {name: ProbeError(kind="integrity", key="integrity.bad-result", params={"reason": "internal"})
-            if isinstance(result, ProbeError) and (result.kind == "internal" or str(result.key).startswith("internal."))
-            else result for name, result in results.items()}
+    return {
+        name: ProbeError(kind="integrity", key="integrity.bad-result", params={"reason": "internal"})
+        if isinstance(result, ProbeError) and (result.kind == "internal" or str(result.key).startswith("internal."))
+        else result
+        for name, result in results.items()
+    }
 
 
 # -- 2. what to trace -----------------------------------------------------------------------------
+
 
 def trace_plan(graded: Graded, diagnoser: Diagnoser, suites: HiddenSuites) -> TracePlan:
     """The failing probes worth a traced second run (`Diagnoser.trace_plan`); none when choosing
@@ -82,7 +87,7 @@ def trace_plan(graded: Graded, diagnoser: Diagnoser, suites: HiddenSuites) -> Tr
         return TracePlan(shared={})
     try:
         probes, shared = diagnoser.trace_plan(list(graded.outcomes), graded.outputs, suites.uses, sources)
-    except Exception:  # noqa: BLE001
+    except Exception:
         log.exception("choosing the probes to trace for %s failed", shown(graded.submission.name))
         return TracePlan(shared={})
     return TracePlan(tuple(probes), shared)
@@ -90,16 +95,19 @@ def trace_plan(graded: Graded, diagnoser: Diagnoser, suites: HiddenSuites) -> Tr
 
 # -- 3. the diagnosis -----------------------------------------------------------------------------
 
-def diagnosed(graded: Graded, diagnoser: Diagnoser, suites: HiddenSuites, traces: dict[str, dict],
-              plan: TracePlan) -> tuple[tuple[TestOutcome, ...], tuple[str, ...]]:
+
+def diagnosed(
+    graded: Graded, diagnoser: Diagnoser, suites: HiddenSuites, traces: dict[str, dict], plan: TracePlan
+) -> tuple[tuple[TestOutcome, ...], tuple[str, ...]]:
     """The outcomes with their causes and lines, and the stages that failed (left out of the report)."""
     submission = graded.submission
     outcomes = [_missing_module(o, submission) for o in graded.outcomes]
     partial: tuple[str, ...] = ()
     try:  # blame and diagnosis read the sandbox's own file names; the notebook's cells come after
-        outcomes = diagnoser.diagnose_submission(outcomes, graded.outputs, suites.uses, submission.sources, traces,
-                                                 plan.shared)
-    except Exception:  # noqa: BLE001
+        outcomes = diagnoser.diagnose_submission(
+            outcomes, graded.outputs, suites.uses, submission.sources, traces, plan.shared
+        )
+    except Exception:
         log.exception("diagnosis of %s failed", shown(submission.name))
         outcomes = [replace(o, misconception=None, diagnosis=None) for o in outcomes]
         partial = ("diagnosis",)
@@ -110,8 +118,11 @@ def diagnosed(graded: Graded, diagnoser: Diagnoser, suites: HiddenSuites, traces
 def _missing_module(outcome: TestOutcome, submission: Submission) -> TestOutcome:
     if outcome.status == "passed" or outcome.module in submission.sources or outcome.error is None:
         return outcome
-    return replace(outcome, blocked_by=None, error=ProbeError(kind="import", key="import.missing",
-                                                              module=outcome.module, params={"module": outcome.module}))
+    return replace(
+        outcome,
+        blocked_by=None,
+        error=ProbeError(kind="import", key="import.missing", module=outcome.module, params={"module": outcome.module}),
+    )
 
 
 def _quoted(outcome: TestOutcome, submission: Submission) -> TestOutcome:
@@ -127,8 +138,11 @@ def _in_notebook_terms(outcome: TestOutcome, submission: Submission) -> TestOutc
         return outcome
     error, diagnosis = outcome.error, outcome.diagnosis
     if error is not None:
-        error = replace(error, frames=tuple(in_notebook_terms(frame, submission.origins) for frame in error.frames),
-                        message=message_in_notebook_terms(str(error.message), submission.origins))
+        error = replace(
+            error,
+            frames=tuple(in_notebook_terms(frame, submission.origins) for frame in error.frames),
+            message=message_in_notebook_terms(str(error.message), submission.origins),
+        )
     if diagnosis is not None and diagnosis.location is not None:
         diagnosis = replace(diagnosis, location=in_notebook_terms(diagnosis.location, submission.origins))
     return replace(outcome, error=error, diagnosis=diagnosis)
@@ -136,38 +150,66 @@ def _in_notebook_terms(outcome: TestOutcome, submission: Submission) -> TestOutc
 
 # -- 4. the result --------------------------------------------------------------------------------
 
-def assembled(graded: Graded, outcomes: tuple[TestOutcome, ...], partial: tuple[str, ...], suites: HiddenSuites,
-              reference: ProbeOutputs, catalog: Catalog, titles: dict[str, str],
-              protections: list[IntegrityNote]) -> GradeResult:
+
+def assembled(
+    graded: Graded,
+    outcomes: tuple[TestOutcome, ...],
+    partial: tuple[str, ...],
+    suites: HiddenSuites,
+    reference: ProbeOutputs,
+    catalog: Catalog,
+    titles: dict[str, str],
+    protections: list[IntegrityNote],
+) -> GradeResult:
     submission = graded.submission
     integrity = list(protections) + list(submission.problems)
-    integrity += [IntegrityNote("result.rejected", name) for name, result in graded.outputs.results.items()
-                  if isinstance(result, ProbeError) and result.kind == "integrity"]
+    integrity += [
+        IntegrityNote("result.rejected", name)
+        for name, result in graded.outputs.results.items()
+        if isinstance(result, ProbeError) and result.kind == "integrity"
+    ]
     said = []
     for outcome in outcomes:
         try:
             said.append(replace(outcome, message=outcome_message(outcome, catalog)))
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("the message of %s for %s failed", outcome.id, shown(submission.name))
             said.append(replace(outcome, message=words(catalog.t(f"status.{outcome.status}"))))
             partial += ("messages",)
     try:
         maps = heatmaps(suites.infos, reference, graded.outputs)
-    except Exception:  # noqa: BLE001
+    except Exception:
         log.exception("the heatmaps of %s failed", shown(submission.name))
         maps, partial = [], partial + ("heatmaps",)
     integrity += [IntegrityNote("grader.partial", stage) for stage in dict.fromkeys(partial)]
     return _result(submission, said, integrity, titles, graded.run.track, maps)
 
 
-def failed_result(submission: Submission, suites: HiddenSuites, catalog: Catalog, titles: dict[str, str],
-                  protections: list[IntegrityNote], note: IntegrityNote, track: str,
-                  key: str = "internal.grading-failed") -> GradeResult:
+def failed_result(
+    submission: Submission,
+    suites: HiddenSuites,
+    catalog: Catalog,
+    titles: dict[str, str],
+    protections: list[IntegrityNote],
+    note: IntegrityNote,
+    track: str,
+    key: str = "internal.grading-failed",
+) -> GradeResult:
     """A submission the grader could not grade: every test an error (0 points) saying `key`, and `note`."""
-    outcomes = [TestOutcome(id=info.id, module=info.module, name=info.name, section=info.section, status="error",
-                            points=0.0, max_points=info.max_points, message=words(catalog.t(key)),
-                            error=ProbeError(kind="internal", key=key))
-                for info in suites.infos]
+    outcomes = [
+        TestOutcome(
+            id=info.id,
+            module=info.module,
+            name=info.name,
+            section=info.section,
+            status="error",
+            points=0.0,
+            max_points=info.max_points,
+            message=words(catalog.t(key)),
+            error=ProbeError(kind="internal", key=key),
+        )
+        for info in suites.infos
+    ]
     integrity = list(protections) + list(submission.problems) + [note]
     return _result(submission, outcomes, integrity, titles, track, [])
 
@@ -176,12 +218,34 @@ def with_note(result: GradeResult, note: IntegrityNote) -> GradeResult:
     return replace(result, integrity=[*result.integrity, note])
 
 
-def _result(submission: Submission, outcomes: list[TestOutcome], integrity: list[IntegrityNote],
-            titles: dict[str, str], track: str, maps: list[Heatmap]) -> GradeResult:
-    sections = [SectionScore(section, titles.get(section, section), sum(o.points for o in outcomes if o.section == section),
-                             sum(o.max_points for o in outcomes if o.section == section)) for section in titles]
-    return GradeResult(submission.name, submission.content_hash, sum(o.points for o in outcomes),
-                       sum(o.max_points for o in outcomes), sections, outcomes, integrity, heatmaps=maps, track=track)
+def _result(
+    submission: Submission,
+    outcomes: list[TestOutcome],
+    integrity: list[IntegrityNote],
+    titles: dict[str, str],
+    track: str,
+    maps: list[Heatmap],
+) -> GradeResult:
+    sections = [
+        SectionScore(
+            section,
+            titles.get(section, section),
+            sum(o.points for o in outcomes if o.section == section),
+            sum(o.max_points for o in outcomes if o.section == section),
+        )
+        for section in titles
+    ]
+    return GradeResult(
+        submission.name,
+        submission.content_hash,
+        sum(o.points for o in outcomes),
+        sum(o.max_points for o in outcomes),
+        sections,
+        outcomes,
+        integrity,
+        heatmaps=maps,
+        track=track,
+    )
 
 
 def heatmaps(infos: list[SuiteItem], reference: ProbeOutputs, student: ProbeOutputs) -> list[Heatmap]:
@@ -199,8 +263,15 @@ def heatmaps(infos: list[SuiteItem], reference: ProbeOutputs, student: ProbeOutp
         actual2d = _first_matrix(actual) if type(actual) is torch.Tensor else None
         if actual2d is not None and actual2d.shape != expected2d.shape:
             actual2d = None
-        maps.append(Heatmap(info.id, f"tests.{info.id}.title", BOOK_TOKENS[: expected2d.shape[-1]],
-                            _rounded(expected2d), _rounded(actual2d) if actual2d is not None else None))
+        maps.append(
+            Heatmap(
+                info.id,
+                f"tests.{info.id}.title",
+                BOOK_TOKENS[: expected2d.shape[-1]],
+                _rounded(expected2d),
+                _rounded(actual2d) if actual2d is not None else None,
+            )
+        )
     return maps
 
 

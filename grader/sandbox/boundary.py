@@ -8,10 +8,11 @@ flat parameters, the student's own frames with plain file names, module names of
 capped text with the sandbox's scratch folder taken out. Anything else becomes a neutral
 "bad record", so that a child can never make a report speak in the grader's voice.
 """
+
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from grader.i18n import Catalog
@@ -65,7 +66,7 @@ class Budget:
         return True
 
 
-@lru_cache(maxsize=None)
+@cache
 def _catalogue() -> Catalog:
     return Catalog("en")
 
@@ -126,8 +127,15 @@ def error_from_dict(data: dict) -> ProbeError:
     if key in IMPORT_KEYS and params.get("module") not in MODULES:
         return bad_record()
     module = data.get("module") if data.get("module") in MODULES else ""
-    return ProbeError(kind=kind, exc_type=_exc_type(data.get("exc_type")), message=text(data.get("message"), MAX_MESSAGE),
-                      module=module, frames=_frames(data.get("frames")), key=key, params=params)
+    return ProbeError(
+        kind=kind,
+        exc_type=_exc_type(data.get("exc_type")),
+        message=text(data.get("message"), MAX_MESSAGE),
+        module=module,
+        frames=_frames(data.get("frames")),
+        key=key,
+        params=params,
+    )
 
 
 def status_error(status: str, module: Any, limit: int = 0, seconds: float = 0) -> ProbeError:
@@ -156,7 +164,7 @@ def text(value: Any, limit: int) -> str:
     machine's Python and kit (an ImportError names the installed package's file: "…/torch/nn/__init__.py")."""
     if type(value) is not str:
         return ""
-    return _CONTROL.sub("", _host_paths().sub("…/", _SCRATCH.sub("", value[:limit * 2])))[:limit]
+    return _CONTROL.sub("", _host_paths().sub("…/", _SCRATCH.sub("", value[: limit * 2])))[:limit]
 
 
 @lru_cache(maxsize=1)
@@ -168,9 +176,15 @@ def _host_paths() -> re.Pattern:
     import sys
     import sysconfig
 
-    folders = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.expanduser("~"),
-               os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-               *sysconfig.get_paths().values(), *getattr(site, "getsitepackages", lambda: [])()}
+    folders = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        os.path.expanduser("~"),
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+        *sysconfig.get_paths().values(),
+        *getattr(site, "getsitepackages", lambda: [])(),
+    }
     folders |= {os.path.realpath(folder) for folder in folders}
     folders = sorted((f.rstrip("/") for f in folders if f and len(f.rstrip("/")) > 1), key=len, reverse=True)
     return re.compile("|".join(re.escape(folder) + r"/+" for folder in folders))
@@ -185,8 +199,11 @@ def _param(value: Any) -> Any:
 def _params(value: Any) -> dict[str, Any]:
     if type(value) is not dict:
         return {}
-    return {name: _param(item) for name, item in list(value.items())[:MAX_PARAMS * 4]
-            if name in PARAM_NAMES and type(item) in (bool, int, float, str)}
+    return {
+        name: _param(item)
+        for name, item in list(value.items())[: MAX_PARAMS * 4]
+        if name in PARAM_NAMES and type(item) in (bool, int, float, str)
+    }
 
 
 def _exc_type(value: Any) -> str:
@@ -198,7 +215,7 @@ def _frames(value: Any) -> tuple[StudentFrame, ...]:
     if type(value) is not list:
         return ()
     frames = []
-    for item in value[-MAX_FRAMES * 4:]:
+    for item in value[-MAX_FRAMES * 4 :]:
         if type(item) is not dict or type(item.get("file")) is not str or not _FILE.fullmatch(item["file"]):
             continue
         line = item.get("line")

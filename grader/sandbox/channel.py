@@ -9,6 +9,7 @@ one buffer of exactly its size (or skipped without being kept), and every wait e
 given as a function that returns the seconds left (so a caller can make it absolute, or derive it
 from another clock). Nothing the writer sends can move a deadline.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,7 @@ import os
 import select
 import struct
 import time
-from typing import Callable
+from collections.abc import Callable
 
 MAX_HEADER = 64 * 1024
 READ_CHUNK = 1 << 20
@@ -47,7 +48,7 @@ def frame_head(header: dict, size: int) -> bytes:
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 class Outbox:
@@ -121,8 +122,8 @@ class FrameReader:
             raise ChannelError("header too long")
         if not self._fill(4 + length, remaining):
             return None
-        raw = bytes(self.buffer[4:4 + length])
-        del self.buffer[:4 + length]
+        raw = bytes(self.buffer[4 : 4 + length])
+        del self.buffer[: 4 + length]
         try:
             header = json.loads(raw)
         except (UnicodeDecodeError, ValueError) as exc:
@@ -140,7 +141,7 @@ class FrameReader:
         del self.buffer[:taken]
         while taken < size:
             self._wait(remaining)
-            count = os.readv(self.fd, [view[taken:taken + READ_CHUNK]])
+            count = os.readv(self.fd, [view[taken : taken + READ_CHUNK]])
             if not count:
                 return None
             taken += count

@@ -11,6 +11,7 @@ its last probe: it sends {"kind": "parked"} and waits, every signal blocked, for
 {"mode", "probes", "park"} (the same submission's next probes, e.g. the failed ones traced), or
 for the end of the pipe. The worker stops it (SIGSTOP) while it waits.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -37,8 +38,16 @@ KEYRINGS_BLOCKED = False  # set by `block_keyrings` in the worker, whose filter 
 FAILED, NOT_DROPPED, NO_NAMESPACE = 70, 71, 72
 
 
-def run(job: dict, remaining: list[str], poisoned: dict[str, str], scratch: str, write_fd: int, uid: int,
-        probes: dict, command_fd: int = -1) -> None:
+def run(
+    job: dict,
+    remaining: list[str],
+    poisoned: dict[str, str],
+    scratch: str,
+    write_fd: int,
+    uid: int,
+    probes: dict,
+    command_fd: int = -1,
+) -> None:
     """The child's whole life: restrict, then one frame per probe (and, with a `command_fd`, the
     probes of each command that follows); never returns."""
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -72,9 +81,12 @@ def run(job: dict, remaining: list[str], poisoned: dict[str, str], scratch: str,
 
 
 def _namespace(track: str, scratch: str, poisoned: dict[str, str], write_fd: int):
-    ns = driver.StudentNamespace(scratch, poisoned,
-                                 on_import=lambda module: write_all(write_fd, frame({"kind": "import", "name": module})),
-                                 on_imported=lambda module: write_all(write_fd, frame({"kind": "imported", "name": module})))
+    ns = driver.StudentNamespace(
+        scratch,
+        poisoned,
+        on_import=lambda module: write_all(write_fd, frame({"kind": "import", "name": module})),
+        on_imported=lambda module: write_all(write_fd, frame({"kind": "imported", "name": module})),
+    )
     return namespace_for(track, ns)  # MindSpore code behind the adapter's facades
 
 
@@ -170,9 +182,8 @@ def restrict(uid: int, limits: dict) -> list[str]:
             missing.append(f"rlimit-{which}")
     if not isolate_ipc():
         missing.append("ipc")
-    if not limits.get("network_isolated"):
-        if os.getuid() != 0 or LIBC.unshare(CLONE_NEWNET) != 0:
-            missing.append("network")
+    if not limits.get("network_isolated") and (os.getuid() != 0 or LIBC.unshare(CLONE_NEWNET) != 0):
+        missing.append("network")
     if LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         missing.append("no_new_privs")
     if not KEYRINGS_BLOCKED:

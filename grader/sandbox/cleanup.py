@@ -1,5 +1,6 @@
 """After a child: every process it started is killed and reaped, and what it left where the next
 student's child could find it is removed. Runs in the warm worker; copied into the sandbox."""
+
 from __future__ import annotations
 
 import os

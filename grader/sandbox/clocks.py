@@ -1,6 +1,7 @@
 """The worker's clocks: a probe's (`ProbeClock`: CPU time with a wall-clock backstop) and each
 module's share of wall-clock time (`ModuleTime`). Both are set by the worker alone: nothing a
 child sends moves them (see `worker`)."""
+
 from __future__ import annotations
 
 import os
@@ -81,7 +82,7 @@ def cpu_clock(pid: int) -> int:
 def _cpu_of(stat: bytes, children_only: bool = False) -> float:
     """User and system CPU seconds in a /proc/<pid>/stat line, with those of reaped children."""
     fields = stat.rsplit(b")", 1)[1].split()
-    return sum(int(f) for f in fields[13 if children_only else 11:15]) / TICKS
+    return sum(int(f) for f in fields[13 if children_only else 11 : 15]) / TICKS
 
 
 class ModuleTime:

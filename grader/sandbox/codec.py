@@ -10,6 +10,7 @@ Layout: 4-byte big-endian length of the JSON document, the JSON document, then t
 in order. A tensor is {"$t": [dtype, shape, offset, nbytes]} in the JSON; a dict that would
 collide with that marker is rejected when encoding.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,9 +21,17 @@ from typing import Any
 import torch
 
 DTYPES: dict[str, torch.dtype] = {
-    "float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": torch.float64,
-    "complex64": torch.complex64, "complex128": torch.complex128,
-    "uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64": torch.int64,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "complex64": torch.complex64,
+    "complex128": torch.complex128,
+    "uint8": torch.uint8,
+    "int8": torch.int8,
+    "int16": torch.int16,
+    "int32": torch.int32,
+    "int64": torch.int64,
     "bool": torch.bool,
 }
 NAMES = {dtype: name for name, dtype in DTYPES.items()}
@@ -112,7 +121,7 @@ def _exact(item: Any, depth: int) -> bool:
                 return False
         return True
     if kind is list or kind is tuple:
-        for value in item:
+        for value in item:  # noqa: SIM110 - a loop, not all() of a generator: the codec's hot path
             if type(value) not in _SCALARS and not _exact(value, depth + 1):
                 return False
         return True
@@ -143,10 +152,10 @@ def decode(payload: bytes | bytearray, max_json: int = MAX_JSON) -> Any:
     if size > max_json or 4 + size > len(payload):
         raise CodecError("bad document length")
     try:
-        document = json.loads(bytes(payload[4:4 + size]).decode("utf-8"))
+        document = json.loads(bytes(payload[4 : 4 + size]).decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise CodecError("bad document") from exc
-    blob = memoryview(payload)[4 + size:]
+    blob = memoryview(payload)[4 + size :]
     if type(document) is list or type(document) is dict:
         return _rebuilt(document, 0, blob)
     return document
@@ -191,9 +200,18 @@ def _tensor(spec: Any, blob: memoryview) -> torch.Tensor:
     if type(spec) is not list or len(spec) != 4:
         raise CodecError("bad tensor record")
     name, shape, offset, nbytes = spec
-    if type(name) is not str or name not in DTYPES or type(shape) is not list or len(shape) > MAX_DIMS \
-            or any(type(n) is not int or n < 0 for n in shape) or type(offset) is not int \
-            or type(nbytes) is not int or offset < 0 or nbytes < 0 or offset + nbytes > len(blob):
+    if (
+        type(name) is not str
+        or name not in DTYPES
+        or type(shape) is not list
+        or len(shape) > MAX_DIMS
+        or any(type(n) is not int or n < 0 for n in shape)
+        or type(offset) is not int
+        or type(nbytes) is not int
+        or offset < 0
+        or nbytes < 0
+        or offset + nbytes > len(blob)
+    ):
         raise CodecError("bad tensor record")
     dtype = DTYPES[name]
     numel = math.prod(shape)
@@ -201,4 +219,4 @@ def _tensor(spec: Any, blob: memoryview) -> torch.Tensor:
         raise CodecError("tensor size does not match its shape")
     if numel == 0:
         return torch.empty(shape, dtype=dtype)
-    return torch.frombuffer(bytearray(blob[offset:offset + nbytes]), dtype=dtype).reshape(shape)
+    return torch.frombuffer(bytearray(blob[offset : offset + nbytes]), dtype=dtype).reshape(shape)

@@ -6,6 +6,7 @@ fits both the per-result limit and what is left of the submission's byte budget 
 skipped as it arrives, never held); each result is decoded and checked (`boundary`) as soon as it
 is read, and its raw bytes dropped. Every wait ends at the job's absolute deadline.
 """
+
 from __future__ import annotations
 
 import base64
@@ -14,7 +15,7 @@ import json
 import os
 import subprocess
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from grader.records import ProbeError, Submission
 from grader.sandbox.boundary import STATUSES, Budget, decode, status_error
@@ -33,8 +34,13 @@ class WorkerConnection:
         self.fd = read_fd
         try:
             self.process = subprocess.Popen(
-                command(write_fd), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                pass_fds=(write_fd,), env=environment, start_new_session=True,
+                command(write_fd),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                pass_fds=(write_fd,),
+                env=environment,
+                start_new_session=True,
             )
         except BaseException:
             os.close(read_fd)
@@ -57,8 +63,15 @@ class WorkerConnection:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def run(self, job: dict, results: dict[str, dict | ProbeError], budget: Budget, deadline: float,
-            payload_bytes: int, digests: dict[str, bytes] | None = None) -> bool:
+    def run(
+        self,
+        job: dict,
+        results: dict[str, dict | ProbeError],
+        budget: Budget,
+        deadline: float,
+        payload_bytes: int,
+        digests: dict[str, bytes] | None = None,
+    ) -> bool:
         """Run one job (see `worker`); fills `results` (and `digests`: each result's payload digest).
         False when the worker died, missed the deadline or broke the protocol (the caller then
         kills it)."""
@@ -74,20 +87,33 @@ class WorkerConnection:
                 status, name, size = header.get("status"), header.get("probe"), header["size"]
                 if status == "done":
                     return size == 0
-                if type(name) is not str or type(status) is not str or name not in probes or name in results \
-                        or (status != "ok" and status not in STATUSES):
+                if (
+                    type(name) is not str
+                    or type(status) is not str
+                    or name not in probes
+                    or name in results
+                    or (status != "ok" and status not in STATUSES)
+                ):
                     return False
                 if status != "ok":
                     if size:
                         return False
                     results[name] = status_error(
-                        status, header.get("module"), payload_bytes if status == "too-large" else 0,
-                        job["limits"]["module_seconds"] if status == "module-timeout" else 0)
+                        status,
+                        header.get("module"),
+                        payload_bytes if status == "too-large" else 0,
+                        job["limits"]["module_seconds"] if status == "module-timeout" else 0,
+                    )
                 elif size > payload_bytes or not budget.take(size):
                     if not self.reader.skip(size, remaining):
                         return False
-                    results[name] = status_error(*(("too-large", "", payload_bytes) if size > payload_bytes
-                                                   else ("over-budget", "", budget.total)))
+                    results[name] = status_error(
+                        *(
+                            ("too-large", "", payload_bytes)
+                            if size > payload_bytes
+                            else ("over-budget", "", budget.total)
+                        )
+                    )
                 else:
                     payload = self.reader.payload(size, remaining)
                     if payload is None:
@@ -107,8 +133,9 @@ class WorkerConnection:
             header = self.reader.header(until(deadline))
         except (OSError, ValueError, TimeoutError, ChannelError):
             return False
-        return header is not None and header.get("id") == job_id and header.get("status") == "done" \
-            and header["size"] == 0
+        return (
+            header is not None and header.get("id") == job_id and header.get("status") == "done" and header["size"] == 0
+        )
 
     def kill(self) -> None:
         try:
@@ -135,12 +162,20 @@ class WorkerConnection:
             self.kill()
 
 
-def job_record(job_id: int, submission: Submission, probes: list[str], mode: str, limits: dict,
-               track: str = "pytorch") -> dict:
+def job_record(
+    job_id: int, submission: Submission, probes: list[str], mode: str, limits: dict, track: str = "pytorch"
+) -> dict:
     """The job line a worker reads: the submission's files, its track, the probes, the mode and the limits."""
-    return {"id": job_id, "probes": probes, "mode": mode, "limits": limits, "track": track,
-            "files": {f"{module}.py": base64.b64encode(source.encode()).decode()
-                      for module, source in submission.sources.items()}}
+    return {
+        "id": job_id,
+        "probes": probes,
+        "mode": mode,
+        "limits": limits,
+        "track": track,
+        "files": {
+            f"{module}.py": base64.b64encode(source.encode()).decode() for module, source in submission.sources.items()
+        },
+    }
 
 
 def environment() -> dict[str, str]:
@@ -150,6 +185,12 @@ def environment() -> dict[str, str]:
     then takes 2 MB pages, so each fork of the worker copies (and each child's exit frees) about
     fifty page-table entries instead of some 25,000 (see warmup.use_huge_pages).
     """
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
-            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1",
-            "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp",
+        "LANG": "C.UTF-8",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1",
+    }

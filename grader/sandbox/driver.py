@@ -3,15 +3,17 @@
 Runs inside the sandbox (against student code) and in the trusted grader (against the reference
 and the buggy variants). Imports only the standard library, torch and `grader.probes`.
 """
+
 from __future__ import annotations
 
+import errno
 import importlib
 import importlib.abc
-import errno
 import os
 import sys
 import traceback
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import torch
 
@@ -58,9 +60,13 @@ class _PoisonFinder(importlib.abc.MetaPathFinder):
 class StudentNamespace:
     """The student's modules, imported from one directory that is first on sys.path."""
 
-    def __init__(self, directory: str, poisoned: dict[str, str] | None = None,
-                 on_import: Callable[[str], None] | None = None,
-                 on_imported: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        directory: str,
+        poisoned: dict[str, str] | None = None,
+        on_import: Callable[[str], None] | None = None,
+        on_imported: Callable[[str], None] | None = None,
+    ):
         self.directory = os.path.realpath(directory)
         self.poisoned = dict(poisoned or {})
         self.on_import = on_import or (lambda module: None)
@@ -83,7 +89,7 @@ class StudentNamespace:
             self.on_import(name)
             try:
                 return importlib.import_module(name)
-            except BaseException as exc:  # SystemExit and KeyboardInterrupt included
+            except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt included
                 failure = exc if isinstance(exc, ModulePoisoned) else ImportFailed(name, exc)
             finally:
                 self.on_imported(name)  # a later hang is no longer this import's fault
@@ -110,7 +116,7 @@ def plain(value: Any, depth: int = 0) -> Any:
 def _text(value: Any) -> str:
     try:
         text = str(value)
-    except BaseException:  # a hostile __str__
+    except BaseException:  # noqa: BLE001 - a hostile __str__
         text = "<unprintable>"
     return text[:MAX_TEXT]
 
@@ -130,22 +136,38 @@ def _student_frames(exc: BaseException, directory: str) -> list[dict]:
     for frame in traceback.extract_tb(exc.__traceback__):
         filename = os.path.realpath(frame.filename)
         if filename.startswith(directory + os.sep):
-            frames.append({"file": os.path.relpath(filename, directory), "line": frame.lineno or 0,
-                           "function": frame.name, "code": without_scratch((frame.line or "")[:300], directory)})
+            frames.append(
+                {
+                    "file": os.path.relpath(filename, directory),
+                    "line": frame.lineno or 0,
+                    "function": frame.name,
+                    "code": without_scratch((frame.line or "")[:300], directory),
+                }
+            )
     if isinstance(exc, SyntaxError) and exc.filename:
         filename = os.path.realpath(exc.filename)
         if filename.startswith(directory + os.sep):
-            frames.append({"file": os.path.relpath(filename, directory), "line": exc.lineno or 0,
-                           "function": "<module>",
-                           "code": without_scratch((exc.text or "").rstrip()[:300], directory)})
+            frames.append(
+                {
+                    "file": os.path.relpath(filename, directory),
+                    "line": exc.lineno or 0,
+                    "function": "<module>",
+                    "code": without_scratch((exc.text or "").rstrip()[:300], directory),
+                }
+            )
     return frames
 
 
 def _is_out_of_memory(exc: BaseException) -> bool:
     """Memory or file-size limits hit (Python ignores SIGXFSZ, so a too-large file is an OSError)."""
-    text = _text(exc).lower() if isinstance(exc, RuntimeError) else ""  # torch's and MindSpore's ("Allocate memory failed")
-    return isinstance(exc, MemoryError) or (isinstance(exc, OSError) and exc.errno == errno.EFBIG) or (
-        "allocate" in text and "memory" in text)
+    text = (
+        _text(exc).lower() if isinstance(exc, RuntimeError) else ""
+    )  # torch's and MindSpore's ("Allocate memory failed")
+    return (
+        isinstance(exc, MemoryError)
+        or (isinstance(exc, OSError) and exc.errno == errno.EFBIG)
+        or ("allocate" in text and "memory" in text)
+    )
 
 
 def describe_error(exc: BaseException, directory: str) -> dict:
@@ -169,8 +191,13 @@ def describe_error(exc: BaseException, directory: str) -> dict:
     frames = _student_frames(cause, directory) if directory else []
     if frames:
         module = os.path.splitext(frames[-1]["file"])[0]
-    return {"kind": kind, "exc_type": _text(type(cause).__name__), "message": without_scratch(_text(cause), directory),
-            "module": module, "frames": frames}
+    return {
+        "kind": kind,
+        "exc_type": _text(type(cause).__name__),
+        "message": without_scratch(_text(cause), directory),
+        "module": module,
+        "frames": frames,
+    }
 
 
 def plain_param(value: Any) -> Any:
@@ -227,9 +254,13 @@ def _fit(document: dict, max_json: int) -> tuple[dict, Encoded]:
         keep //= 2
         ops = document["ops"][:keep]
         last = next((i for i, n in enumerate(document["nodes"]) if n["op"] >= keep), len(document["nodes"]))
-        nodes = [n if n.get("origin", -1) < last else {k: v for k, v in n.items() if k != "origin"}
-                 for n in document["nodes"][:last]]
-        calls = [_call_within(call, last) for call in document["calls"][:max((op["call"] for op in ops), default=-1) + 1]]
+        nodes = [
+            n if n.get("origin", -1) < last else {k: v for k, v in n.items() if k != "origin"}
+            for n in document["nodes"][:last]
+        ]
+        calls = [
+            _call_within(call, last) for call in document["calls"][: max((op["call"] for op in ops), default=-1) + 1]
+        ]
         document = {"ops": ops, "nodes": nodes, "calls": calls, "truncated": True}
         payload = _encoded(document)
     if _json_size(payload) > max_json:
@@ -288,11 +319,13 @@ def serialise(result: dict | Encoded) -> bytes:
     try:
         return codec.encode(result)
     except MemoryError:
-        return codec.encode({"error": {"kind": "resource", "exc_type": "MemoryError",
-                                       "message": "the result is too large to send"}})
+        return codec.encode(
+            {"error": {"kind": "resource", "exc_type": "MemoryError", "message": "the result is too large to send"}}
+        )
     except codec.CodecError as exc:
-        return codec.encode({"error": {"kind": "contract", "key": "contract.unsupported-output",
-                                       "params": {"got": _text(exc)}}})
+        return codec.encode(
+            {"error": {"kind": "contract", "key": "contract.unsupported-output", "params": {"got": _text(exc)}}}
+        )
 
 
 def run_probes(probes: Iterable[Probe], ns: Namespace, directory: str) -> dict[str, dict]:

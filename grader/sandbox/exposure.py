@@ -3,6 +3,7 @@ bubblewrap cannot run, the children's own uid and the file permissions are what 
 (solutions/), the hidden suites and the buggy variants (grader/) from them; and a kit installed
 inside site-packages sits in a folder the sandbox mounts. Both the grader (`grade`, whose reports
 say what is missing) and the platform deployments (Gradescope, PrairieLearn) ask here."""
+
 from __future__ import annotations
 
 import os
@@ -54,8 +55,12 @@ def readable_by_others(root: Path) -> str | None:
                 if stat.S_ISREG(info.st_mode) and info.st_mode & stat.S_IROTH:
                     readable.append(os.path.relpath(os.path.join(folder, name), root))
     # name the reference or a hidden suite when one of them is readable
-    secret = [path for prefix in ("solutions", os.path.join("grader", "suites", "hidden"))
-              for path in readable if path.startswith(prefix)]
+    secret = [
+        path
+        for prefix in ("solutions", os.path.join("grader", "suites", "hidden"))
+        for path in readable
+        if path.startswith(prefix)
+    ]
     return (secret or readable or [None])[0]
 
 

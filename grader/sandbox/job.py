@@ -21,6 +21,7 @@ The job process's state is one `JobProcess` (the outbox its results go through, 
 the submission's files, the imports that failed); each job's run is a `RunningJob` (its deadline
 and what it may still use) and each child's frames are read by a `Watch` (both in `watch`).
 """
+
 from __future__ import annotations
 
 import base64
@@ -147,14 +148,20 @@ class JobProcess:
             self.outbox.post(run.status(name, "module-timeout", module=module_of(name)))
             remaining.remove(name)
 
-    def _run_child(self, run: RunningJob, remaining: list[str], parked: Child | None,
-                   park: bool) -> tuple[list[str], Child | None]:
+    def _run_child(
+        self, run: RunningJob, remaining: list[str], parked: Child | None, park: bool
+    ) -> tuple[list[str], Child | None]:
         """Run the remaining probes in `parked` (continued) or in a freshly forked child; returns the
         probes still to run afterwards, and the child if it parked after the last one (`park`)."""
         its = self._child_for(run.job, remaining, parked, park)
         limits = run.limits
-        clock = ProbeClock(its.pid, self.uid if os.getuid() == 0 else None, limits["probe_seconds"],
-                           limits["probe_wall_seconds"], run.submission_end)
+        clock = ProbeClock(
+            its.pid,
+            self.uid if os.getuid() == 0 else None,
+            limits["probe_seconds"],
+            limits["probe_wall_seconds"],
+            run.submission_end,
+        )
         remaining = list(remaining)
         started_with = len(remaining)
         kept = None
@@ -178,8 +185,15 @@ class JobProcess:
             parked = None
         return parked or self._fork(job, remaining, park)
 
-    def _child_failed(self, run: RunningJob, remaining: list[str], failure: str, current: str | None,
-                      importing: str | None, clock: ProbeClock) -> None:
+    def _child_failed(
+        self,
+        run: RunningJob,
+        remaining: list[str],
+        failure: str,
+        current: str | None,
+        importing: str | None,
+        clock: ProbeClock,
+    ) -> None:
         """A child that ended without all its results: the probe it was running (or, if it made no
         progress, the next one) gets its failure, and a module it failed to import is not imported
         again by the job's later children."""
@@ -237,8 +251,13 @@ def _parked(its: Child, clock: ProbeClock) -> bool:
         header = its.reader.header(clock)
     except (TimeoutError, ChannelError, OSError):
         return False
-    if header is None or header.get("kind") != "parked" or header["size"] or not cleanup.alone(its.pid) \
-            or cleanup.strays(its.pid):
+    if (
+        header is None
+        or header.get("kind") != "parked"
+        or header["size"]
+        or not cleanup.alone(its.pid)
+        or cleanup.strays(its.pid)
+    ):
         return False
     os.kill(its.pid, signal.SIGSTOP)
     stop_by = time.monotonic() + STOP_SECONDS

@@ -1,5 +1,6 @@
 """What the sandbox's workers see: the bubblewrap command line, its mounts, and whether bubblewrap
 can run on this machine at all (and if not, why)."""
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,21 @@ def bubblewrap() -> Bubblewrap:
     or with a seccomp profile that forbids them, has bwrap installed but unusable."""
     if not shutil.which("bwrap"):
         return Bubblewrap(installed=False, usable=False)
-    probe = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net",
-             "--unshare-pid", "--unshare-ipc", "--die-with-parent", "true"]
+    probe = [
+        "bwrap",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--die-with-parent",
+        "true",
+    ]
     try:
         done = subprocess.run(probe, capture_output=True, stdin=subprocess.DEVNULL, timeout=30)
     except subprocess.TimeoutExpired:
@@ -52,7 +66,7 @@ def short(text: str) -> str:
     for line in text.splitlines():
         line = "".join(c for c in line if c.isprintable()).strip()
         if line:
-            return line if len(line) <= MAX_REASON else line[:MAX_REASON - 1] + "…"
+            return line if len(line) <= MAX_REASON else line[: MAX_REASON - 1] + "…"
     return ""
 
 
@@ -67,8 +81,13 @@ def _site_packages_of(package: str) -> str:
 
 def python_roots() -> list[Path]:
     """What the interpreter needs to run: its prefixes and site-packages (never the kit's checkout)."""
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
-             _site_packages_of("torch")}
+    paths = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)),
+        _site_packages_of("torch"),
+    }
     paths |= set(site.getsitepackages())
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         paths.add(sysconfig.get_paths()[key])
@@ -102,8 +121,16 @@ def bwrap_command(kit: Path, roots: list[Path], hidden: list[Path]) -> list[str]
     """bubblewrap's part of a worker's command line, up to the interpreter; the staged `kit` is
     /tmp/kit inside. An allowlist: the system's directories and the interpreter's, read-only; an
     empty /tmp (where the scratch copies live); the staged probe code. Nothing else of the host."""
-    command = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-               "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
+    command = [
+        "bwrap",
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+    ]
     # The empty /tmp first: an interpreter or venv that lives under the host's /tmp (a CI clone)
     # is bound on top of it below, instead of being covered by it.
     command += ["--dev", "/dev", "--proc", "/proc", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp"]
@@ -130,8 +157,9 @@ def reachable_parents(roots: list[Path]) -> list[Path]:
     importing `statistics` would fail."""
     mounted = [Path("/") / name for name in SYSTEM_DIRS] + list(roots)
     parents = {parent for root in roots for parent in root.parents if parent not in (Path("/"), Path("/tmp"))}
-    return sorted((p for p in parents if not any(m == p or m in p.parents for m in mounted)),
-                  key=lambda p: (len(p.parts), str(p)))
+    return sorted(
+        (p for p in parents if not any(m == p or m in p.parents for m in mounted)), key=lambda p: (len(p.parts), str(p))
+    )
 
 
 def private_view(roots: list[Path], hidden: list[Path], staging: Path) -> str:
@@ -144,16 +172,24 @@ def private_view(roots: list[Path], hidden: list[Path], staging: Path) -> str:
     resolved = sorted({p.resolve() for p in hidden if p.is_dir()})
     covers = [p for p in resolved if any(p in r.parents for r in roots) and not _holds(p, keep)]
     rest = [p for p in hide_targets([p for p in resolved if p not in covers], roots + keep) if not _holds(p, keep)]
-    return json.dumps({"roots": [str(r) for r in roots], "covers": [str(p) for p in covers],
-                       "hidden": [str(p) for p in rest], "keep": [str(staging.resolve())], "tmp_bytes": TMPFS_BYTES})
+    return json.dumps(
+        {
+            "roots": [str(r) for r in roots],
+            "covers": [str(p) for p in covers],
+            "hidden": [str(p) for p in rest],
+            "keep": [str(staging.resolve())],
+            "tmp_bytes": TMPFS_BYTES,
+        }
+    )
 
 
 def _holds(path: Path, keep: list[Path]) -> bool:
     return any(k == path or path in k.parents for k in keep)
 
 
-def worker_command(kit: Path, uid: int, result_fd: int, flavour: str, bwrap: list[str] | None,
-                   view: str = "") -> list[str]:
+def worker_command(
+    kit: Path, uid: int, result_fd: int, flavour: str, bwrap: list[str] | None, view: str = ""
+) -> list[str]:
     """The whole command line of a warm worker: inside `bwrap` (its part from `bwrap_command`), or
     directly when bubblewrap is unavailable (in a private view of the host, `view`, if given)."""
     python = [sys.executable, "-E", "-s", "-B", "-c", BOOT]

@@ -6,6 +6,7 @@ they arrive (`Limits.result_bytes`, `boundary.Budget`), and finished runs wait i
 most `jobs` entries, so the trusted process holds at most about 2 x jobs + 1 submissions' results
 (3 x jobs + 1 with the traced runs the grading session holds back, at most `jobs` of them).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -15,9 +16,9 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
-from typing import Iterator
 
 import grader
 from grader.frameworks import track_of
@@ -35,9 +36,24 @@ __all__ = ["Limits", "SandboxPool", "SandboxRun", "decode", "error_from_dict", "
 
 KIT_ROOT = Path(grader.__file__).resolve().parent
 # What the workers run, copied out of the kit (never the suites, the solutions or the trusted side).
-SANDBOX_FILES = ["__init__.py", "probes", "frameworks", "sandbox/__init__.py", "sandbox/channel.py", "sandbox/child.py",
-                 "sandbox/cleanup.py", "sandbox/clocks.py", "sandbox/codec.py", "sandbox/driver.py", "sandbox/private_view.py",
-                 "sandbox/seccomp.py", "sandbox/warmup.py", "sandbox/worker.py", "sandbox/job.py", "sandbox/watch.py"]
+SANDBOX_FILES = [
+    "__init__.py",
+    "probes",
+    "frameworks",
+    "sandbox/__init__.py",
+    "sandbox/channel.py",
+    "sandbox/child.py",
+    "sandbox/cleanup.py",
+    "sandbox/clocks.py",
+    "sandbox/codec.py",
+    "sandbox/driver.py",
+    "sandbox/private_view.py",
+    "sandbox/seccomp.py",
+    "sandbox/warmup.py",
+    "sandbox/worker.py",
+    "sandbox/job.py",
+    "sandbox/watch.py",
+]
 GRACE_SECONDS = 30  # after a job's own deadline, for its worker to stop the child and answer
 ATTEMPTS = 3
 
@@ -51,9 +67,17 @@ class SandboxPool:
     one `results` queue and take different `first_slot`s (each slot has its own uid).
     """
 
-    def __init__(self, jobs: int, limits: Limits = Limits(), hide: list[Path] = (), probes: list[str] = (),
-                 flavour: str = "torch", results: queue.Queue | None = None, first_slot: int = 0,
-                 ids: Iterator[int] | None = None):
+    def __init__(
+        self,
+        jobs: int,
+        limits: Limits = Limits(),
+        hide: list[Path] = (),
+        probes: list[str] = (),
+        flavour: str = "torch",
+        results: queue.Queue | None = None,
+        first_slot: int = 0,
+        ids: Iterator[int] | None = None,
+    ):
         self.jobs = max(1, jobs)
         self.limits = limits
         self.probes = list(probes)
@@ -72,8 +96,7 @@ class SandboxPool:
             hidden.append(KIT_ROOT.parent)
         self.hidden = mounts.mounted_hidden(hidden, self.roots)
         # without bubblewrap, as root: the workers' own mount namespace hides the same and more
-        self.view = mounts.private_view(self.roots, hidden, self.staging) \
-            if self.is_root and not self.use_bwrap else ""
+        self.view = mounts.private_view(self.roots, hidden, self.staging) if self.is_root and not self.use_bwrap else ""
         self._closed = False
         self._kill_now = False
         self._ids = ids if ids is not None else itertools.count(1)  # shared by pools of one stream
@@ -104,12 +127,20 @@ class SandboxPool:
         # cannot make one (no CAP_SYS_ADMIN: a container) file permissions alone keep the answer
         # key from the children, which run under their own uid
         unhidden = not self.use_bwrap and self.is_root and not mounts.has_sys_admin()
-        notes += [note for note in exposure.answer_key_exposure()
-                  if note.kind == "deploy.kit-in-site-packages" or unhidden]
+        notes += [
+            note for note in exposure.answer_key_exposure() if note.kind == "deploy.kit-in-site-packages" or unhidden
+        ]
         return notes
 
-    def submit(self, submission: Submission, probes: list[str] | None = None, mode: str = "grade",
-               track: str | None = None, seconds: float | None = None, follow: bool = False) -> int:
+    def submit(
+        self,
+        submission: Submission,
+        probes: list[str] | None = None,
+        mode: str = "grade",
+        track: str | None = None,
+        seconds: float | None = None,
+        follow: bool = False,
+    ) -> int:
         """Queue a job: run `probes` (default: the pool's) of `submission` in `mode` (a mode of
         `driver.MODES`) as code of `track` (default: the one its sources show), within `seconds`
         of wall clock (default: `Limits.submission_seconds`; a later job of the same submission
@@ -125,8 +156,16 @@ class SandboxPool:
         seconds = self.limits.submission_seconds if seconds is None else min(seconds, self.limits.submission_seconds)
         if follow:
             self._decisions[job_id] = queue.Queue(maxsize=1)
-        self._jobs.put((job_id, submission, list(self.probes if probes is None else probes), mode,
-                        track or track_of(submission.sources), max(0.0, seconds)))
+        self._jobs.put(
+            (
+                job_id,
+                submission,
+                list(self.probes if probes is None else probes),
+                mode,
+                track or track_of(submission.sources),
+                max(0.0, seconds),
+            )
+        )
         return job_id
 
     def follow_up(self, run: SandboxRun, probes: list[str], mode: str = "trace", seconds: float | None = None) -> int:
@@ -178,7 +217,7 @@ class SandboxPool:
             thread.join(timeout=10)
         shutil.rmtree(self.staging, ignore_errors=True)
 
-    def __enter__(self) -> "SandboxPool":
+    def __enter__(self) -> SandboxPool:
         return self
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
@@ -202,7 +241,8 @@ class SandboxPool:
         bwrap = mounts.bwrap_command(kit, self.roots, self.hidden) if self.use_bwrap else None
         worker = WorkerConnection(
             lambda fd: mounts.worker_command(kit, self.uid_base + slot, fd, self.flavour, bwrap, self.view),
-            environment())
+            environment(),
+        )
         self._workers[slot] = worker
         return worker
 
@@ -232,8 +272,17 @@ class SandboxPool:
             worker.stop()
         self._workers.pop(slot, None)
 
-    def _run_job(self, slot: int, worker: WorkerConnection | None, job_id: int, submission: Submission,
-                 probes: list[str], mode: str, track: str, seconds: float) -> WorkerConnection | None:
+    def _run_job(
+        self,
+        slot: int,
+        worker: WorkerConnection | None,
+        job_id: int,
+        submission: Submission,
+        probes: list[str],
+        mode: str,
+        track: str,
+        seconds: float,
+    ) -> WorkerConnection | None:
         """One job, with up to ATTEMPTS workers if they die; returns the slot's worker afterwards.
 
         The job's deadline is absolute: set once here, and moved only by the time spent starting
@@ -269,12 +318,16 @@ class SandboxPool:
                 worker = None
             out_of_time = time.monotonic() >= deadline - GRACE_SECONDS
             for name in remaining:
-                run.results[name] = ProbeError(kind="timeout", key="sandbox.timeout") if out_of_time \
+                run.results[name] = (
+                    ProbeError(kind="timeout", key="sandbox.timeout")
+                    if out_of_time
                     else ProbeError(kind="crash", key="sandbox.worker-died")
+                )
         except Exception as exc:  # noqa: BLE001 - a slot must always answer, or the run hangs
             for name in probes:
-                run.results.setdefault(name, ProbeError(kind="crash", key="sandbox.worker-died",
-                                                        params={"reason": str(exc)[:200]}))
+                run.results.setdefault(
+                    name, ProbeError(kind="crash", key="sandbox.worker-died", params={"reason": str(exc)[:200]})
+                )
             if worker is not None:
                 worker.kill()
             worker = None
@@ -283,16 +336,24 @@ class SandboxPool:
         self._deliver(run)
         return worker
 
-    def _follow(self, slot: int, worker: WorkerConnection | None, decision: tuple | None, job_id: int,
-                submission: Submission, probes: list[str], mode: str, track: str, seconds: float
-                ) -> WorkerConnection | None:
+    def _follow(
+        self,
+        slot: int,
+        worker: WorkerConnection | None,
+        decision: tuple | None,
+        job_id: int,
+        submission: Submission,
+        probes: list[str],
+        mode: str,
+        track: str,
+        seconds: float,
+    ) -> WorkerConnection | None:
         """What follows a job to follow (see `submit`): the next job of the same submission, which
         the worker's job process (if still there) runs in the job's parked child, or its end."""
         if decision is not None:
             next_id, next_probes, next_mode, next_seconds = decision
             return self._run_job(slot, worker, next_id, submission, next_probes, next_mode, track, next_seconds)
-        if worker is not None and not self._kill_now \
-                and not worker.end(job_id, time.monotonic() + GRACE_SECONDS):
+        if worker is not None and not self._kill_now and not worker.end(job_id, time.monotonic() + GRACE_SECONDS):
             worker.kill()
             worker = None
         return worker

@@ -11,6 +11,7 @@ propagated into a less privileged namespace is locked, and the children are not 
 
 Copied into the sandbox: standard library only.
 """
+
 from __future__ import annotations
 
 import ctypes

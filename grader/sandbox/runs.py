@@ -1,4 +1,5 @@
 """What a sandbox pool is given for each job (`Limits`) and gives back (`SandboxRun`)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

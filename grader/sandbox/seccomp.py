@@ -7,6 +7,7 @@ grading needs keys, so add_key, request_key and keyctl fail with EPERM (as in Do
 profile). Syscalls of another ABI than the interpreter's (i386 or x32 on x86-64) fail too, so that
 the same calls cannot be made under other numbers. Copied into the sandbox: standard library only.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -20,10 +21,7 @@ SECCOMP_RET_ERRNO = 0x00050000
 EPERM = 1
 X32_SYSCALL_BIT = 0x40000000
 # machine -> (AUDIT_ARCH_*, numbers of add_key, request_key, keyctl)
-ARCHES = {
-    "x86_64": (0xC000003E, (248, 249, 250)),
-    "aarch64": (0xC00000B7, (217, 218, 219)),
-}
+ARCHES = {"x86_64": (0xC000003E, (248, 249, 250)), "aarch64": (0xC00000B7, (217, 218, 219))}
 BLOCKED_NAMES = ("add_key", "request_key", "keyctl")
 
 # classic BPF

@@ -1,5 +1,6 @@
 """The slots' uids: each grading run reserves a range of SLOTS_PER_RUN uids from SLOT_UID_BASE,
 one uid per worker, so that two runs at once never share one."""
+
 from __future__ import annotations
 
 import fcntl

@@ -9,21 +9,22 @@ Same API as `SandboxPool` (submit, follow_up, release, results, protections, con
 A submission the sandbox cannot take (its track's framework is not installed, or routing it
 failed) is never run: its run comes back in the same stream, with `SandboxRun.not_run` saying why.
 """
+
 from __future__ import annotations
 
 import collections
 import itertools
 import logging
 import queue
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Iterator, Mapping
 
 from grader import frameworks
 from grader.frameworks import MINDSPORE, PYTORCH, TRACKS, track_of
 from grader.intake.shown import shown
 from grader.records import IntegrityNote, Submission
-from grader.sandbox.pool import Limits, SandboxPool, SandboxRun
-from grader.sandbox.runs import NotRun
+from grader.sandbox.pool import SandboxPool
+from grader.sandbox.runs import Limits, NotRun, SandboxRun
 from grader.sandbox.slots import SLOTS_PER_RUN
 
 log = logging.getLogger("grader.sandbox")
@@ -50,8 +51,9 @@ def planned_track(sources: Mapping[str, str]) -> str:
 class TrackPools:
     """`workers[track]` warm workers per track (tracks with none start no pool)."""
 
-    def __init__(self, workers: dict[str, int], limits: Limits = Limits(), hide: list[Path] = (),
-                 probes: list[str] = ()):
+    def __init__(
+        self, workers: dict[str, int], limits: Limits = Limits(), hide: list[Path] = (), probes: list[str] = ()
+    ):
         unknown = set(workers) - set(TRACKS)
         if unknown:
             raise ValueError(f"unknown tracks: {', '.join(sorted(unknown))}")
@@ -76,8 +78,16 @@ class TrackPools:
         count = min(count, SLOTS_PER_RUN - self._next_slot)
         if count <= 0:
             raise RuntimeError("no sandbox slot left for another track's workers")
-        pool = SandboxPool(count, self.limits, hide=self.hide, probes=self.probes, flavour=FLAVOUR_OF_TRACK[track],
-                           results=self._results, first_slot=self._next_slot, ids=self._ids)
+        pool = SandboxPool(
+            count,
+            self.limits,
+            hide=self.hide,
+            probes=self.probes,
+            flavour=FLAVOUR_OF_TRACK[track],
+            results=self._results,
+            first_slot=self._next_slot,
+            ids=self._ids,
+        )
         self._next_slot += count
         self.pools[track] = pool
         return pool
@@ -93,8 +103,15 @@ class TrackPools:
             notes += [note for note in pool.protections() if note not in notes]
         return notes
 
-    def submit(self, submission: Submission, probes: list[str] | None = None, mode: str = "grade",
-               track: str | None = None, seconds: float | None = None, follow: bool = False) -> int:
+    def submit(
+        self,
+        submission: Submission,
+        probes: list[str] | None = None,
+        mode: str = "grade",
+        track: str | None = None,
+        seconds: float | None = None,
+        follow: bool = False,
+    ) -> int:
         """Queue a job on the pool of `track` (default: the one the submission's sources show),
         started now if the class was thought to have none of that track (a submission changed
         between two reads). A job the sandbox cannot take comes back unrun (`SandboxRun.not_run`)."""
@@ -105,10 +122,14 @@ class TrackPools:
                 return self._unrun(submission, mode, track, MISSING[track])
             stage = "sandbox"
             pool = self.pools.get(track) or self._start(track, 1)
-        except Exception as exc:  # noqa: BLE001 - one submission's routing never stops the class
+        except Exception as exc:
             log.exception("%s of %s failed", stage, shown(submission.name))
-            return self._unrun(submission, mode, track or PYTORCH,
-                               NotRun(IntegrityNote("grader.failed", f"{stage}: {type(exc).__name__}")))
+            return self._unrun(
+                submission,
+                mode,
+                track or PYTORCH,
+                NotRun(IntegrityNote("grader.failed", f"{stage}: {type(exc).__name__}")),
+            )
         job = pool.submit(submission, probes, mode, track, seconds, follow and track in PARKING_TRACKS)
         self._pending += 1
         return job
@@ -146,7 +167,7 @@ class TrackPools:
         for pool in self.pools.values():
             pool.close(kill=kill)
 
-    def __enter__(self) -> "TrackPools":
+    def __enter__(self) -> TrackPools:
         return self
 
     def __exit__(self, exc_type: object, *rest: object) -> None:

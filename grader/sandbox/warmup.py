@@ -8,11 +8,12 @@ background threads behind (a forked child of a multi-threaded parent can hang). 
 always runs last. Copied into the sandbox: imports only the standard library, torch and probes
 (and, in the MindSpore flavour, mindspore and the kit's adapter, `grader.frameworks`).
 """
+
 from __future__ import annotations
 
 import ctypes
 import gc
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -23,11 +24,44 @@ from grader.sandbox import driver
 # directory (a private prefix such as /root/.pyenv, where neither bubblewrap nor the workers' own
 # mount namespace could make it reachable: see mounts.reachable_parents, private_view) still finds
 # the modules students commonly import. Costs about 10 ms once per worker, after torch.
-PRELOAD = ("math", "cmath", "random", "itertools", "functools", "operator", "collections", "collections.abc",
-           "dataclasses", "typing", "copy", "enum", "abc", "contextlib", "numbers", "fractions", "decimal",
-           "statistics", "heapq", "bisect", "array", "string", "textwrap", "pprint", "struct", "ctypes.util",
-           "json", "re", "time", "inspect", "warnings", "socket", "encodings.idna", "numpy",
-           "torch.nn.functional", "torch.testing")
+PRELOAD = (
+    "math",
+    "cmath",
+    "random",
+    "itertools",
+    "functools",
+    "operator",
+    "collections",
+    "collections.abc",
+    "dataclasses",
+    "typing",
+    "copy",
+    "enum",
+    "abc",
+    "contextlib",
+    "numbers",
+    "fractions",
+    "decimal",
+    "statistics",
+    "heapq",
+    "bisect",
+    "array",
+    "string",
+    "textwrap",
+    "pprint",
+    "struct",
+    "ctypes.util",
+    "json",
+    "re",
+    "time",
+    "inspect",
+    "warnings",
+    "socket",
+    "encodings.idna",
+    "numpy",
+    "torch.nn.functional",
+    "torch.testing",
+)
 
 
 def preload(names: tuple[str, ...]) -> None:
@@ -55,9 +89,14 @@ def torch_flavour() -> None:
 
 # Imported by the MindSpore flavour before forking: what every MindSpore submission and the
 # adapter use, and what the first op would otherwise import in every child.
-MINDSPORE_PRELOAD = ("mindspore", "mindspore.nn", "mindspore.ops", "mindspore.graph._parse.compile_config",
-                     "mindspore.ops.tensor_method",  # imported by the first op otherwise: in every child
-                     "grader.frameworks.mindspore_adapter")
+MINDSPORE_PRELOAD = (
+    "mindspore",
+    "mindspore.nn",
+    "mindspore.ops",
+    "mindspore.graph._parse.compile_config",
+    "mindspore.ops.tensor_method",  # imported by the first op otherwise: in every child
+    "grader.frameworks.mindspore_adapter",
+)
 
 
 def mindspore_flavour() -> None:

@@ -4,6 +4,7 @@ run (`RunningJob`), and one child's frames, checked for order, forwarded and cha
 Copied into the sandbox with `job`: it imports only the standard library and the sandbox's own
 modules.
 """
+
 from __future__ import annotations
 
 import time
@@ -45,8 +46,7 @@ class Watch:
     or the child's end (no time between two probes is nobody's: a child that sends a result of its
     own and goes on sleeping pays for the sleep)."""
 
-    def __init__(self, reader: FrameReader, clock: ProbeClock, run: RunningJob, remaining: list[str],
-                 outbox: Outbox):
+    def __init__(self, reader: FrameReader, clock: ProbeClock, run: RunningJob, remaining: list[str], outbox: Outbox):
         self.reader, self.clock, self.run, self.remaining, self.outbox = reader, clock, run, remaining, outbox
         self.current: str | None = None  # the probe in progress
         self.importing: str | None = None  # the module it is importing
@@ -83,8 +83,13 @@ class Watch:
             self._charge()
             self.current, self.charged, self.notices = name, name, 0
             self.clock.start(self.run.module_time(name))
-        elif kind == "import" and self.current is not None and self.importing is None and _module_name(name) \
-                and self.notices < MAX_NOTICES:
+        elif (
+            kind == "import"
+            and self.current is not None
+            and self.importing is None
+            and _module_name(name)
+            and self.notices < MAX_NOTICES
+        ):
             self.importing = name
             self.notices += 1
         elif kind == "imported" and self.importing is not None and name == self.importing:

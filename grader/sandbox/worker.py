@@ -19,6 +19,7 @@ forwards the payload for the trusted side to decode (JSON plus raw tensor bytes:
 A job with "follow": true keeps its job process for one more line: {"id", "end": true}, or the same
 submission's next job, run in the child that ran the first one's last probes (see `job`).
 """
+
 from __future__ import annotations
 
 import json

@@ -1,5 +1,6 @@
 """Comparisons for the hidden suites. A failure raises `Mismatch`, which carries a structured
 `Detail` (a message-catalogue key, its parameters and small expected/actual tables) instead of text."""
+
 from __future__ import annotations
 
 import math
@@ -57,8 +58,16 @@ def expect_shape(actual: Any, shape: tuple[int, ...] | list[int], *, what: str, 
         fail("mismatch.shape", what=what, on=on, expected=list(shape), got=_shape(actual))
 
 
-def expect_close(actual: Any, expected: torch.Tensor, *, what: str, on: str = "",
-                 atol: float = 1e-5, rtol: float = 1e-4, check_dtype: bool = False) -> None:
+def expect_close(
+    actual: Any,
+    expected: torch.Tensor,
+    *,
+    what: str,
+    on: str = "",
+    atol: float = 1e-5,
+    rtol: float = 1e-4,
+    check_dtype: bool = False,
+) -> None:
     """`actual` equals `expected` within tolerances, with the same shape (dtype only if asked)."""
     expect_shape(actual, expected.shape, what=what, on=on)
     if check_dtype and actual.dtype != expected.dtype:
@@ -69,18 +78,28 @@ def expect_close(actual: Any, expected: torch.Tensor, *, what: str, on: str = ""
     # dtype and shape, without its bookkeeping (a tenth of the time); equal tensors (about half of a
     # class's) pass by torch.equal, a thirtieth of allclose's time (a NaN is equal to nothing)
     converted = actual.to(expected.dtype)
-    if torch.equal(converted, expected) \
-            or torch.allclose(converted, expected, atol=atol, rtol=rtol, equal_nan=False):
+    if torch.equal(converted, expected) or torch.allclose(converted, expected, atol=atol, rtol=rtol, equal_nan=False):
         return
     a, e = actual.to(torch.float64), expected.to(torch.float64)
     differs = ~torch.isclose(a, e, atol=atol, rtol=rtol)
     finite = torch.isfinite(a)
     max_diff = float((a - e).abs()[finite].max()) if bool(finite.any()) else math.inf
-    raise Mismatch(Detail(
-        "mismatch.nonfinite" if not bool(finite.all()) else "mismatch.values",
-        {"what": what, "on": on, "count": int(differs.sum()), "total": differs.numel(),
-         "max_diff": round(max_diff, 6), "shape": _shape(expected)},
-        expected=_table(e), actual=_table(a), differs=_table(differs.double())))
+    raise Mismatch(
+        Detail(
+            "mismatch.nonfinite" if not bool(finite.all()) else "mismatch.values",
+            {
+                "what": what,
+                "on": on,
+                "count": int(differs.sum()),
+                "total": differs.numel(),
+                "max_diff": round(max_diff, 6),
+                "shape": _shape(expected),
+            },
+            expected=_table(e),
+            actual=_table(a),
+            differs=_table(differs.double()),
+        )
+    )
 
 
 def expect_equal(actual: Any, expected: Any, *, what: str, on: str = "") -> None:

@@ -6,12 +6,14 @@ function with the `student` and `reference` probe outputs: a hidden test asks fo
 (collection refuses one that does), so it has no setup or teardown for pytest to run, and one
 submission's outcomes are `HiddenSuites.run(student, reference)`.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -113,13 +115,26 @@ def _test(item: pytest.Item) -> _Test:
     params = dict(callspec.params) if callspec is not None else {}
     unknown = set(item.fixturenames) - set(FIXTURES) - set(params)
     if extra or unknown:
-        raise ValueError(f"hidden test {item.nodeid} asks for {sorted(extra | unknown)}: "
-                         f"only the fixtures {FIXTURES} and the markers {sorted(MARKERS)} are allowed")
+        raise ValueError(
+            f"hidden test {item.nodeid} asks for {sorted(extra | unknown)}: "
+            f"only the fixtures {FIXTURES} and the markers {sorted(MARKERS)} are allowed"
+        )
     heatmap, uses = item.get_closest_marker("heatmap"), item.get_closest_marker("uses")
-    info = SuiteItem(f"{module}::{item.name}", module, item.name, MODULE_SECTIONS[module], float(points.args[0]),
-                     tuple(heatmap.args) if heatmap else None, tuple(uses.args) if uses else ())
-    return _Test(info, item.obj, tuple(name for name in FIXTURES if name in item.fixturenames),
-                 tuple((name, value) for name, value in params.items() if name in item.fixturenames))
+    info = SuiteItem(
+        f"{module}::{item.name}",
+        module,
+        item.name,
+        MODULE_SECTIONS[module],
+        float(points.args[0]),
+        tuple(heatmap.args) if heatmap else None,
+        tuple(uses.args) if uses else (),
+    )
+    return _Test(
+        info,
+        item.obj,
+        tuple(name for name in FIXTURES if name in item.fixturenames),
+        tuple((name, value) for name, value in params.items() if name in item.fixturenames),
+    )
 
 
 def _guarded(test: _Test, student: ProbeOutputs, reference: ProbeOutputs) -> TestOutcome:
@@ -140,15 +155,24 @@ def _outcome(test: _Test, student: ProbeOutputs, reference: ProbeOutputs) -> Tes
         return _failed(info, student, "skipped")
     except Exception as exc:  # noqa: BLE001 - classified by `_failure`
         return _failure(info, student, reference, exc)
-    return TestOutcome(id=info.id, module=info.module, name=info.name, section=info.section, status="passed",
-                       points=info.max_points, max_points=info.max_points, probes=tuple(student.accessed))
+    return TestOutcome(
+        id=info.id,
+        module=info.module,
+        name=info.name,
+        section=info.section,
+        status="passed",
+        points=info.max_points,
+        max_points=info.max_points,
+        probes=tuple(student.accessed),
+    )
 
 
 def _failure(info: SuiteItem, student: ProbeOutputs, reference: ProbeOutputs, error: Exception) -> TestOutcome:
     if isinstance(error, StudentError):
         blocked = error.error.module if error.error.module and error.error.module != info.module else None
-        return _failed(info, student, ERROR_STATUS.get(error.error.kind, "error"), error=error.error,
-                       blocked_by=blocked)
+        return _failed(
+            info, student, ERROR_STATUS.get(error.error.kind, "error"), error=error.error, blocked_by=blocked
+        )
     if isinstance(error, Mismatch):
         return _failed(info, student, "failed", detail=error.detail)
     if isinstance(error, AssertionError):
@@ -157,8 +181,12 @@ def _failure(info: SuiteItem, student: ProbeOutputs, reference: ProbeOutputs, er
     if difference and difference[0] == "form":  # not what the probe's own code builds: forged in the child
         return _failed(info, student, "error", error=ProbeError(kind="integrity", key="integrity.forged-result"))
     if difference:  # the suite could not handle outputs of another shape than the reference's
-        return _failed(info, student, "failed",
-                       detail=Detail("mismatch.unexpected-shape", {"got": difference[1], "expected": difference[2]}))
+        return _failed(
+            info,
+            student,
+            "failed",
+            detail=Detail("mismatch.unexpected-shape", {"got": difference[1], "expected": difference[2]}),
+        )
     return _failed(info, student, "error", error=_internal(error))  # a defect of the suite: never shown as code
 
 
@@ -171,8 +199,17 @@ def _internal(error: BaseException) -> ProbeError:
 
 
 def _failed(info: SuiteItem, student: ProbeOutputs, status: str, **fields: Any) -> TestOutcome:
-    return TestOutcome(id=info.id, module=info.module, name=info.name, section=info.section, status=status,
-                       points=0.0, max_points=info.max_points, probes=tuple(student.accessed), **fields)
+    return TestOutcome(
+        id=info.id,
+        module=info.module,
+        name=info.name,
+        section=info.section,
+        status=status,
+        points=0.0,
+        max_points=info.max_points,
+        probes=tuple(student.accessed),
+        **fields,
+    )
 
 
 def register_markers(config: pytest.Config) -> None:
@@ -184,9 +221,37 @@ def register_markers(config: pytest.Config) -> None:
 
 def pytest_args() -> list[str]:
     """Arguments for a pytest session that reads no configuration or plugins from the outside."""
-    return [str(SUITES_DIR), "-c", str(SUITES_DIR / "pytest.ini"), "--rootdir", str(SUITES_DIR),
-            "--noconftest", "--import-mode=importlib", "-s",
-            "-p", "no:cacheprovider", "-p", "no:warnings", "-p", "no:logging", "-p", "no:faulthandler",
-            "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:stepwise",
-            "-p", "no:doctest", "-p", "no:junitxml", "-p", "no:pastebin", "-p", "no:nose",
-            "-p", "no:terminal"]
+    return [
+        str(SUITES_DIR),
+        "-c",
+        str(SUITES_DIR / "pytest.ini"),
+        "--rootdir",
+        str(SUITES_DIR),
+        "--noconftest",
+        "--import-mode=importlib",
+        "-s",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:warnings",
+        "-p",
+        "no:logging",
+        "-p",
+        "no:faulthandler",
+        "-p",
+        "no:unraisableexception",
+        "-p",
+        "no:threadexception",
+        "-p",
+        "no:stepwise",
+        "-p",
+        "no:doctest",
+        "-p",
+        "no:junitxml",
+        "-p",
+        "no:pastebin",
+        "-p",
+        "no:nose",
+        "-p",
+        "no:terminal",
+    ]

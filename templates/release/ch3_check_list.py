@@ -6,6 +6,7 @@ same in every language), `expected` and `actual` are values or phrases of check_
 ch3_checks.py runs them and reports. These checks are public on purpose and catch only the first
 mistakes: the grader checks much more.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -13,9 +14,15 @@ import warnings
 
 from ch3_check_tools import CheckList, Mismatch, expect_refusal, fmt, phrase
 
-MODULES = ("sec3_3_simple_attention", "sec3_4_self_attention", "exercise3_1_weight_transfer",
-           "sec3_5_causal_attention", "sec3_6_multi_head_attention", "exercise3_2_two_dim_output",
-           "exercise3_3_gpt2_attention")
+MODULES = (
+    "sec3_3_simple_attention",
+    "sec3_4_self_attention",
+    "exercise3_1_weight_transfer",
+    "sec3_5_causal_attention",
+    "sec3_6_multi_head_attention",
+    "exercise3_2_two_dim_output",
+    "exercise3_3_gpt2_attention",
+)
 CHECKS = CheckList()
 check = CHECKS.check
 HINTS = ()  # (pattern of "ErrorType: message", hint key): none in PyTorch terms yet
@@ -75,8 +82,16 @@ def expect_unchanged(what, after, before, torch, atol=1e-5):
 
 
 def book_inputs(torch):
-    return torch.tensor([[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
-                         [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]])
+    return torch.tensor(
+        [
+            [0.43, 0.15, 0.89],
+            [0.55, 0.87, 0.66],
+            [0.57, 0.85, 0.64],
+            [0.22, 0.58, 0.33],
+            [0.77, 0.25, 0.10],
+            [0.05, 0.80, 0.55],
+        ]
+    )
 
 
 # -- 3.3 ------------------------------------------------------------------------------------------
@@ -110,16 +125,23 @@ def _(m, torch):
 def _(m, torch):
     out = m.project_qkv(torch.rand(5, 3), torch.rand(3, 4), torch.rand(3, 4), torch.rand(3, 4))
     if not isinstance(out, (tuple, list)) or len(out) != 3:
-        raise Mismatch("project_qkv(x, W_query, W_key, W_value)", phrase("three-tensors"),
-                       phrase("a-type", type=type(out).__name__))
+        raise Mismatch(
+            "project_qkv(x, W_query, W_key, W_value)",
+            phrase("three-tensors"),
+            phrase("a-type", type=type(out).__name__),
+        )
     for name, tensor in zip(("queries", "keys", "values"), out):
         expect_tensor(f"project_qkv(...) {name}", tensor, torch, (5, 4))
 
 
 @check("sec3_4_self_attention", "sec3_4-weights-rows")
 def _(m, torch):
-    weights = expect_tensor("scaled_attention_weights(queries, keys)",
-                            m.scaled_attention_weights(torch.rand(5, 4), torch.rand(5, 4)), torch, (5, 5))
+    weights = expect_tensor(
+        "scaled_attention_weights(queries, keys)",
+        m.scaled_attention_weights(torch.rand(5, 4), torch.rand(5, 4)),
+        torch,
+        (5, 5),
+    )
     expect_close("scaled_attention_weights(queries, keys).sum(dim=-1)", weights.sum(dim=-1), torch.ones(5), torch)
 
 
@@ -190,8 +212,12 @@ def _(m, torch):
 @check("sec3_6_multi_head_attention", "sec3_6-wrapper-shape")
 def _(m, torch):
     mha = m.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2).eval()
-    expect_tensor("MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(batch)",
-                  mha(torch.stack([book_inputs(torch)] * 2)), torch, (2, 6, 4))
+    expect_tensor(
+        "MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(batch)",
+        mha(torch.stack([book_inputs(torch)] * 2)),
+        torch,
+        (2, 6, 4),
+    )
 
 
 @check("sec3_6_multi_head_attention", "sec3_6-mha-shape")
@@ -202,8 +228,11 @@ def _(m, torch):
 
 @check("sec3_6_multi_head_attention", "sec3_6-mha-raises")
 def _(m, torch):
-    expect_refusal("MultiHeadAttention(3, 5, 8, 0.0, num_heads=2)", lambda: m.MultiHeadAttention(3, 4, 8, 0.0, num_heads=2),
-                   lambda: m.MultiHeadAttention(3, 5, 8, 0.0, num_heads=2))
+    expect_refusal(
+        "MultiHeadAttention(3, 5, 8, 0.0, num_heads=2)",
+        lambda: m.MultiHeadAttention(3, 4, 8, 0.0, num_heads=2),
+        lambda: m.MultiHeadAttention(3, 5, 8, 0.0, num_heads=2),
+    )
 
 
 # -- Exercises 3.2 and 3.3 ------------------------------------------------------------------------

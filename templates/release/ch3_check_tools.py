@@ -6,6 +6,7 @@ A check list (ch3_check_list.py: PyTorch's, or the MindSpore edition's) register
 them) and `seeded(library)` (a context in which each check runs with the same random state).
 ch3_checks.py runs them and reports.
 """
+
 from __future__ import annotations
 
 
@@ -16,6 +17,7 @@ class CheckList(list):
         def register(fn):
             self.append((module, key, fn))
             return fn
+
         return register
 
 

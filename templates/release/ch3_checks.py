@@ -10,6 +10,7 @@ ch3_check_list.py (PyTorch's or the MindSpore edition's: the same runner and rep
 messages come from check_messages.json and the report's layout from check_report.txt.j2, all
 beside this file.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -162,14 +163,24 @@ def run_checks(code_of, t, locate, modules=MODULES):
     for module, key, fn in CHECKS:
         if module not in modules:
             continue
-        row = {"module": module, "key": key, "section": t("section." + module), "text": t("items." + key),
-               "status": "fail", "note": "", "code": ""}
+        row = {
+            "module": module,
+            "key": key,
+            "section": t("section." + module),
+            "text": t("items." + key),
+            "status": "fail",
+            "note": "",
+            "code": "",
+        }
         results.append(row)
         first_of_module = module not in codes
         code = codes[module] = code_of(module) if first_of_module else codes[module]
         if isinstance(code, Unavailable):  # said once per module
-            row["note"], row["code"] = (with_hint(t(code.key, **code.params), t, code.hint), code.code) \
-                if first_of_module else (t("see-above"), "")
+            row["note"], row["code"] = (
+                (with_hint(t(code.key, **code.params), t, code.hint), code.code)
+                if first_of_module
+                else (t("see-above"), "")
+            )
             continue
         used = len(code._used)
         try:
@@ -187,8 +198,11 @@ def run_checks(code_of, t, locate, modules=MODULES):
         except NotImplementedError as exc:
             frame = student_frame(exc)
             row["status"] = "todo"
-            row["note"] = t("not-implemented", function=frame.function, where=locate(frame)) if frame \
+            row["note"] = (
+                t("not-implemented", function=frame.function, where=locate(frame))
+                if frame
                 else t("not-implemented-unlocated")
+            )
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001 - report any error of the student's code, even exit()
@@ -223,11 +237,22 @@ def render(results, t, **context):
     section's for a notebook test cell otherwise."""
     import jinja2  # PyTorch brings it; check.py says how to install it when it is missing
 
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(HERE)), trim_blocks=True, lstrip_blocks=True,
-                             keep_trailing_newline=False)
-    return env.get_template("check_report.txt.j2").render(
-        results=said_once(results, t), t=t, marks=MARKS, first=next_step(results), passed=sum(r["status"] == "pass" for r in results),
-        total=len(results), **context).strip("\n")
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(HERE)), trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False
+    )
+    return (
+        env.get_template("check_report.txt.j2")
+        .render(
+            results=said_once(results, t),
+            t=t,
+            marks=MARKS,
+            first=next_step(results),
+            passed=sum(r["status"] == "pass" for r in results),
+            total=len(results),
+            **context,
+        )
+        .strip("\n")
+    )
 
 
 # -- in a notebook ----------------------------------------------------------------------------------
@@ -236,8 +261,9 @@ def wrapped(report, width=82):
     lines = []
     for line in report.splitlines():
         indent = line[: len(line) - len(line.lstrip())]
-        lines += textwrap.wrap(line, width, subsequent_indent=indent + "  ", break_long_words=False,
-                               break_on_hyphens=False) or [""]
+        lines += textwrap.wrap(
+            line, width, subsequent_indent=indent + "  ", break_long_words=False, break_on_hyphens=False
+        ) or [""]
     return lines
 
 
@@ -256,12 +282,13 @@ def _notebook_locate(t):
     def locate(frame):
         cell = None
         try:
-            shell = get_ipython()  # noqa: F821 - defined in IPython kernels
+            shell = get_ipython()
             cell = getattr(shell.compile, "_filename_map", {}).get(frame.filename)
         except NameError:
             pass
         where = t("where-cell", cell=cell) if cell is not None else os.path.basename(frame.filename)
         return t("where", file=where, line=frame.line)
+
     return locate
 
 

@@ -10,6 +10,7 @@ that reads submissions): the seven .py files, or notebooks named like them, or o
 the chapter whose code cells start with `# module: <name>`. Passing these checks does not
 guarantee full marks: the grader checks much more.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,8 +23,19 @@ import tempfile
 import threading
 from pathlib import Path
 
-from ch3_checks import (MODULES, Code, Frame, Messages, Unavailable, framework, hint_for, one_line, render, run_checks,
-                        student_frame)
+from ch3_checks import (
+    MODULES,
+    Code,
+    Frame,
+    Messages,
+    Unavailable,
+    framework,
+    hint_for,
+    one_line,
+    render,
+    run_checks,
+    student_frame,
+)
 
 HERE = Path(__file__).resolve().parent
 KIT = HERE / "_kit"
@@ -84,27 +96,45 @@ def load(module, modules_dir, locate, code_of):
     except SyntaxError as exc:
         frame = Frame(exc.filename or "", exc.lineno or 0, "", (exc.text or "").strip())
         error = f"SyntaxError: {exc.msg}"
-        where = locate(frame) if exc.filename and exc.lineno else locate.t("where-module", module=module)  # no line: null bytes
-        return Unavailable("import-error", code=frame.code, module=module, error=error, where=where,
-                           hint=hint_for(error))
+        where = (
+            locate(frame) if exc.filename and exc.lineno else locate.t("where-module", module=module)
+        )  # no line: null bytes
+        return Unavailable(
+            "import-error", code=frame.code, module=module, error=error, where=where, hint=hint_for(error)
+        )
     except BaseException as exc:  # noqa: BLE001 - a student's import may raise anything, even SystemExit
         if isinstance(exc, ValueError) and "null bytes" in str(exc):  # older Pythons: a SyntaxError in newer ones
             error = one_line(exc)
-            return Unavailable("import-error", module=module, error=error, where=locate.t("where-module", module=module),
-                               hint=hint_for(error))
+            return Unavailable(
+                "import-error",
+                module=module,
+                error=error,
+                where=locate.t("where-module", module=module),
+                hint=hint_for(error),
+            )
         frame, error = student_frame(exc), one_line(exc)
         hint = hint_for(error)
         if hint is None and isinstance(exc, NameError) and frame and locate.in_chapter_notebook(frame):
             hint = "notebook-scratch-name"  # defined by a statement of a cell that is not part of any module
-        return Unavailable("import-error", code=frame.code if frame else "", module=module, error=error,
-                           where=locate(frame) if frame else module, hint=hint)
+        return Unavailable(
+            "import-error",
+            code=frame.code if frame else "",
+            module=module,
+            error=error,
+            where=locate(frame) if frame else module,
+            hint=hint,
+        )
 
 
 def check_folder(folder, t, modules=MODULES):
     """Run the public checks of `modules` on the code in `folder`; returns (results, problems)."""
     submission = read_submission(folder)
-    problems = [t("integrity." + note.kind, detail=note.detail) if t.has("integrity." + note.kind)
-                else f"{note.kind}: {note.detail}" for note in submission.problems]
+    problems = [
+        t("integrity." + note.kind, detail=note.detail)
+        if t.has("integrity." + note.kind)
+        else f"{note.kind}: {note.detail}"
+        for note in submission.problems
+    ]
     with tempfile.TemporaryDirectory(prefix="ch3-check-") as scratch:
         modules_dir = Path(scratch).resolve()
         for module, source in submission.sources.items():
@@ -136,8 +166,13 @@ def check_folder(folder, t, modules=MODULES):
 def main(argv=None):
     languages = [k for k in json.loads((HERE / "check_messages.json").read_text(encoding="utf-8")) if k != "default"]
     parser = argparse.ArgumentParser(description="Chapter 3 self-check")
-    parser.add_argument("path", nargs="?", type=Path, default=HERE / "exercises",
-                        help="a folder with your .py files or notebooks, or one notebook (default: exercises/)")
+    parser.add_argument(
+        "path",
+        nargs="?",
+        type=Path,
+        default=HERE / "exercises",
+        help="a folder with your .py files or notebooks, or one notebook (default: exercises/)",
+    )
     parser.add_argument("--lang", choices=languages, default=None)
     args = parser.parse_args(argv)
     t = Messages(args.lang)

@@ -1,10 +1,11 @@
 """Error patterns: exceptions whose type and message give a misconception away. One module per
 student module defines PATTERNS; `all_patterns()` collects them."""
+
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from grader.diagnosis.per_module import collect
 from grader.records import TestOutcome
@@ -22,8 +23,12 @@ def message_pattern(pattern: str, exc_type: str = "") -> Callable[[TestOutcome],
 
     def matches(outcome: TestOutcome) -> bool:
         error = outcome.error
-        return (error is not None and error.kind == "exception" and (not exc_type or error.exc_type == exc_type)
-                and bool(regex.search(error.message)))
+        return (
+            error is not None
+            and error.kind == "exception"
+            and (not exc_type or error.exc_type == exc_type)
+            and bool(regex.search(error.message))
+        )
 
     return matches
 

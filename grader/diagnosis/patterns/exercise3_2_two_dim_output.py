@@ -1,4 +1,5 @@
 """Error patterns of exercise3_2_two_dim_output."""
+
 from __future__ import annotations
 
 from grader.diagnosis.patterns import Pattern

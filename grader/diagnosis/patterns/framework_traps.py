@@ -13,6 +13,7 @@ CPU-only build, is kept from taking effect by the adapter: it costs no points an
   (the CausalAttention probes use context_length 7, MultiHeadAttention's 8; never 6);
 - a reshape to the book's batch of 2 x 6 tokens: "proposed_shape '[const vector]{2, 6, 2, 4}' is invalid".
 """
+
 from __future__ import annotations
 
 from grader.diagnosis.patterns import Pattern, message_pattern
@@ -20,12 +21,27 @@ from grader.diagnosis.patterns import Pattern, message_pattern
 PATTERNS: list[Pattern] = [
     Pattern("dropout-keep-prob", "", message_pattern(r"'keep_prob' must be", "ValueError")),
     Pattern("dim-not-axis", "", message_pattern(r"unexpected keyword argument 'dim'", "TypeError")),
-    Pattern("torch-api", "", message_pattern(
-        r"object has no attribute '(eval|train|forward|parameters|named_parameters|masked_fill_)'"
-        r"|the method 'construct' is not defined", "AttributeError")),
-    Pattern("hardcoded-shape", "", message_pattern(
-        r"'MaskedFill', input.shape and mask.shape need to broadcast.*mask.shape = \[(1, )*6, 6\]"
-        r"|proposed_shape '\[const vector\]\{2, 6[,}]", "ValueError")),
-    Pattern("mask-not-sliced", "", message_pattern(
-        r"'MaskedFill', input.shape and mask.shape need to broadcast", "ValueError")),
+    Pattern(
+        "torch-api",
+        "",
+        message_pattern(
+            r"object has no attribute '(eval|train|forward|parameters|named_parameters|masked_fill_)'"
+            r"|the method 'construct' is not defined",
+            "AttributeError",
+        ),
+    ),
+    Pattern(
+        "hardcoded-shape",
+        "",
+        message_pattern(
+            r"'MaskedFill', input.shape and mask.shape need to broadcast.*mask.shape = \[(1, )*6, 6\]"
+            r"|proposed_shape '\[const vector\]\{2, 6[,}]",
+            "ValueError",
+        ),
+    ),
+    Pattern(
+        "mask-not-sliced",
+        "",
+        message_pattern(r"'MaskedFill', input.shape and mask.shape need to broadcast", "ValueError"),
+    ),
 ]

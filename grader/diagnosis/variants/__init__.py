@@ -1,5 +1,6 @@
 """Known-buggy variants of the reference, one module per student module: each variant reproduces
 one misconception by overriding functions or classes of the solution module."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

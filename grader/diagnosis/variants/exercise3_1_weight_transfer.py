@@ -1,4 +1,5 @@
 """Buggy variants of exercise3_1_weight_transfer (Exercise 3.1)."""
+
 from __future__ import annotations
 
 import torch
@@ -29,10 +30,16 @@ SAME = [("W_query", "W_query"), ("W_key", "W_key"), ("W_value", "W_value")]
 VARIANTS: list[Variant] = [
     Variant("weights-not-transposed", {MODULE: {"transfer_weights": _copy(SAME, transpose=False)}}),
     Variant("weights-not-transposed", {MODULE: {"transfer_weights": _assign_untransposed}}),
-    Variant("weights-swapped", {MODULE: {"transfer_weights": _copy(
-        [("W_query", "W_key"), ("W_key", "W_query"), ("W_value", "W_value")])}}),
-    Variant("weights-swapped", {MODULE: {"transfer_weights": _copy(
-        [("W_query", "W_value"), ("W_key", "W_key"), ("W_value", "W_query")])}}),
-    Variant("weights-swapped", {MODULE: {"transfer_weights": _copy(
-        [("W_query", "W_query"), ("W_key", "W_value"), ("W_value", "W_key")])}}),
+    Variant(
+        "weights-swapped",
+        {MODULE: {"transfer_weights": _copy([("W_query", "W_key"), ("W_key", "W_query"), ("W_value", "W_value")])}},
+    ),
+    Variant(
+        "weights-swapped",
+        {MODULE: {"transfer_weights": _copy([("W_query", "W_value"), ("W_key", "W_key"), ("W_value", "W_query")])}},
+    ),
+    Variant(
+        "weights-swapped",
+        {MODULE: {"transfer_weights": _copy([("W_query", "W_query"), ("W_key", "W_value"), ("W_value", "W_key")])}},
+    ),
 ]

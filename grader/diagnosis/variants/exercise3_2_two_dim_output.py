@@ -1,8 +1,9 @@
 """Buggy variants of exercise3_2_two_dim_output (Exercise 3.2)."""
+
 from __future__ import annotations
 
-from grader.diagnosis.variants import Variant
 from grader.diagnosis.pipeline import STAGES
+from grader.diagnosis.variants import Variant
 from grader.diagnosis.variants.sec3_6_multi_head_attention import _build as _staged
 from solutions.sec3_6_multi_head_attention import MultiHeadAttentionWrapper
 
@@ -21,6 +22,18 @@ VARIANTS: list[Variant] = [
     Variant("wrong-config", {MODULE: {"build_two_dim_wrapper": _build(2, 1)}}),  # one head of size 2
     Variant("wrong-config", {MODULE: {"build_two_dim_wrapper": _build(1, 1)}}),  # one head of size 1
     # a correct exercise on top of a wrapper that concatenates along the tokens
-    Variant("concat-wrong-dim", {MODULE: {"build_two_dim_wrapper": _build(1, 2, _staged(
-        {"concat": next(a for a in STAGES["concat"].alternatives if a.key == "dim=1")})["MultiHeadAttentionWrapper"])}}),
+    Variant(
+        "concat-wrong-dim",
+        {
+            MODULE: {
+                "build_two_dim_wrapper": _build(
+                    1,
+                    2,
+                    _staged({"concat": next(a for a in STAGES["concat"].alternatives if a.key == "dim=1")})[
+                        "MultiHeadAttentionWrapper"
+                    ],
+                )
+            }
+        },
+    ),
 ]

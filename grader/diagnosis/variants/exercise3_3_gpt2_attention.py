@@ -1,4 +1,5 @@
 """Buggy variants of exercise3_3_gpt2_attention (Exercise 3.3)."""
+
 from __future__ import annotations
 
 from grader.diagnosis.variants import Variant

@@ -4,6 +4,7 @@
 without requires_grad=False; PyTorch: `nn.Parameter(mask)`): it is counted among the trainable
 parameters (`trainable_params()` / `parameters()`), saved, and an optimizer would change it.
 """
+
 from __future__ import annotations
 
 import torch.nn as nn

@@ -1,4 +1,5 @@
 """Buggy variants of sec3_3_simple_attention (book 3.3), generated stage by stage."""
+
 from __future__ import annotations
 
 from grader.diagnosis.pipeline import Context
@@ -19,11 +20,16 @@ def _build(wrong: Wrong) -> dict:
         return staged(["weights", "context"], {"scores": inputs @ inputs.T, "values": inputs}, Context(), wrong)
 
     def context_vector_for_query(inputs, query_index):
-        return staged(["weights", "context"], {"scores": inputs @ inputs[query_index], "values": inputs},
-                      Context(), wrong)
+        return staged(
+            ["weights", "context"], {"scores": inputs @ inputs[query_index], "values": inputs}, Context(), wrong
+        )
 
-    return {"softmax_naive": softmax_naive, "attention_weights": attention_weights,
-            "context_vectors": context_vectors, "context_vector_for_query": context_vector_for_query}
+    return {
+        "softmax_naive": softmax_naive,
+        "attention_weights": attention_weights,
+        "context_vectors": context_vectors,
+        "context_vector_for_query": context_vector_for_query,
+    }
 
 
 VARIANTS: list[Variant] = variants(MODULE, ["weights", "context"], _build)

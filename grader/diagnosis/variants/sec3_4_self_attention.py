@@ -1,5 +1,6 @@
 """Buggy variants of sec3_4_self_attention (book 3.4): the computation's variants generated stage by
 stage; the constructors' (wrong-init, qkv-bias-ignored) written out."""
+
 from __future__ import annotations
 
 import torch

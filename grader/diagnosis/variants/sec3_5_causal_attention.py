@@ -2,6 +2,7 @@
 (each makes one mistake consistently in every function and class it applies to; the diagnosis
 compares per test, so a student who makes it in one place only is still recognised there); those
 of the constructor, the mask's slicing and the dropout's place written out."""
+
 from __future__ import annotations
 
 import torch
@@ -29,18 +30,26 @@ def _build(wrong: Wrong) -> dict:
         return staged(["masked_weights", "renormalized"], {"attention_weights": attn_weights}, Context(), wrong)
 
     def masked_attention_weights(attn_scores, d_k):
-        return staged(["masked", "scaled", "weights"], {"scores": attn_scores}, Context(divisor=d_k ** 0.5), wrong)
+        return staged(["masked", "scaled", "weights"], {"scores": attn_scores}, Context(divisor=d_k**0.5), wrong)
 
     class Causal(CausalAttention):
         def forward(self, x):
             t = x.shape[1]
             keys = self.W_key(x)
-            ctx = Context(hidden=self.mask.bool()[:t, :t], divisor=keys.shape[-1] ** 0.5, dropout=self.dropout,
-                          sizes={"d_in": x.shape[-1], "d_out": keys.shape[-1]})
+            ctx = Context(
+                hidden=self.mask.bool()[:t, :t],
+                divisor=keys.shape[-1] ** 0.5,
+                dropout=self.dropout,
+                sizes={"d_in": x.shape[-1], "d_out": keys.shape[-1]},
+            )
             return staged(ORDER, {"queries": self.W_query(x), "keys": keys, "values": self.W_value(x)}, ctx, wrong)
 
-    return {"simple_causal_mask": simple_causal_mask, "mask_and_renormalize": mask_and_renormalize,
-            "masked_attention_weights": masked_attention_weights, "CausalAttention": Causal}
+    return {
+        "simple_causal_mask": simple_causal_mask,
+        "mask_and_renormalize": mask_and_renormalize,
+        "masked_attention_weights": masked_attention_weights,
+        "CausalAttention": Causal,
+    }
 
 
 # -- CausalAttention only: mask slicing, dropout placement, initialisation, bias -----------------------

@@ -1,5 +1,6 @@
 """Buggy variants of sec3_6_multi_head_attention (book 3.6): the computation's generated stage by stage,
 the mask's slicing, the dropout's place, the constructor's and the heads' registration written out."""
+
 from __future__ import annotations
 
 import torch
@@ -14,8 +15,19 @@ from solutions.sec3_6_multi_head_attention import MultiHeadAttention, MultiHeadA
 MODULE = "sec3_6_multi_head_attention"
 
 
-ORDER = ["split_queries", "split_keys", "split_values", "scores", "masked", "scaled", "weights", "dropped", "context",
-         "merged", "output"]
+ORDER = [
+    "split_queries",
+    "split_keys",
+    "split_values",
+    "scores",
+    "masked",
+    "scaled",
+    "weights",
+    "dropped",
+    "context",
+    "merged",
+    "output",
+]
 
 
 def _build(wrong: Wrong) -> dict:
@@ -24,9 +36,15 @@ def _build(wrong: Wrong) -> dict:
     class StagedMultiHeadAttention(MultiHeadAttention):
         def forward(self, x):
             t = x.shape[1]
-            ctx = Context(hidden=self.mask.bool()[:t, :t], divisor=self.head_dim ** 0.5, heads=self.num_heads,
-                          head_dim=self.head_dim, out_proj=self.out_proj, dropout=self.dropout,
-                          sizes={"d_in": x.shape[-1], "d_out": self.d_out})
+            ctx = Context(
+                hidden=self.mask.bool()[:t, :t],
+                divisor=self.head_dim**0.5,
+                heads=self.num_heads,
+                head_dim=self.head_dim,
+                out_proj=self.out_proj,
+                dropout=self.dropout,
+                sizes={"d_in": x.shape[-1], "d_out": self.d_out},
+            )
             state = {"queries": self.W_query(x), "keys": self.W_key(x), "values": self.W_value(x)}
             return staged(ORDER, state, ctx, wrong)
 
@@ -49,7 +67,7 @@ def _mha(*, slice_mask=True, dropout="weights", honour_bias=True):
             h, hd = self.num_heads, self.head_dim
             q, k, v = (z.view(b, t, h, hd).transpose(1, 2) for z in (self.W_query(x), self.W_key(x), self.W_value(x)))
             mask = self.mask.bool()[:t, :t] if slice_mask else self.mask.bool()
-            weights = torch.softmax((q @ k.transpose(2, 3)).masked_fill(mask, -torch.inf) / hd ** 0.5, dim=-1)
+            weights = torch.softmax((q @ k.transpose(2, 3)).masked_fill(mask, -torch.inf) / hd**0.5, dim=-1)
             if dropout == "weights":
                 weights = self.dropout(weights)
             elif dropout == "always":  # F.dropout's training=True default: active in eval mode too

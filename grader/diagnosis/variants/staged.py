@@ -6,9 +6,10 @@ known wrong ways, consistently in every function and class of a module that has 
 makes one Variant per stage alternative that names a misconception: `build(wrong)` returns the
 module's overrides computed with that one wrong step (see the per-module files).
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -47,7 +48,9 @@ def choices(stages: list[str], skip: set[str] = frozenset()) -> list[tuple[str, 
     for name in stages:
         for alternative in STAGES[name].alternatives:
             if alternative.misconception:
-                by_rank.setdefault((STAGES[name].rank, alternative.misconception, alternative.key), {})[name] = alternative
+                by_rank.setdefault((STAGES[name].rank, alternative.misconception, alternative.key), {})[name] = (
+                    alternative
+                )
     for (_, misconception, _), wrong in by_rank.items():
         if len(wrong) > 1:
             found.append((misconception, wrong))
@@ -58,5 +61,7 @@ def choices(stages: list[str], skip: set[str] = frozenset()) -> list[tuple[str, 
     return found
 
 
-def variants(module: str, stages: list[str], build: Callable[[Wrong], dict], skip: set[str] = frozenset()) -> list[Variant]:
+def variants(
+    module: str, stages: list[str], build: Callable[[Wrong], dict], skip: set[str] = frozenset()
+) -> list[Variant]:
     return [Variant(misconception, {module: build(wrong)}) for misconception, wrong in choices(stages, skip)]

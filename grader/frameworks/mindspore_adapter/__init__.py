@@ -16,6 +16,7 @@ torch `nn.Module` look-alike in MindSpore terms:
 `set_context(device_target=...)`/`set_device(...)`/graph mode kept from taking effect (they would
 raise on a CPU-only machine, or compile the code differently; the calls are recorded in NOTES).
 """
+
 from __future__ import annotations
 
 import types

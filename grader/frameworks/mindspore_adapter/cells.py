@@ -1,10 +1,12 @@
 """Facades that present MindSpore Cells, Cell classes and functions to the PyTorch probes."""
+
 from __future__ import annotations
 
 import functools
 from collections import OrderedDict
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 
@@ -33,7 +35,7 @@ class CellFacade(torch.nn.Module):
     receiving the gradients `mindspore.grad` computes.
     """
 
-    def __init__(self, cell: Any, root: "CellFacade | None" = None):
+    def __init__(self, cell: Any, root: CellFacade | None = None):
         super().__init__()
         state = self.__dict__
         state["_cell"] = cell
@@ -64,7 +66,7 @@ class CellFacade(torch.nn.Module):
             return torch_tensor(value)
         return value
 
-    def _facade(self, cell: Any) -> "CellFacade":
+    def _facade(self, cell: Any) -> CellFacade:
         facades = self.__dict__["_facades"]
         entry = facades.get(id(cell))
         if entry is None or entry[0] is not cell:
@@ -97,21 +99,26 @@ class CellFacade(torch.nn.Module):
         ms_args, ms_kwargs = _to_ms(args), _to_ms(kwargs)
         out = to_torch(cell(*ms_args, **ms_kwargs), self._root._facade)
         trainable = [p for p in cell.trainable_params()]
-        if (torch.is_grad_enabled() and isinstance(out, torch.Tensor) and out.is_floating_point()
-                and trainable and not kwargs):
+        if (
+            torch.is_grad_enabled()
+            and isinstance(out, torch.Tensor)
+            and out.is_floating_point()
+            and trainable
+            and not kwargs
+        ):
             mirrors = [self._root._mirror(p) for p in trainable]
             out = _GradientBridge.apply(out, cell, ms_args, trainable, *mirrors)
         return out
 
     # -- the torch.nn.Module API the probes use, in MindSpore terms ---------------------------
-    def train(self, mode: bool = True) -> "CellFacade":
+    def train(self, mode: bool = True) -> CellFacade:
         self.__dict__["_cell"].set_train(bool(mode))
         return self
 
-    def eval(self) -> "CellFacade":
+    def eval(self) -> CellFacade:
         return self.train(False)
 
-    def to(self, *args: Any, **kwargs: Any) -> "CellFacade":
+    def to(self, *args: Any, **kwargs: Any) -> CellFacade:
         dtype = kwargs.get("dtype") or next((a for a in args if isinstance(a, torch.dtype)), None)
         target = ms_dtype(dtype) if dtype is not None else None
         if target is not None:
@@ -119,14 +126,15 @@ class CellFacade(torch.nn.Module):
             self.__dict__["_cell"].to(target)
         return self
 
-    def double(self) -> "CellFacade":
+    def double(self) -> CellFacade:
         return self.to(torch.float64)
 
-    def float(self) -> "CellFacade":
+    def float(self) -> CellFacade:
         return self.to(torch.float32)
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True,
-                         remove_duplicate: bool = True) -> Iterator[tuple[str, torch.nn.Parameter]]:
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, torch.nn.Parameter]]:
         """The trainable parameters (what `trainable_params()` counts), named like state_dict keys."""
         for name, parameter in self.__dict__["_cell"].parameters_and_names():
             if parameter.requires_grad:
@@ -136,8 +144,9 @@ class CellFacade(torch.nn.Module):
         for _, parameter in self.named_parameters():
             yield parameter
 
-    def named_buffers(self, prefix: str = "", recurse: bool = True,
-                      remove_duplicate: bool = True) -> Iterator[tuple[str, torch.Tensor]]:
+    def named_buffers(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, torch.Tensor]]:
         """Registered buffers and non-trainable Parameters (the port keeps its mask as one)."""
         cell = self.__dict__["_cell"]
         for name, buffer in cell.named_buffers():
@@ -150,7 +159,7 @@ class CellFacade(torch.nn.Module):
         for _, buffer in self.named_buffers():
             yield buffer
 
-    def state_dict(self, *args: Any, **kwargs: Any) -> "OrderedDict[str, torch.Tensor]":
+    def state_dict(self, *args: Any, **kwargs: Any) -> OrderedDict[str, torch.Tensor]:
         cell = self.__dict__["_cell"]
         state: OrderedDict[str, torch.Tensor] = OrderedDict()
         for name, parameter in cell.parameters_and_names():
@@ -240,10 +249,24 @@ def _dense_layers_like_linear_layers():
     init = mindspore.nn.Dense.__init__
 
     @functools.wraps(init)
-    def zero_init(self: Any, in_channels: Any, out_channels: Any, weight_init: Any = None, bias_init: Any = None,
-                  *args: Any, **kwargs: Any) -> None:
-        init(self, in_channels, out_channels, "zeros" if weight_init is None else weight_init,
-             "zeros" if bias_init is None else bias_init, *args, **kwargs)
+    def zero_init(
+        self: Any,
+        in_channels: Any,
+        out_channels: Any,
+        weight_init: Any = None,
+        bias_init: Any = None,
+        *args: Any,
+        **kwargs: Any,
+    ) -> None:
+        init(
+            self,
+            in_channels,
+            out_channels,
+            "zeros" if weight_init is None else weight_init,
+            "zeros" if bias_init is None else bias_init,
+            *args,
+            **kwargs,
+        )
 
     mindspore.nn.Dense.__init__ = zero_init
     try:

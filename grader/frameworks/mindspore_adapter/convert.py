@@ -1,8 +1,10 @@
 """Values across the framework boundary, always copied through numpy: torch -> MindSpore for the
 arguments of student code, MindSpore -> torch (plain tensors) for what it returns."""
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -66,8 +68,7 @@ def to_torch(value: Any, wrap_cell: Callable[[Any], Any], depth: int = 0) -> Any
     return value
 
 
-MS_DTYPES = {torch.float64: "float64", torch.float32: "float32", torch.float16: "float16",
-             torch.bfloat16: "bfloat16"}
+MS_DTYPES = {torch.float64: "float64", torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
 
 
 def ms_dtype(dtype: torch.dtype) -> Any:

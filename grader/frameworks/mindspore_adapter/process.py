@@ -4,6 +4,7 @@ Facts measured with MindSpore 2.10 CPU: `set_device("CPU")` must come before the
 first op maps a 1 GiB memory pool unless `runtime.set_memory` asks for less; a process that forks
 must not have run any op before (the children hang at their first `.asnumpy()`).
 """
+
 from __future__ import annotations
 
 import functools
@@ -15,8 +16,9 @@ _STATE = {"prepared": False}
 
 
 def prepare() -> None:
-    """CPU, PyNative mode, synchronous single-threaded kernels, a 64 MB memory pool, the probes' seeding and the submission's calls
-    of set_context/set_device neutralised. Runs no MindSpore op (safe before forking)."""
+    """CPU, PyNative mode, synchronous single-threaded kernels, a 64 MB memory pool, the probes'
+    seeding and the submission's calls of set_context/set_device neutralised. Runs no MindSpore op
+    (safe before forking)."""
     if _STATE["prepared"]:
         return
     # MindSpore's log level is read at its import: errors only (its deprecation warnings about

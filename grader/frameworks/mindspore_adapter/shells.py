@@ -3,6 +3,7 @@ look-alikes) as MindSpore Cells, and the Cells' values written back into them af
 
 Knows nothing of the facades (`cells`), which use it: which arguments are plain torch modules is
 theirs to decide."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -36,7 +37,8 @@ class ShellCopies:
                     del module._parameters[name]
                 if isinstance(value, mindspore.Parameter):
                     module.register_parameter(
-                        name, torch.nn.Parameter(torch_tensor(value), requires_grad=bool(value.requires_grad)))
+                        name, torch.nn.Parameter(torch_tensor(value), requires_grad=bool(value.requires_grad))
+                    )
                 elif isinstance(value, mindspore.Tensor):
                     setattr(module, name, torch_tensor(value))
                 else:
@@ -50,13 +52,20 @@ def _shell(module: torch.nn.Module) -> tuple[Any, list[str]]:
     cell = mindspore.nn.Cell()
     for name, child in module.named_children():
         if isinstance(child, torch.nn.Linear):
-            dense = mindspore.nn.Dense(child.in_features, child.out_features, has_bias=child.bias is not None,
-                                       weight_init=ms_tensor(child.weight),
-                                       bias_init=ms_tensor(child.bias) if child.bias is not None else "zeros")
+            dense = mindspore.nn.Dense(
+                child.in_features,
+                child.out_features,
+                has_bias=child.bias is not None,
+                weight_init=ms_tensor(child.weight),
+                bias_init=ms_tensor(child.bias) if child.bias is not None else "zeros",
+            )
             setattr(cell, name, dense)
     names = []
     for name, parameter in module.named_parameters(recurse=False):
-        setattr(cell, name, mindspore.Parameter(ms_tensor(parameter), name=name,
-                                                requires_grad=bool(parameter.requires_grad)))
+        setattr(
+            cell,
+            name,
+            mindspore.Parameter(ms_tensor(parameter), name=name, requires_grad=bool(parameter.requires_grad)),
+        )
         names.append(name)
     return cell, names

@@ -4,11 +4,12 @@ what SelfAttention_v2 computes, by copying the weights.
 The student's copied matrices are used in SelfAttention_v1's computation (written out here, trusted)
 and compared with the same computation on the reference's copies, which is SelfAttention_v2's output.
 """
+
 import pytest
 import torch
 
-from grader.suites.compare import expect, expect_close, expect_shape
 from grader.probes import randn
+from grader.suites.compare import expect, expect_close, expect_shape
 
 P = "exercise3_1_weight_transfer:"
 NAMES = ("W_query", "W_key", "W_value")
@@ -45,5 +46,8 @@ def test_v1_matches_v2_book_sizes(student, reference):
 @pytest.mark.points(1)
 def test_v1_keeps_trainable_parameters(student, reference):
     got, want = student.run(P + "square"), reference.run(P + "square")
-    expect(got["parameters"] == want["parameters"], "check.v1-still-parameters",
-           got=", ".join(f"{n} {tuple(s)}" for n, s, _ in got["parameters"]) or "-")
+    expect(
+        got["parameters"] == want["parameters"],
+        "check.v1-still-parameters",
+        got=", ".join(f"{n} {tuple(s)}" for n, s, _ in got["parameters"]) or "-",
+    )

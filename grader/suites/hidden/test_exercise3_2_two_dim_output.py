@@ -1,4 +1,5 @@
 """Hidden suite for exercise3_2_two_dim_output (Exercise 3.2): two heads, 2-dimensional output."""
+
 import pytest
 
 from grader.suites.compare import expect_close, expect_equal
@@ -11,11 +12,15 @@ def test_two_heads_two_dimensional_output(student, reference):
     got, want = student.run(P + "structure"), reference.run(P + "structure")
     expect_equal(got["output_shape"], want["output_shape"], what="what.ex3_2_output_shape", on="on.ex3_2_build")
     expect_equal(got["num_heads"], want["num_heads"], what="what.ex3_2_num_heads", on="on.ex3_2_build")
-    expect_equal(got["query_weight_shapes"], want["query_weight_shapes"], what="what.ex3_2_query_shapes",
-                 on="on.ex3_2_build")
+    expect_equal(
+        got["query_weight_shapes"], want["query_weight_shapes"], what="what.ex3_2_query_shapes", on="on.ex3_2_build"
+    )
 
 
-@pytest.mark.uses("sec3_6_multi_head_attention::test_wrapper_matches_reference", "sec3_5_causal_attention::test_causal_attention_matches_reference")
+@pytest.mark.uses(
+    "sec3_6_multi_head_attention::test_wrapper_matches_reference",
+    "sec3_5_causal_attention::test_causal_attention_matches_reference",
+)
 @pytest.mark.points(2)
 def test_seeded_output(student, reference):
     got, want = student.run(P + "seeded_output"), reference.run(P + "seeded_output")

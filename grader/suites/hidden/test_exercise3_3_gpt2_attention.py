@@ -1,4 +1,5 @@
 """Hidden suite for exercise3_3_gpt2_attention (Exercise 3.3): GPT-2 small's attention module."""
+
 import pytest
 import torch
 
@@ -10,8 +11,7 @@ P = "exercise3_3_gpt2_attention:"
 @pytest.mark.points(1)
 def test_parameter_count(student, reference):
     got, want = student.run(P + "configuration"), reference.run(P + "configuration")
-    expect_equal(got["num_parameters"], want["num_parameters"], what="what.ex3_3_num_parameters",
-                 on="on.ex3_3_build")
+    expect_equal(got["num_parameters"], want["num_parameters"], what="what.ex3_3_num_parameters", on="on.ex3_3_build")
 
 
 @pytest.mark.points(2)
@@ -21,12 +21,17 @@ def test_configuration(student, reference):
         expect_equal(got[name], want[name], what=f"what.ex3_3_{name}", on="on.ex3_3_build")
 
 
-@pytest.mark.uses("sec3_6_multi_head_attention::test_mha_matches_reference", "sec3_6_multi_head_attention::test_mha_causal")
+@pytest.mark.uses(
+    "sec3_6_multi_head_attention::test_mha_matches_reference", "sec3_6_multi_head_attention::test_mha_causal"
+)
 @pytest.mark.points(1)
 def test_forward_is_causal(student, reference):
     got, want = student.run(P + "forward"), reference.run(P + "forward")
     expect_close(got["out"], want["out"], what="what.ex3_3_output", on="on.ex3_3_forward", atol=1e-4)
     keep = want["keep"]
     expect_shape(got["changed"], want["changed"].shape, what="what.ex3_3_output", on="on.ex3_3_forward")
-    expect(torch.allclose(got["out"][:, :keep], got["changed"][:, :keep], atol=1e-5, rtol=1e-4),
-           "check.ex3_3-causal", keep=keep)
+    expect(
+        torch.allclose(got["out"][:, :keep], got["changed"][:, :keep], atol=1e-5, rtol=1e-4),
+        "check.ex3_3-causal",
+        keep=keep,
+    )

@@ -1,4 +1,5 @@
 """Hidden suite for sec3_3_simple_attention (book 3.3.1-3.3.2): attention without trainable weights."""
+
 import pytest
 import torch
 
@@ -48,8 +49,11 @@ def test_attention_weights_rows_sum_to_one(student):
     weights = student.run(P + "attention_weights")["random"]
     expect_shape(weights, (5, 5), what="what.attention_weights", on="on.random_5x4")
     row_sums = weights.sum(dim=-1)
-    expect(torch.allclose(row_sums, torch.ones_like(row_sums), atol=1e-5),
-           "check.rows-sum-to-one", sums=[round(float(s), 4) for s in row_sums])
+    expect(
+        torch.allclose(row_sums, torch.ones_like(row_sums), atol=1e-5),
+        "check.rows-sum-to-one",
+        sums=[round(float(s), 4) for s in row_sums],
+    )
 
 
 @pytest.mark.points(2)

@@ -1,4 +1,5 @@
 """Hidden suite for sec3_4_self_attention (book 3.4): self-attention with trainable weights."""
+
 import pytest
 import torch
 
@@ -41,8 +42,11 @@ def test_self_attention_v1_matches_reference(student, reference):
 @pytest.mark.points(1)
 def test_self_attention_v1_parameters(student, reference):
     got, want = student.run(P + "v1_parameters"), reference.run(P + "v1_parameters")
-    expect(got["parameters"] == want["parameters"], "check.v1-parameters",
-           got=", ".join(f"{name} {tuple(shape)}" for name, shape in got["parameters"]) or "-")
+    expect(
+        got["parameters"] == want["parameters"],
+        "check.v1-parameters",
+        got=", ".join(f"{name} {tuple(shape)}" for name, shape in got["parameters"]) or "-",
+    )
 
 
 @pytest.mark.points(2)
@@ -51,8 +55,11 @@ def test_self_attention_v2_matches_reference(student, reference):
     expect_close(got["square"], want["square"], what="what.context_vectors", on="on.v2_square")
     expect_close(got["rect"], want["rect"], what="what.context_vectors", on="on.v2_rect")
     expect_close(got["f64"], want["f64"], what="what.context_vectors", on="on.float64")
-    expect(sorted(got["parameters"]) == sorted(want["parameters"]), "check.v2-parameters-no-bias",
-           got=", ".join(got["parameters"]) or "-")
+    expect(
+        sorted(got["parameters"]) == sorted(want["parameters"]),
+        "check.v2-parameters-no-bias",
+        got=", ".join(got["parameters"]) or "-",
+    )
 
 
 @pytest.mark.points(1)
@@ -68,5 +75,9 @@ def test_gradients_reach_every_parameter(student, reference):
     for cls in ("SelfAttention_v1", "SelfAttention_v2"):
         expect_equal(sorted(got[cls]), sorted(want[cls]), what="what.parameter_names", on=f"on.{cls}")
         for name, grad in got[cls].items():
-            expect(type(grad) is torch.Tensor and bool(torch.isfinite(grad).all()) and bool(grad.abs().sum() > 0),
-                   "check.gradient-reaches", cls=cls, name=name)
+            expect(
+                type(grad) is torch.Tensor and bool(torch.isfinite(grad).all()) and bool(grad.abs().sum() > 0),
+                "check.gradient-reaches",
+                cls=cls,
+                name=name,
+            )

@@ -1,4 +1,5 @@
 """Hidden suite for sec3_5_causal_attention (book 3.5): causal masks, dropout, CausalAttention."""
+
 import pytest
 import torch
 
@@ -52,8 +53,9 @@ def test_causal_attention_book_seed(student, reference):
 def test_causality(student):
     got = student.run(P + "causality")
     expect_shape(got["original"], (3, 5, 8), what="what.context_vectors", on="on.b3_t5_ctx7")
-    expect_close(got["changed"][:, :3], got["original"][:, :3], what="what.earlier_outputs",
-                 on="on.future_tokens_changed")
+    expect_close(
+        got["changed"][:, :3], got["original"][:, :3], what="what.earlier_outputs", on="on.future_tokens_changed"
+    )
 
 
 @pytest.mark.points(1)
@@ -74,9 +76,13 @@ def _is_causal(outputs) -> bool:
     if not outputs:
         return False
     original, changed = outputs.get("original"), outputs.get("changed")
-    return (type(original) is torch.Tensor and type(changed) is torch.Tensor and original.dim() == 3
-            and original.shape == changed.shape
-            and torch.allclose(changed[:, :3], original[:, :3], atol=1e-5, rtol=1e-4))
+    return (
+        type(original) is torch.Tensor
+        and type(changed) is torch.Tensor
+        and original.dim() == 3
+        and original.shape == changed.shape
+        and torch.allclose(changed[:, :3], original[:, :3], atol=1e-5, rtol=1e-4)
+    )
 
 
 @pytest.mark.points(1)
@@ -107,11 +113,16 @@ def test_mask_is_a_buffer(student):
     expect("mask" in got["buffers"], "check.mask-is-buffer", buffers=", ".join(got["buffers"]) or "-")
     expect(not any(name.split(".")[-1] == "mask" for name in got["parameters"]), "check.mask-not-parameter")
     shape = got["mask_shape"]
-    expect(shape is not None and shape[-2:] == [7, 7] and all(d == 1 for d in shape[:-2]), "check.mask-shape",
-           got=shape)
+    expect(
+        shape is not None and shape[-2:] == [7, 7] and all(d == 1 for d in shape[:-2]), "check.mask-shape", got=shape
+    )
     before, after = got["mask_dtype"], got["mask_dtype_after"]
-    expect(after == "float64" or (before == after and not before.startswith(("float", "bfloat", "complex"))),
-           "check.mask-follows-to", before=before, after=after)
+    expect(
+        after == "float64" or (before == after and not before.startswith(("float", "bfloat", "complex"))),
+        "check.mask-follows-to",
+        before=before,
+        after=after,
+    )
 
 
 @pytest.mark.points(1)
@@ -126,5 +137,9 @@ def test_gradients_reach_every_parameter(student, reference):
     got, want = student.run(P + "gradients"), reference.run(P + "gradients")
     expect_equal(sorted(got), sorted(want), what="what.parameter_names", on="on.CausalAttention")
     for name, grad in got.items():
-        expect(type(grad) is torch.Tensor and bool(torch.isfinite(grad).all()) and bool(grad.abs().sum() > 0),
-               "check.gradient-reaches", cls="CausalAttention", name=name)
+        expect(
+            type(grad) is torch.Tensor and bool(torch.isfinite(grad).all()) and bool(grad.abs().sum() > 0),
+            "check.gradient-reaches",
+            cls="CausalAttention",
+            name=name,
+        )

@@ -1,5 +1,6 @@
 """Hidden suite for sec3_6_multi_head_attention (book 3.6.1-3.6.2): the stacked-heads wrapper and
 multi-head attention with weight splits."""
+
 import pytest
 import torch
 
@@ -18,21 +19,27 @@ def _causal(got, want, key, what):
     expect(not bool(broken.any()), "check.mha-nonfinite", positions=[i for i, b in enumerate(broken.tolist()) if b])
     earlier_same = torch.allclose(got["out"][:, :keep], got["changed"][:, :keep], atol=1e-5, rtol=1e-4)
     differs = (got["out"][:, :keep] - got["changed"][:, :keep]).abs().amax(dim=(0, 2))
-    expect(earlier_same, key, keep=keep,
-           positions=[i for i, d in enumerate(differs.tolist()) if not d <= 1e-5])
+    expect(earlier_same, key, keep=keep, positions=[i for i, d in enumerate(differs.tolist()) if not d <= 1e-5])
 
 
 # -- 3.6.1 MultiHeadAttentionWrapper -----------------------------------------------------------
+
 
 @pytest.mark.points(1)
 def test_wrapper_registers_heads(student, reference):
     got, want = student.run(P + "wrapper_parameters"), reference.run(P + "wrapper_parameters")
     expect_equal(got["num_heads"], want["num_heads"], what="what.mha_num_heads", on="on.mha_wrapper_params")
-    expect(got["head_parameters"] > 0 and got["wrapper_parameters"] == got["head_parameters"],
-           "check.mha-heads-registered", wrapper=got["wrapper_parameters"], heads=got["head_parameters"])
+    expect(
+        got["head_parameters"] > 0 and got["wrapper_parameters"] == got["head_parameters"],
+        "check.mha-heads-registered",
+        wrapper=got["wrapper_parameters"],
+        heads=got["head_parameters"],
+    )
 
 
-@pytest.mark.uses("sec3_5_causal_attention::test_causal_attention_matches_reference", "sec3_5_causal_attention::test_causality")
+@pytest.mark.uses(
+    "sec3_5_causal_attention::test_causal_attention_matches_reference", "sec3_5_causal_attention::test_causality"
+)
 @pytest.mark.points(1)
 def test_wrapper_concatenates_heads(student, reference):
     got = student.run(P + "wrapper_heads")
@@ -41,7 +48,9 @@ def test_wrapper_concatenates_heads(student, reference):
     expect_close(got["out"], side_by_side, what="what.mha_wrapper_vs_heads", on="on.mha_wrapper_main")
 
 
-@pytest.mark.uses("sec3_5_causal_attention::test_causal_attention_matches_reference", "sec3_5_causal_attention::test_causality")
+@pytest.mark.uses(
+    "sec3_5_causal_attention::test_causal_attention_matches_reference", "sec3_5_causal_attention::test_causality"
+)
 @pytest.mark.points(2)
 def test_wrapper_matches_reference(student, reference):
     got, want = student.run(P + "wrapper_forward"), reference.run(P + "wrapper_forward")
@@ -49,14 +58,21 @@ def test_wrapper_matches_reference(student, reference):
     expect_close(got["square"], want["square"], what="what.mha_wrapper_output", on="on.mha_wrapper_square")
 
 
-@pytest.mark.uses("sec3_5_causal_attention::test_causal_attention_matches_reference", "sec3_5_causal_attention::test_causality")
+@pytest.mark.uses(
+    "sec3_5_causal_attention::test_causal_attention_matches_reference", "sec3_5_causal_attention::test_causality"
+)
 @pytest.mark.points(1)
 def test_wrapper_causal(student, reference):
-    _causal(student.run(P + "wrapper_causal"), reference.run(P + "wrapper_causal"), "check.mha-wrapper-causal",
-            "what.mha_wrapper_output")
+    _causal(
+        student.run(P + "wrapper_causal"),
+        reference.run(P + "wrapper_causal"),
+        "check.mha-wrapper-causal",
+        "what.mha_wrapper_output",
+    )
 
 
 # -- 3.6.2 MultiHeadAttention ------------------------------------------------------------------
+
 
 @pytest.mark.points(1)
 def test_mha_configuration(student, reference):
@@ -97,11 +113,16 @@ def test_mha_dropout(student, reference):
     # The first token attends only to itself (weight 1): with dropout on the attention weights
     # each head's part of its context vector is either dropped (0) or kept and scaled by 2.
     heads = want["num_heads"]
-    first, first_eval = train[:, 0].reshape(train.shape[0], heads, -1), evaluated[:, 0].reshape(train.shape[0], heads, -1)
+    first, first_eval = (
+        train[:, 0].reshape(train.shape[0], heads, -1),
+        evaluated[:, 0].reshape(train.shape[0], heads, -1),
+    )
     dropped = (first.abs() <= 1e-6).all(dim=-1)
     kept = torch.isclose(first, 2 * first_eval, atol=1e-5, rtol=1e-4).all(dim=-1)
-    expect(bool(torch.isfinite(train).all()) and bool((dropped | kept).all())
-           and bool(dropped.any()) and bool(kept.any()), "check.mha-dropout-placement")
+    expect(
+        bool(torch.isfinite(train).all()) and bool((dropped | kept).all()) and bool(dropped.any()) and bool(kept.any()),
+        "check.mha-dropout-placement",
+    )
 
 
 @pytest.mark.points(1)

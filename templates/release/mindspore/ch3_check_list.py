@@ -3,30 +3,45 @@ set_train, ops.*, axis=), run and reported by the same ch3_checks.py, with a hin
 own traps (positional nn.Dropout is keep_prob, dim= for axis=, .eval() on a Cell, a trainable
 mask). They are public on purpose and catch only the first mistakes: the grader checks much more.
 """
+
 from __future__ import annotations
 
 import contextlib
 import os
 
 import numpy as np
-
 from ch3_check_tools import CheckList, Mismatch, expect_refusal, fmt, phrase
 
-MODULES = ("sec3_3_simple_attention", "sec3_4_self_attention", "exercise3_1_weight_transfer",
-           "sec3_5_causal_attention", "sec3_6_multi_head_attention", "exercise3_2_two_dim_output",
-           "exercise3_3_gpt2_attention")
+MODULES = (
+    "sec3_3_simple_attention",
+    "sec3_4_self_attention",
+    "exercise3_1_weight_transfer",
+    "sec3_5_causal_attention",
+    "sec3_6_multi_head_attention",
+    "exercise3_2_two_dim_output",
+    "exercise3_3_gpt2_attention",
+)
 CHECKS = CheckList()
 check = CHECKS.check
 # (pattern of "ErrorType: message", hint key): PyTorch habits MindSpore answers with an error.
 HINTS = (
     (r"'keep_prob' must be", "dropout-keep-prob"),
     (r"unexpected keyword argument '(dim|keepdim)'", "dim-not-axis"),
-    (r"has no attribute '(eval|train|forward|parameters|named_parameters|masked_fill_)'"
-     r"|the method 'construct' is not defined", "torch-api"),
+    (
+        r"has no attribute '(eval|train|forward|parameters|named_parameters|masked_fill_)'"
+        r"|the method 'construct' is not defined",
+        "torch-api",
+    ),
     (r"kernel DropoutExt unregistered", "mint-dropout-cpu"),  # mint's dropout has no CPU kernel (MindSpore 2.10)
 )
-BOOK = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
-        [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]]
+BOOK = [
+    [0.43, 0.15, 0.89],
+    [0.55, 0.87, 0.66],
+    [0.57, 0.85, 0.64],
+    [0.22, 0.58, 0.33],
+    [0.77, 0.25, 0.10],
+    [0.05, 0.80, 0.55],
+]
 
 
 def framework():
@@ -42,6 +57,7 @@ def framework():
         pass
     original = context.set_context
     if not getattr(original, "_kept_on_cpu", False):
+
         def set_context(*args, **kwargs):
             for key in ("device_target", "device_id", "mode"):
                 kwargs.pop(key, None)
@@ -152,16 +168,23 @@ def _(m, ms):
 def _(m, ms):
     out = m.project_qkv(rand(ms, 5, 3), rand(ms, 3, 4), rand(ms, 3, 4, seed=1), rand(ms, 3, 4, seed=2))
     if not isinstance(out, (tuple, list)) or len(out) != 3:
-        raise Mismatch("project_qkv(x, W_query, W_key, W_value)", phrase("three-tensors"),
-                       phrase("a-type", type=type(out).__name__))
+        raise Mismatch(
+            "project_qkv(x, W_query, W_key, W_value)",
+            phrase("three-tensors"),
+            phrase("a-type", type=type(out).__name__),
+        )
     for name, value in zip(("queries", "keys", "values"), out):
         array(f"project_qkv(...) {name}", value, ms, (5, 4))
 
 
 @check("sec3_4_self_attention", "sec3_4-weights-rows")
 def _(m, ms):
-    weights = array("scaled_attention_weights(queries, keys)",
-                    m.scaled_attention_weights(rand(ms, 5, 4), rand(ms, 5, 4, seed=1)), ms, (5, 5))
+    weights = array(
+        "scaled_attention_weights(queries, keys)",
+        m.scaled_attention_weights(rand(ms, 5, 4), rand(ms, 5, 4, seed=1)),
+        ms,
+        (5, 5),
+    )
     expect_close("scaled_attention_weights(queries, keys).sum(axis=-1)", weights.sum(-1), np.ones(5))
 
 
@@ -186,8 +209,13 @@ def _(m, ms):
     x = rand(ms, 5, 4)
     after = array("sa_v1(x)", sa_v1(x), ms, (5, 4))
     before = array("sa_v2(x)", sa_v2(x), ms, (5, 4))
-    expect_unchanged("sa_v1(x) - sa_v2(x)", after, before, atol=1e-4,
-                     hint="weights-not-transposed" if _untransposed(sa_v1, sa_v2) else None)
+    expect_unchanged(
+        "sa_v1(x) - sa_v2(x)",
+        after,
+        before,
+        atol=1e-4,
+        hint="weights-not-transposed" if _untransposed(sa_v1, sa_v2) else None,
+    )
 
 
 def _untransposed(sa_v1, sa_v2):
@@ -202,8 +230,11 @@ def _untransposed(sa_v1, sa_v2):
 # -- 3.5 ------------------------------------------------------------------------------------------
 @check("sec3_5_causal_attention", "sec3_5-simple-mask")
 def _(m, ms):
-    expect_close("simple_causal_mask(4)", array("simple_causal_mask(4)", m.simple_causal_mask(4), ms, (4, 4)),
-                 np.tril(np.ones((4, 4))))
+    expect_close(
+        "simple_causal_mask(4)",
+        array("simple_causal_mask(4)", m.simple_causal_mask(4), ms, (4, 4)),
+        np.tril(np.ones((4, 4))),
+    )
 
 
 def _masked_rows(what, weights, ms):
@@ -252,23 +283,32 @@ def _(m, ms):
     out = array(what, dropout(ms.ops.ones((4000,), ms.float32)), ms, (4000,))
     dropped = float((out == 0).mean())  # about 0.1 with p=0.1; about 0.9 with a positional keep_prob
     if not 0.05 < dropped < 0.15:
-        raise Mismatch(f"({what} == 0).mean()", phrase("about", value="0.1"), fmt(dropped),
-                       hint="dropout-keep-prob" if dropped > 0.5 else None)
+        raise Mismatch(
+            f"({what} == 0).mean()",
+            phrase("about", value="0.1"),
+            fmt(dropped),
+            hint="dropout-keep-prob" if dropped > 0.5 else None,
+        )
     kept = out[out != 0]
     expect_close(f"{what}[kept]", kept, np.full(kept.shape, 1 / 0.9))  # scaled by 1 / (1 - p)
 
 
 @check("sec3_5_causal_attention", "sec3_5-mask-buffer")
 def _(m, ms):
-    expect_untrained_mask("[p.name for p in CausalAttention(3, 2, 7, 0.0).trainable_params() if p.shape == (7, 7)]",
-                          m.CausalAttention(3, 2, 7, 0.0), 7)
+    expect_untrained_mask(
+        "[p.name for p in CausalAttention(3, 2, 7, 0.0).trainable_params() if p.shape == (7, 7)]",
+        m.CausalAttention(3, 2, 7, 0.0),
+        7,
+    )
 
 
 # -- 3.6 ------------------------------------------------------------------------------------------
 @check("sec3_6_multi_head_attention", "sec3_6-wrapper-shape")
 def _(m, ms):
     mha = inference(m.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2))
-    array("MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(batch)", mha(book_inputs(ms, batch=True)), ms, (2, 6, 4))
+    array(
+        "MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(batch)", mha(book_inputs(ms, batch=True)), ms, (2, 6, 4)
+    )
 
 
 @check("sec3_6_multi_head_attention", "sec3_6-mha-shape")
@@ -279,14 +319,20 @@ def _(m, ms):
 
 @check("sec3_6_multi_head_attention", "sec3_6-mha-raises")
 def _(m, ms):
-    expect_refusal("MultiHeadAttention(3, 5, 8, 0.0, num_heads=2)", lambda: m.MultiHeadAttention(3, 4, 8, 0.0, num_heads=2),
-                   lambda: m.MultiHeadAttention(3, 5, 8, 0.0, num_heads=2))
+    expect_refusal(
+        "MultiHeadAttention(3, 5, 8, 0.0, num_heads=2)",
+        lambda: m.MultiHeadAttention(3, 4, 8, 0.0, num_heads=2),
+        lambda: m.MultiHeadAttention(3, 5, 8, 0.0, num_heads=2),
+    )
 
 
 @check("sec3_6_multi_head_attention", "sec3_6-mask-buffer")
 def _(m, ms):
-    expect_untrained_mask("[p.name for p in MultiHeadAttention(3, 4, 7, 0.0, num_heads=2).trainable_params() "
-                          "if p.shape == (7, 7)]", m.MultiHeadAttention(3, 4, 7, 0.0, num_heads=2), 7)
+    expect_untrained_mask(
+        "[p.name for p in MultiHeadAttention(3, 4, 7, 0.0, num_heads=2).trainable_params() if p.shape == (7, 7)]",
+        m.MultiHeadAttention(3, 4, 7, 0.0, num_heads=2),
+        7,
+    )
 
 
 # -- Exercises 3.2 and 3.3 ------------------------------------------------------------------------
