@@ -26,6 +26,7 @@ complex, sparse, meta, nested, quantized, 0-d, 22-d, huge, expanded), exceptions
 type name or function name carry Markdown, HTML, fences, ANSI and bidi controls, SystemExit and
 KeyboardInterrupt, a failing __str__, notes, prints; reading the machine from the sandbox.
 """
+
 from __future__ import annotations
 
 import copy
@@ -38,19 +39,25 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MODULES, ROOT, solutions_as_submission
-
+from tests.conftest import ROOT, solutions_as_submission
 
 # -- a notebook's continuation lines are not magics ---------------------------------------------------
 
-CONTINUED = ("\n\ndef _is_even(n):\n    return (n\n            % 2 == 0)\n\n\n"
-             "def _differs(a, b):\n    return (a\n            != b)\n")
+CONTINUED = (
+    "\n\ndef _is_even(n):\n    return (n\n            % 2 == 0)\n\n\n"
+    "def _differs(a, b):\n    return (a\n            != b)\n"
+)
 
 
 def _notebook(source: str) -> str:
-    return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "source": source, "outputs": [],
-                                  "execution_count": None}],
-                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    return json.dumps(
+        {
+            "cells": [{"cell_type": "code", "metadata": {}, "source": source, "outputs": [], "execution_count": None}],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+    )
 
 
 def test_ipython_reads_an_operator_at_the_start_of_a_continuation_line_as_python():
@@ -60,9 +67,12 @@ def test_ipython_reads_an_operator_at_the_start_of_a_continuation_line_as_python
     assert transformers.TransformerManager().transform_cell(cell) == cell
 
 
-@pytest.mark.xfail(strict=True, reason="notebook intake rewrites any line starting with % or ! as a magic, "
-                                       "even a continuation line: correct code fails to import and the "
-                                       "report quotes the rewritten line as the student's")
+@pytest.mark.xfail(
+    strict=True,
+    reason="notebook intake rewrites any line starting with % or ! as a magic, "
+    "even a continuation line: correct code fails to import and the "
+    "report quotes the rewritten line as the student's",
+)
 def test_a_notebook_line_continuing_an_expression_with_an_operator_is_graded_as_python(tmp_path):
     from grader.run import grade
 
@@ -76,8 +86,9 @@ def test_a_notebook_line_continuing_an_expression_with_an_operator_is_graded_as_
 
     grade(tmp_path / "class", tmp_path / "out", jobs=2, force=True)
 
-    results = {name: json.loads((tmp_path / "out" / name / "results.json").read_text())
-               for name in ("as_py", "as_notebook")}
+    results = {
+        name: json.loads((tmp_path / "out" / name / "results.json").read_text()) for name in ("as_py", "as_notebook")
+    }
     feedback = (tmp_path / "out" / "as_notebook" / "feedback.md").read_text()
     assert "pass  #" not in feedback  # never quoted as the student's code: they did not write it
     assert results["as_notebook"]["score"] == results["as_py"]["score"] == results["as_py"]["max_score"]
@@ -99,33 +110,40 @@ def course(tmp_path_factory):
 
 
 @pytest.mark.nbgrader
-@pytest.mark.xfail(strict=True, reason="nbgrader's autograde and generate_feedback copy a submission's extra "
-                                       "files following links: a link to the course's source notebook puts "
-                                       "the answer key in the student's feedback folder")
+@pytest.mark.xfail(
+    strict=True,
+    reason="nbgrader's autograde and generate_feedback copy a submission's extra "
+    "files following links: a link to the course's source notebook puts "
+    "the answer key in the student's feedback folder",
+)
 def test_a_linked_file_in_a_submission_never_reaches_the_students_feedback(course, tmp_path):
     course, good = course
     handed = nbgrader_e2e.hand_in(course, "mallory", copy.deepcopy(good))
     # what an unzipped upload can hold: links, relative to the submission, to the course's files
-    os.symlink(f"../../../source/{nbgrader_e2e.ASSIGNMENT}/{nbgrader_e2e.NOTEBOOK_NAME}.ipynb",
-               handed.parent / "notes.txt")
+    os.symlink(
+        f"../../../source/{nbgrader_e2e.ASSIGNMENT}/{nbgrader_e2e.NOTEBOOK_NAME}.ipynb", handed.parent / "notes.txt"
+    )
     os.symlink("/etc/passwd", handed.parent / "machine.txt")
     nbgrader_e2e.nbgrader(course, "autograde", nbgrader_e2e.ASSIGNMENT, "--student", "mallory", check=False)
-    nbgrader_e2e.nbgrader(course, "generate_feedback", nbgrader_e2e.ASSIGNMENT, "--student", "mallory",
-                          check=False)
+    nbgrader_e2e.nbgrader(course, "generate_feedback", nbgrader_e2e.ASSIGNMENT, "--student", "mallory", check=False)
 
     answer_key = (course / "source" / nbgrader_e2e.ASSIGNMENT / f"{nbgrader_e2e.NOTEBOOK_NAME}.ipynb").read_bytes()
     machine = Path("/etc/passwd").read_bytes()
-    handed_back = [file for step in ("autograded", "feedback")
-                   for file in (course / step / "mallory").rglob("*") if file.is_file()]
+    handed_back = [
+        file for step in ("autograded", "feedback") for file in (course / step / "mallory").rglob("*") if file.is_file()
+    ]
     assert handed_back, "autograde and generate_feedback wrote nothing for the student"
     leaked = [str(file.relative_to(course)) for file in handed_back if file.read_bytes() in (answer_key, machine)]
     assert leaked == []
 
 
 @pytest.mark.nbgrader
-@pytest.mark.xfail(strict=True, reason="nbgrader's autograde reads a submission's linked file to copy it: a "
-                                       "link to /dev/stdin, autograde run from a terminal, waits for ever and "
-                                       "no student after that one is graded")
+@pytest.mark.xfail(
+    strict=True,
+    reason="nbgrader's autograde reads a submission's linked file to copy it: a "
+    "link to /dev/stdin, autograde run from a terminal, waits for ever and "
+    "no student after that one is graded",
+)
 def test_a_file_linked_to_the_terminal_does_not_stop_autograde(course):
     course, good = course
     handed = nbgrader_e2e.hand_in(course, "hang_a", copy.deepcopy(good))  # graded first
@@ -136,8 +154,14 @@ def test_a_file_linked_to_the_terminal_does_not_stop_autograde(course):
     terminal, terminal_side = pty.openpty()  # the instructor's terminal: nobody types anything
     command = [str(tools_dir() / "nbgrader"), "autograde", nbgrader_e2e.ASSIGNMENT, "--student", "hang_*"]
     try:
-        process = subprocess.Popen(command, cwd=course, env=nbgrader_e2e.clean_env(course.parent / "home"),
-                                   stdin=terminal_side, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            command,
+            cwd=course,
+            env=nbgrader_e2e.clean_env(course.parent / "home"),
+            stdin=terminal_side,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             process.wait(timeout=240)
         except subprocess.TimeoutExpired:
@@ -146,14 +170,20 @@ def test_a_file_linked_to_the_terminal_does_not_stop_autograde(course):
     finally:
         os.close(terminal)
         os.close(terminal_side)
-    assert (course / "autograded" / "hang_z" / nbgrader_e2e.ASSIGNMENT / f"{nbgrader_e2e.NOTEBOOK_NAME}.ipynb").is_file()
+    assert (
+        course / "autograded" / "hang_z" / nbgrader_e2e.ASSIGNMENT / f"{nbgrader_e2e.NOTEBOOK_NAME}.ipynb"
+    ).is_file()
 
 
 # -- grade export: a roster with two rows for one folder -----------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="grade export matches a folder to the first of several roster rows "
-                                       "with the same key (two students named 王伟): the grade goes to "
-                                       "whichever comes first, silently")
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="grade export matches a folder to the first of several roster rows "
+    "with the same key (two students named 王伟): the grade goes to "
+    "whichever comes first, silently",
+)
 def test_export_never_gives_a_grade_to_one_of_two_roster_rows_that_match_the_same_folder(tmp_path):
     import shutil
 
@@ -166,8 +196,11 @@ def test_export_never_gives_a_grade_to_one_of_two_roster_rows_that_match_the_sam
     shutil.copytree(ROOT / "examples" / "class" / "bob", klass / "bob")
     grade(klass, tmp_path / "out", jobs=2, force=True)
     roster = tmp_path / "roster.csv"  # the LMS's own gradebook export: two students of the same name
-    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section\n"
-                      "王伟,101,s101,wangwei1,A\n王伟,102,s102,wangwei2,B\nbob,103,s103,bob,A\n", encoding="utf-8")
+    roster.write_text(
+        "Student,ID,SIS User ID,SIS Login ID,Section\n"
+        "王伟,101,s101,wangwei1,A\n王伟,102,s102,wangwei2,B\nbob,103,s103,bob,A\n",
+        encoding="utf-8",
+    )
 
     done = export(tmp_path / "out", lms="canvas", assignment="Chapter 3", catalog=Catalog("en"), roster=roster)
 
@@ -181,13 +214,20 @@ def test_export_never_gives_a_grade_to_one_of_two_roster_rows_that_match_the_sam
 
 # Pairs Unicode's confusables.txt lists as drawn alike: Armenian օ (U+0585) for o, Cherokee Ꭺ Ꮮ Ꮖ Ꮯ Ꭼ
 # for A L T C E, Latin alpha ɑ (U+0251) for a, Latin dotless ı (U+0131) for i.
-LOOK_ALIKES = [("john", "j\u0585hn"), ("ALICE", "\u13aa\u13de\u13c6\u13df\u13ac"), ("anna", "\u0251nn\u0251"),
-               ("alice", "al\u0131ce")]
+LOOK_ALIKES = [
+    ("john", "j\u0585hn"),
+    ("ALICE", "\u13aa\u13de\u13c6\u13df\u13ac"),
+    ("anna", "\u0251nn\u0251"),
+    ("alice", "al\u0131ce"),
+]
 
 
-@pytest.mark.xfail(strict=True, reason="only the common Cyrillic and Greek rows of confusables.txt count as "
-                                       "look-alikes: a classmate named with Armenian, Cherokee or Latin-extended "
-                                       "look-alike letters is listed exactly like the victim")
+@pytest.mark.xfail(
+    strict=True,
+    reason="only the common Cyrillic and Greek rows of confusables.txt count as "
+    "look-alikes: a classmate named with Armenian, Cherokee or Latin-extended "
+    "look-alike letters is listed exactly like the victim",
+)
 @pytest.mark.parametrize("victim, twin", LOOK_ALIKES)
 def test_a_name_drawn_like_a_classmates_is_told_apart_in_listings(victim, twin):
     from grader.intake.names import display_names
@@ -199,9 +239,13 @@ def test_a_name_drawn_like_a_classmates_is_told_apart_in_listings(victim, twin):
 
 # -- a frame of code compiled under the module's own file name -----------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="a traceback frame is quoted from the module's file by its file name "
-                                       "alone: code compiled at run time under that name (exec, compile) gets "
-                                       "a line of the file quoted that never ran")
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a traceback frame is quoted from the module's file by its file name "
+    "alone: code compiled at run time under that name (exec, compile) gets "
+    "a line of the file quoted that never ran",
+)
 def test_code_compiled_under_the_modules_file_name_is_not_quoted_from_the_file(tmp_path):
     from grader.run import grade
 
