@@ -126,12 +126,12 @@ def error_from_dict(data: dict) -> ProbeError:
     params = _params(data.get("params"))
     if key in IMPORT_KEYS and params.get("module") not in MODULES:
         return bad_record()
-    module = data.get("module") if data.get("module") in MODULES else ""
+    module = data.get("module")
     return ProbeError(
         kind=kind,
         exc_type=_exc_type(data.get("exc_type")),
         message=text(data.get("message"), MAX_MESSAGE),
-        module=module,
+        module=module if type(module) is str and module in MODULES else "",
         frames=_frames(data.get("frames")),
         key=key,
         params=params,
@@ -186,8 +186,8 @@ def _host_paths() -> re.Pattern:
         *getattr(site, "getsitepackages", lambda: [])(),
     }
     folders |= {os.path.realpath(folder) for folder in folders}
-    folders = sorted((f.rstrip("/") for f in folders if f and len(f.rstrip("/")) > 1), key=len, reverse=True)
-    return re.compile("|".join(re.escape(folder) + r"/+" for folder in folders))
+    longest_first = sorted((f.rstrip("/") for f in folders if f and len(f.rstrip("/")) > 1), key=len, reverse=True)
+    return re.compile("|".join(re.escape(folder) + r"/+" for folder in longest_first))
 
 
 def _param(value: Any) -> Any:

@@ -35,7 +35,7 @@ def until(deadline: float) -> Remaining:
     return lambda: deadline - time.monotonic()
 
 
-def frame(header: dict, payload: bytes = b"") -> bytes:
+def frame(header: dict, payload: bytes | bytearray = b"") -> bytes:
     return frame_head(header, len(payload)) + payload
 
 
@@ -67,7 +67,7 @@ class Outbox:
         self.post(header, payload)
         self.flush()
 
-    def post(self, header: dict, payload: bytes = b"") -> None:
+    def post(self, header: dict, payload: bytes | bytearray = b"") -> None:
         """A frame, written later with the ones that follow: when the outbox is flushed (the job
         process flushes it once a child is dead, see `job.JobProcess.end`), with any frame that is
         `send` at once (a job's "done"), and as soon as it holds `limit` bytes. A job process

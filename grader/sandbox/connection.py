@@ -16,6 +16,7 @@ import os
 import subprocess
 import time
 from collections.abc import Callable
+from typing import IO
 
 from grader.records import ProbeError, Submission
 from grader.sandbox.boundary import STATUSES, Budget, decode, status_error
@@ -47,6 +48,8 @@ class WorkerConnection:
             raise
         finally:
             os.close(write_fd)
+        assert self.process.stdin is not None  # stdin=PIPE
+        self.stdin: IO[bytes] = self.process.stdin
         self.reader = FrameReader(read_fd)
         try:
             header = self.reader.header(until(time.monotonic() + START_SECONDS))
@@ -78,8 +81,8 @@ class WorkerConnection:
         probes = set(job["probes"])
         remaining = until(deadline)
         try:
-            self.process.stdin.write(json.dumps(job).encode() + b"\n")
-            self.process.stdin.flush()
+            self.stdin.write(json.dumps(job).encode() + b"\n")
+            self.stdin.flush()
             while True:
                 header = self.reader.header(remaining)
                 if header is None or header.get("id") != job["id"]:
@@ -128,8 +131,8 @@ class WorkerConnection:
     def end(self, job_id: int, deadline: float) -> bool:
         """Say that nothing follows a job to follow (see `worker`); False if its answer never came."""
         try:
-            self.process.stdin.write(json.dumps({"id": job_id, "end": True}).encode() + b"\n")
-            self.process.stdin.flush()
+            self.stdin.write(json.dumps({"id": job_id, "end": True}).encode() + b"\n")
+            self.stdin.flush()
             header = self.reader.header(until(deadline))
         except (OSError, ValueError, TimeoutError, ChannelError):
             return False
@@ -155,7 +158,7 @@ class WorkerConnection:
 
     def stop(self) -> None:
         try:
-            self.process.stdin.close()
+            self.stdin.close()
             self.process.wait(timeout=5)
             self._close_fd()
         except Exception:  # noqa: BLE001

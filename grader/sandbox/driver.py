@@ -225,15 +225,16 @@ def run_probe(probe: Probe, ns: Namespace, directory: str) -> dict:
 TRACE_JSON = 64 * 1024
 
 
-def trace_probe(probe: Probe, ns: Namespace, directory: str) -> Encoded:
+def trace_probe(probe: Probe, ns: Namespace, directory: str) -> dict | Encoded:
     """Mode "trace": the probe run again under the tracer (grader.probes.tracer); its record is
     {"ok": {"trace": document}} whether the probe passed or raised (the grade run has its outputs).
     A document too large to send keeps its first ops only, marked truncated. Returned encoded: it
-    was encoded to measure it."""
+    was encoded to measure it (unless even the empty document failed to encode: then `serialise`
+    tries once more, and says what failed)."""
     from grader.probes.tracer import traced
 
-    document = traced(run_probe, probe, ns, directory)["trace"]
-    return _fit(document, TRACE_JSON)[1]
+    document, payload = _fit(traced(run_probe, probe, ns, directory)["trace"], TRACE_JSON)
+    return {"ok": {"trace": document}} if payload is None else payload
 
 
 class Encoded(bytes):
@@ -246,7 +247,7 @@ def fitted(document: dict, max_json: int) -> dict:
     return _fit(document, max_json)[0]
 
 
-def _fit(document: dict, max_json: int) -> tuple[dict, Encoded]:
+def _fit(document: dict, max_json: int) -> tuple[dict, Encoded | None]:
     """`fitted`'s document and its record {"ok": {"trace": document}} encoded."""
     keep = len(document["ops"])
     payload = _encoded(document)

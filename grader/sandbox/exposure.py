@@ -37,10 +37,10 @@ def readable_by_others(root: Path) -> str | None:
     variants in grader/) whose content a user other than its owner and group can read: every folder
     on its path searchable by others and the file readable by others. None when there is none."""
     root = root.resolve()
-    for folder in (*reversed(root.parents), root):
-        if not os.stat(folder).st_mode & stat.S_IXOTH:
+    for above in (*reversed(root.parents), root):
+        if not os.stat(above).st_mode & stat.S_IXOTH:
             return None
-    readable = []
+    readable: list[str] = []
     for part in ANSWER_KEY_PARTS:
         for folder, dirs, names in os.walk(root / part):
             dirs.sort()
@@ -61,7 +61,8 @@ def readable_by_others(root: Path) -> str | None:
         for path in readable
         if path.startswith(prefix)
     ]
-    return (secret or readable or [None])[0]
+    found = secret or readable
+    return found[0] if found else None
 
 
 def _site_packages() -> list[Path]:

@@ -101,7 +101,8 @@ class JobProcess:
     def run(self, job: dict) -> tuple[dict | None, int]:
         """The job, and what follows it for a job to follow; returns the last job (to be answered
         "done"; None once stdin is closed) and the job process's exit status."""
-        last, parked, status = job, None, 0
+        last: dict | None = job
+        parked, status = None, 0
         try:
             parked = self.run_probes(job, None, park=bool(job.get("follow")))
             if job.get("follow"):

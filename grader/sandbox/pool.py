@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -71,8 +71,8 @@ class SandboxPool:
         self,
         jobs: int,
         limits: Limits = Limits(),
-        hide: list[Path] = (),
-        probes: list[str] = (),
+        hide: Sequence[Path] = (),
+        probes: Sequence[str] = (),
         flavour: str = "torch",
         results: queue.Queue | None = None,
         first_slot: int = 0,

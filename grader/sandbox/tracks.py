@@ -16,7 +16,7 @@ import collections
 import itertools
 import logging
 import queue
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from grader import frameworks
@@ -52,7 +52,7 @@ class TrackPools:
     """`workers[track]` warm workers per track (tracks with none start no pool)."""
 
     def __init__(
-        self, workers: dict[str, int], limits: Limits = Limits(), hide: list[Path] = (), probes: list[str] = ()
+        self, workers: dict[str, int], limits: Limits = Limits(), hide: Sequence[Path] = (), probes: Sequence[str] = ()
     ):
         unknown = set(workers) - set(TRACKS)
         if unknown:
