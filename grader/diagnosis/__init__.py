@@ -297,7 +297,7 @@ class Diagnoser:
                 "error"
                 if pattern or outcome.id in moved
                 else "variant"
-                if variant == (named or [None])[0] and variant not in found.misconceptions
+                if variant == (named[0] if named else None) and variant not in found.misconceptions
                 else found.kind or "behaviour"
             )
             diagnosis = outcome.diagnosis

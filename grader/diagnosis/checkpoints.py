@@ -189,9 +189,10 @@ def _describe(trace: Trace, instance: Instance) -> None:
         if weights is not None:
             instance.seeds["attention_weights"] = weights
     if "concat" in ops and ops["concat"].args and isinstance(ops["concat"].args[0], tuple):
-        heads = [_value(trace, a) for a in ops["concat"].args[0]]
-        if heads and all(h is not None and h.shape == heads[0].shape for h in heads):
-            instance.seeds["heads"] = torch.stack(heads)  # type: ignore[arg-type]
+        outputs = [_value(trace, a) for a in ops["concat"].args[0]]
+        heads = [h for h in outputs if h is not None]
+        if heads and len(heads) == len(outputs) and all(h.shape == heads[0].shape for h in heads):
+            instance.seeds["heads"] = torch.stack(heads)
     if instance.order and instance.order[0] == "weights" and "scaled" not in instance.seeds:
         call = trace.calls[instance.call] if 0 <= instance.call < len(trace.calls) else None
         weights = value("weights")

@@ -168,13 +168,15 @@ class Evidence:
             ):
                 found.checkpoint, found.location = "parameters", self.frame(finding.construction.site)
                 found.kind = found.kind or "construction"
-            if found.checkpoint is None and (first is not None or finding.departure is not None):
-                departure = finding.departure
-                found.checkpoint = first.stage if first is not None else departure.stage  # type: ignore[union-attr]
-                site = first.site if first is not None else departure.site  # type: ignore[union-attr]
-                if first is None and departure.forward is not None and "wrong-init" not in found.by_id:
+            departure = finding.departure
+            if found.checkpoint is None and first is not None:
+                found.checkpoint, found.location = first.stage, self.frame(first.site)
+                found.kind = found.kind or "trace"
+            elif found.checkpoint is None and departure is not None:
+                site = departure.site
+                if departure.forward is not None and "wrong-init" not in found.by_id:
                     site = departure.forward  # the forward, not the constructor, differs
-                found.location = self.frame(site)
+                found.checkpoint, found.location = departure.stage, self.frame(site)
                 found.kind = found.kind or "trace"
         return found
 

@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from dataclasses import dataclass
 
 import torch
@@ -108,7 +108,7 @@ def scaling_op(trace: Trace, node: int) -> Op | None:
     """The op nearest upstream of `node` (its own producer first) that multiplies or divides by a
     number (a plain one, or a one-element tensor): where a scaling was applied, also when it was
     applied to the queries or keys before the scores were computed, or before a mask."""
-    todo, seen = [node], set()
+    todo, seen = [node], set[int]()
     while todo and len(seen) < MAX_UPSTREAM:
         current = todo.pop(0)
         if current in seen:
@@ -234,7 +234,7 @@ def mask_culprit(trace: Trace, masking: Op | None) -> Site | None:
     return masking.site
 
 
-def dead_op(trace: Trace, names: frozenset[str] | set[str], call: int | None = None) -> Op | None:
+def dead_op(trace: Trace, names: Set[str], call: int | None = None) -> Op | None:
     """An op called `names` whose result nobody used, if any."""
     live = trace.live
     for op in trace.ops:

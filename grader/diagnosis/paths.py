@@ -108,14 +108,13 @@ def _names_used(tree: ast.Module) -> tuple[str, ...]:
     origin: dict[str, str] = {}  # local name -> the submission's module it comes from
     names: set[str] = set()
     for node in ast.walk(tree):
-        kind = type(node)
-        if kind is ast.Name:
+        if isinstance(node, ast.Name):
             names.add(node.id)
-        elif kind is ast.ImportFrom and node.module:
+        elif isinstance(node, ast.ImportFrom) and node.module:
             module = node.module.split(".")[-1] if node.level else node.module
             if module in MODULES:
                 origin.update((alias.asname or alias.name, module) for alias in node.names)
-        elif kind is ast.Import:
+        elif isinstance(node, ast.Import):
             origin.update((alias.asname or alias.name, alias.name) for alias in node.names if alias.name in MODULES)
     return tuple(sorted({origin[name] for name in names if name in origin}))
 
@@ -131,24 +130,27 @@ def _read(tree: ast.Module) -> tuple[str, ...] | None:
     todo: list[tuple[ast.AST, bool]] = [(tree, False)]  # (node, inside a function's body)
     while todo:
         node, inside = todo.pop()
-        kind = type(node)  # (one type test per node: this walk is most of a submission's trace plan)
+        kind = type(node)  # (a set lookup or two per node: this walk is most of a submission's trace plan)
         if inside and kind in _MAY_CHOOSE and _chooses(node):
             return None
-        if kind in _CONTAINERS:
-            for item in node.values if kind is ast.Dict else node.elts:
+        if kind not in _NOTED:
+            todo += [(child, inside) for child in _children(node)]
+            continue
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
+            for item in node.values if isinstance(node, ast.Dict) else node.elts:
                 if isinstance(item, ast.Lambda):
                     return None
                 if isinstance(item, ast.Name):
                     table_names.add(item.id)
-        elif kind is ast.ImportFrom and node.module:
+        elif isinstance(node, ast.ImportFrom) and node.module:
             imports.append(node.module.split(".")[-1] if node.level else node.module)
-        elif kind is ast.Import:
+        elif isinstance(node, ast.Import):
             imports += [alias.name for alias in node.names]
-        if kind in _DEFINITIONS:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions.add(node.name)
             if not all(_plain(decorator) for decorator in node.decorator_list):
                 return None
-        if kind in _FUNCTION_KINDS:
+        if isinstance(node, FUNCTIONS):
             body = node.body if isinstance(node.body, list) else [node.body]
             in_body = {id(statement) for statement in body}
             todo += [(child, inside or id(child) in in_body) for child in _children(node)]
@@ -159,9 +161,8 @@ def _read(tree: ast.Module) -> tuple[str, ...] | None:
     return tuple(name for name in imports if name in MODULES)
 
 
-_CONTAINERS = frozenset({ast.List, ast.Tuple, ast.Set, ast.Dict})
-_DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef})
-_FUNCTION_KINDS = frozenset(FUNCTIONS)
+# the kinds of node `_read` looks into (any other: only its children)
+_NOTED = frozenset({ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ImportFrom, ast.Import, *FUNCTIONS})
 _MAY_CHOOSE = frozenset({*CHOICES, ast.If, ast.comprehension, ast.For, ast.AsyncFor, ast.Call, ast.Subscript})
 
 

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
@@ -43,7 +43,7 @@ def _tensors(value: Any, key: str = "") -> Iterator[tuple[str, torch.Tensor]]:
             yield from _tensors(item, f"{key}[{index}]")
 
 
-def first_token_nan(got: dict, want: dict) -> bool:
+def first_token_nan(got: Mapping[str, Any], want: Mapping[str, Any]) -> bool:
     """NaN where the reference is finite, all of it at the first token of (b, T, d) outputs."""
     expected = dict(_tensors(want))
     seen = False

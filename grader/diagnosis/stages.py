@@ -86,7 +86,9 @@ def _divided_by(
 ) -> Callable[[State, Context], torch.Tensor | None]:
     def fn(state: State, ctx: Context) -> torch.Tensor | None:
         base = _before_scaling(state)
-        divisor = None if base is None else size(ctx, base)
+        if base is None:
+            return None
+        divisor = size(ctx, base)
         return None if divisor is None or divisor == ctx.divisor else base / divisor
 
     return fn
@@ -264,17 +266,25 @@ COPIES = ("copied_query", "copied_key", "copied_value")
 
 
 def _copy_alternatives(name: str) -> tuple[Alternative, ...]:
-    alternatives = [
-        Alternative(
-            "untransposed",
-            "weights-not-transposed",
-            lambda s, c, n=name: s[n].T if n in s and s[n].dim() == 2 else None,
-        )
-    ]
+    alternatives = [Alternative("untransposed", "weights-not-transposed", _untransposed(name))]
     for other in COPIES:
         if other != name:
-            alternatives.append(Alternative(f"from-{other}", "weights-swapped", lambda s, c, o=other: s.get(o)))
+            alternatives.append(Alternative(f"from-{other}", "weights-swapped", _copied(other)))
     return tuple(alternatives)
+
+
+def _untransposed(name: str) -> Callable[[State, Context], torch.Tensor | None]:
+    def fn(state: State, ctx: Context) -> torch.Tensor | None:
+        return state[name].T if name in state and state[name].dim() == 2 else None
+
+    return fn
+
+
+def _copied(other: str) -> Callable[[State, Context], torch.Tensor | None]:
+    def fn(state: State, ctx: Context) -> torch.Tensor | None:
+        return state.get(other)
+
+    return fn
 
 
 def _concatenated(dim: int) -> Callable[[State, Context], torch.Tensor | None]:

@@ -297,8 +297,8 @@ def parse_trace(document: Any) -> Trace:
         if type(data["args"]) is not list or type(data["kwargs"]) is not dict or len(data["kwargs"]) > tracer.MAX_ARGS:
             raise TraceError("bad op arguments")
         outputs = _int_list(data["out"], tracer.MAX_ARGS, len(nodes))
-        for node in outputs:
-            if node >= 0 and nodes[node].op != index:
+        for output in outputs:
+            if output >= 0 and nodes[output].op != index:
                 raise TraceError("output made by another op")
         ops.append(
             Op(
@@ -414,7 +414,7 @@ def fingerprint(document: dict) -> bytes:
     for item in tensors:
         item = item.detach().contiguous()
         try:
-            digest.update(item.numpy())
+            digest.update(item.numpy().data)
         except (TypeError, RuntimeError):  # no numpy dtype (bfloat16...): its bytes
-            digest.update(item.view(-1).view(torch.uint8).numpy())
+            digest.update(item.view(-1).view(torch.uint8).numpy().data)
     return digest.digest()

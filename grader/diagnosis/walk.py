@@ -105,8 +105,9 @@ class Walk:
     def _right_later(self, index: int, name: str, right: torch.Tensor | None, wrongs: int = 0) -> bool:
         """The right value, seen only in a later stage computed from it (a fused op, another order);
         `wrongs` later stages may be done a known wrong way on the way."""
-        state = dict(self.progress.state, **{name: right})
-        if right is not None and self.search.lookahead(index, state, self.progress.nodes, wrongs):
+        if right is None:
+            return False
+        if self.search.lookahead(index, {**self.progress.state, name: right}, self.progress.nodes, wrongs):
             self.progress.accept(name, right, None, stays_on_track=self.progress.on_track)
             return True
         return False

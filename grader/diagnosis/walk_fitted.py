@@ -47,17 +47,17 @@ def own_masks(student: Trace, size: int) -> list[torch.Tensor]:
     """The masks the student's code made: square bool, 0/1 or −∞ patterns, cut to `size`, both ways round."""
     found: list[torch.Tensor] = []
     for node in student.nodes:
-        kind = locate.pattern(node.value)
+        value = node.value
         if (
-            kind in (None, "nothing", "everything")
-            or node.value.shape[-1] < size
+            value is None
+            or locate.pattern(value) in (None, "nothing", "everything")
+            or value.shape[-1] < size
             or (node.op < 0 and node.origin is None)
         ):
             continue
         origin = locate._node_origin(student, node.index)
         if origin is None or origin.name in locate.PARAMETER_INIT:
             continue  # a mask the student's own code made (not, say, an identity weight)
-        value = node.value
         while value.dim() > 2:
             value = value[0]
         marked = (

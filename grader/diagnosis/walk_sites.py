@@ -176,12 +176,12 @@ class Sites:
         inputs = self._call_inputs()
         if not inputs:
             return None
-        wanted = [
+        projections = [
             self.reference.nodes[self.instance.ops[p].outputs[0]].value
             for p in self.instance.order
             if p in PROJECTIONS and self.instance.ops[p].outputs
         ]
-        wanted = [comparable(w) for w in wanted if w is not None]
+        wanted = [comparable(w) for w in projections if w is not None]
         theirs = [op for op in self.student.consumers(inputs[0]) if op.name not in locate.LAYOUT_OPS and op.outputs]
         holds: list[set[int]] = []
         for op in theirs:

@@ -16,6 +16,7 @@ from solutions.sec3_6_multi_head_attention import MultiHeadAttention
 
 def _mask_as_parameter(module: nn.Module) -> None:
     mask = module._buffers.pop("mask")
+    assert mask is not None  # the reference registers its mask as a tensor
     module.mask = nn.Parameter(mask)
 
 

@@ -33,6 +33,8 @@ def _build(wrong: Wrong) -> dict:
         return staged(["masked", "scaled", "weights"], {"scores": attn_scores}, Context(divisor=d_k**0.5), wrong)
 
     class Causal(CausalAttention):
+        mask: torch.Tensor  # the reference's buffer (torch types a module's attributes as Tensor | Module)
+
         def forward(self, x):
             t = x.shape[1]
             keys = self.W_key(x)
@@ -55,6 +57,8 @@ def _build(wrong: Wrong) -> dict:
 # -- CausalAttention only: mask slicing, dropout placement, initialisation, bias -----------------------
 class _Causal(CausalAttention):
     """The book's forward, in steps that the variants below change one at a time."""
+
+    mask: torch.Tensor  # the reference's buffer (torch types a module's attributes as Tensor | Module)
 
     def project(self, x):
         return self.W_query(x), self.W_key(x), self.W_value(x)

@@ -34,6 +34,8 @@ def _build(wrong: Wrong) -> dict:
     """A MultiHeadAttention and a wrapper with one step done a wrong way."""
 
     class StagedMultiHeadAttention(MultiHeadAttention):
+        mask: torch.Tensor  # the reference's buffer (torch types a module's attributes as Tensor | Module)
+
         def forward(self, x):
             t = x.shape[1]
             ctx = Context(
@@ -59,6 +61,8 @@ def _mha(*, slice_mask=True, dropout="weights", honour_bias=True):
     """A MultiHeadAttention with its mask uncut, its dropout elsewhere, or qkv_bias ignored."""
 
     class BuggyMultiHeadAttention(MultiHeadAttention):
+        mask: torch.Tensor  # the reference's buffer (torch types a module's attributes as Tensor | Module)
+
         def __init__(self, d_in, d_out, context_length, dropout_rate, num_heads, qkv_bias=False):
             super().__init__(d_in, d_out, context_length, dropout_rate, num_heads, qkv_bias and honour_bias)
 

@@ -9,7 +9,7 @@ module's overrides computed with that one wrong step (see the per-module files).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Set
 
 import torch
 
@@ -36,7 +36,7 @@ def staged(order: list[str], state: State, ctx: Context, wrong: Wrong) -> torch.
     return state[order[-1]]
 
 
-def choices(stages: list[str], skip: set[str] = frozenset()) -> list[tuple[str, Wrong]]:
+def choices(stages: list[str], skip: Set[str] = frozenset()) -> list[tuple[str, Wrong]]:
     """(misconception, wrong) for every catalogued alternative of `stages`, and the mask applied
     after the softmax without renormalising (the mask left out, then the weights zeroed)."""
     found: list[tuple[str, Wrong]] = []
@@ -62,6 +62,6 @@ def choices(stages: list[str], skip: set[str] = frozenset()) -> list[tuple[str, 
 
 
 def variants(
-    module: str, stages: list[str], build: Callable[[Wrong], dict], skip: set[str] = frozenset()
+    module: str, stages: list[str], build: Callable[[Wrong], dict], skip: Set[str] = frozenset()
 ) -> list[Variant]:
     return [Variant(misconception, {module: build(wrong)}) for misconception, wrong in choices(stages, skip)]
