@@ -60,8 +60,7 @@ try:
     from nbgrader.preprocessors import NbGraderPreprocessor as _Base
     from traitlets import Int, Unicode
 except ImportError:  # nbgrader is an optional extra; the rest of this module works without it
-    _Base = object  # type: ignore[assignment,misc]
-    Int = Unicode = None  # type: ignore[assignment]
+    _Base = object
 
 
 def _write_notebook(nb: Any, directory: Path, name: str) -> None:
@@ -184,7 +183,7 @@ def _code_hash(nb: Any, name: str) -> str:
 
 if _Base is not object:
 
-    class GradeWithKit(_Base):  # type: ignore[misc,valid-type]
+    class GradeWithKit(_Base):
         """Scores the test cells of an executed notebook with the kit, ignoring what the kernel said."""
 
         lang = Unicode("en", help="Language of the feedback shown in test cells (en or zh).").tag(config=True)
@@ -196,7 +195,11 @@ if _Base is not object:
             repairs = repairs_of(info)
             unreadable = any(repair.kind == UNREADABLE for repair in repairs)
             restored = self._restore(nb, info, name)
-            tests = [(_module_of_test(cell), cell) for cell in nb.cells if _is_kit_test_cell(cell)]
+            tests = [
+                (module, cell)
+                for cell in nb.cells
+                if _is_kit_test_cell(cell) and (module := _module_of_test(cell)) is not None
+            ]
             if not tests:
                 return nb, resources
             points = self._points(info, name)

@@ -45,8 +45,8 @@ def suite_points() -> dict[str, float]:
     return points
 
 
-def _functions(tree: ast.AST, prefix: str = "") -> dict[str, ast.FunctionDef]:
-    found: dict[str, ast.FunctionDef] = {}
+def _functions(tree: ast.AST, prefix: str = "") -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    found: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
     for node in getattr(tree, "body", []):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             found[prefix + node.name] = node
@@ -55,14 +55,10 @@ def _functions(tree: ast.AST, prefix: str = "") -> dict[str, ast.FunctionDef]:
     return found
 
 
-def _body_without_docstring(node: ast.FunctionDef) -> list[ast.stmt]:
+def _body_without_docstring(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
     body = list(node.body)
-    if (
-        body
-        and isinstance(body[0], ast.Expr)
-        and isinstance(getattr(body[0], "value", None), ast.Constant)
-        and isinstance(body[0].value.value, str)
-    ):
+    first = body[0] if body else None
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
         body = body[1:]
     return body
 

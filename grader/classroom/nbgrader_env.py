@@ -24,6 +24,7 @@ import os
 import sqlite3
 import sysconfig
 import warnings
+from collections.abc import MutableMapping
 from contextlib import closing
 from pathlib import Path
 
@@ -46,7 +47,7 @@ def nbgrader_executable() -> str:
     return "nbgrader"
 
 
-def put_tools_on_path(environ: dict | None = None) -> None:
+def put_tools_on_path(environ: MutableMapping[str, str] | None = None) -> None:
     """Put this environment's bin/ folder first on PATH (once), for nbgrader's subprocesses."""
     environ = os.environ if environ is None else environ
     tools = str(tools_dir())

@@ -4,6 +4,7 @@ and the cell's points as its value (nbgrader's partial credit)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence, Set
 from functools import cache
 from typing import Any
 
@@ -45,9 +46,9 @@ def cell_feedback_html(
     module: str,
     catalog: Catalog,
     *,
-    missing: set[str] = frozenset(),
+    missing: Set[str] = frozenset(),
     restored: bool = False,
-    repairs: list[str] = (),
+    repairs: Sequence[str] = (),
 ) -> str:
     """The kit's feedback for one module, as an HTML fragment for a notebook cell. `missing`: the
     modules the notebook defines no code for; `restored`: this test cell had been deleted;

@@ -28,7 +28,9 @@ def _rebuilt(cells: list[dict]) -> Any:
 
     made = []
     for cell in cells:
-        metadata = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+        metadata = cell.get("metadata")
+        if not isinstance(metadata, dict):
+            metadata = {}
         kept = {key: metadata[key] for key in KEPT_METADATA if key in metadata}
         if not isinstance(kept.get("attention_kit"), dict):
             kept.pop("attention_kit", None)
@@ -36,7 +38,9 @@ def _rebuilt(cells: list[dict]) -> Any:
             kept.pop("tags", None)
         else:
             kept["tags"] = list(dict.fromkeys(kept["tags"]))  # nbformat: unique tags
-        kind = cell.get("cell_type") if cell.get("cell_type") in CELL_TYPES else "raw"
+        kind = cell.get("cell_type")
+        if kind not in CELL_TYPES:
+            kind = "raw"
         make = {
             "code": nbformat.v4.new_code_cell,
             "markdown": nbformat.v4.new_markdown_cell,
@@ -81,14 +85,12 @@ def read_submitted(path: Path) -> tuple[Any, list[Repair]]:
 
 
 try:
-    from nbconvert.exporters import NotebookExporter as _Exporter
+    from nbconvert.exporters import NotebookExporter
 except ImportError:  # nbgrader (and with it nbconvert) is an optional extra
-    _Exporter = object  # type: ignore[assignment,misc]
+    pass
+else:
 
-
-if _Exporter is not object:
-
-    class ReadSubmittedNotebook(_Exporter):  # type: ignore[misc,valid-type]
+    class ReadSubmittedNotebook(NotebookExporter):
         """nbgrader's notebook exporter, reading the file by the kit's rules (see the module)."""
 
         def from_filename(self, filename, resources=None, **kw):

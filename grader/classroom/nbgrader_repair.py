@@ -251,12 +251,12 @@ def repairs_of(info: dict) -> list[Repair]:
 try:
     from nbgrader.preprocessors import NbGraderPreprocessor as _Preprocessor
 except ImportError:  # nbgrader is an optional extra
-    _Preprocessor = object  # type: ignore[assignment,misc]
+    _Preprocessor = object
 
 
 if _Preprocessor is not object:
 
-    class RepairNbgraderMetadata(_Preprocessor):  # type: ignore[misc,valid-type]
+    class RepairNbgraderMetadata(_Preprocessor):
         """Makes a submitted notebook's nbgrader metadata the course's (see the module)."""
 
         def preprocess(self, nb, resources):
