@@ -94,7 +94,7 @@ class Folder:
     def entries(self, limit: int = MAX_ENTRIES, keep: Callable[[str], bool] = lambda name: True) -> list[Entry]:
         """The names in the folder that `keep` accepts (at most `limit` of them; at most MAX_SCANNED
         names looked at), sorted, with their kinds."""
-        names = []
+        names: list[str] = []
         with os.scandir(self.fd) as listing:
             for scanned, entry in enumerate(listing):
                 if scanned >= MAX_SCANNED or len(names) >= limit:

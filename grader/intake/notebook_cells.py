@@ -20,6 +20,7 @@ import bisect
 import io
 import re
 import tokenize
+from collections.abc import Set
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -187,8 +188,8 @@ class _Builder:
         self._add(code, number, 1)
 
     def lines_of(
-        self, number: int, lines: list[str], first: int, last: int, indent: str = "", keep: set[int] = frozenset()
-    ) -> None:  # type: ignore[assignment]
+        self, number: int, lines: list[str], first: int, last: int, indent: str = "", keep: Set[int] = frozenset()
+    ) -> None:
         for index in range(first, last + 1):
             line = lines[index - 1]
             self._add(line if index in keep or not line.strip() else indent + line, number, index)

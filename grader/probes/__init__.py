@@ -171,18 +171,18 @@ def linear_layers_zero_filled():
     """
     reset_parameters = torch.nn.Linear.reset_parameters
 
-    def zero_fill(layer: torch.nn.Linear) -> None:
+    def zero_fill(self: torch.nn.Linear) -> None:
         with torch.no_grad():
-            for parameter in (layer.weight, layer.bias):
+            for parameter in (self.weight, self.bias):
                 if parameter is not None:
                     parameter.zero_()
 
     zero_fill.zero_filled = True  # type: ignore[attr-defined]  # framework adapters do the same (nn.Dense)
-    torch.nn.Linear.reset_parameters = zero_fill
+    torch.nn.Linear.reset_parameters = zero_fill  # type: ignore[method-assign]  # patched on purpose, for the block
     try:
         yield
     finally:
-        torch.nn.Linear.reset_parameters = reset_parameters
+        torch.nn.Linear.reset_parameters = reset_parameters  # type: ignore[method-assign]
 
 
 def linear_weights(prefix: str, d_in: int, d_out: int, *, bias: bool, seed: int) -> dict[str, torch.Tensor]:

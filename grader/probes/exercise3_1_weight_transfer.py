@@ -8,6 +8,8 @@ is the book's situation.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
@@ -43,7 +45,7 @@ def transfer(ns, d_in: int, d_out: int, seed: int) -> dict:
     fn = function(ns, MODULE, "transfer_weights")
     sa_v2, sa_v1 = LinearShell(d_in, d_out, seed), MatrixShell(d_in, d_out, seed + 7)
     fn(sa_v2, sa_v1)
-    out = {name: tensor(attr(sa_v1, name), f"sa_v1.{name}") for name in NAMES}
+    out: dict[str, Any] = {name: tensor(attr(sa_v1, name), f"sa_v1.{name}") for name in NAMES}
     out["parameters"] = sorted([name, list(p.shape), bool(p.requires_grad)] for name, p in sa_v1.named_parameters())
     return out
 

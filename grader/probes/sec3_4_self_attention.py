@@ -8,6 +8,8 @@ d_in == d_out (an untransposed matrix is no shape error) next to d_in != d_out.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from grader.probes import (
@@ -122,7 +124,7 @@ def v1_parameters(ns):
 @probe(MODULE)
 def v2_transplanted(ns):
     cls = attr(ns.module(MODULE), "SelfAttention_v2")
-    out = {}
+    out: dict[str, Any] = {}
     for tag, d_in, d_out, x in (("square", 4, 4, randn(5, 4, seed=441)), ("rect", 3, 5, randn(6, 3, seed=442))):
         module = cls(d_in, d_out)
         transplant(module, v2_weights(d_in, d_out, bias=False, seed=443 + d_out))

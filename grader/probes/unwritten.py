@@ -51,9 +51,10 @@ class UnwrittenMemory:
         entry = self._entries.get(storage_of(tensor))
         if entry is None:
             return False
-        if entry[1] is None:
+        size, written = entry
+        if written is None:
             return True  # nothing of its storage written yet (and the tensor has elements)
-        view = self._view(tensor, *entry)
+        view = self._view(tensor, size, written)
         return view is None or not bool(view.all())
 
     def written(self, target: torch.Tensor, before: int, name: str, key: Any = None) -> None:

@@ -88,7 +88,8 @@ def _attention_grid(lang: str, grid: Grid, tokens: tuple[str, ...], query_label:
     Drawing a grid is most of a feedback page's rendering time, and grids repeat: every student's
     page shows the same reference grids, and correct submissions draw identical ones of their own.
     """
-    macro = _environment(lang).get_template("_svg.html.j2").module.attention_grid
+    module = _environment(lang).get_template("_svg.html.j2").module
+    macro = module.attention_grid  # type: ignore[attr-defined]  # jinja2's types omit a template's macros
     return Markup(macro(grid, list(tokens), query_label, key_label))
 
 

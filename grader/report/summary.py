@@ -69,7 +69,7 @@ def histogram(fractions: list[float], catalog: Catalog, bins: int = HISTOGRAM_BI
     counts = [0] * bins
     for f in fractions:
         counts[min(bins - 1, max(0, int(f * bins)))] += 1
-    top = max(counts) if counts and max(counts) else 1
+    top = max(counts, default=0) or 1
     width = 100 // bins
     bars = [
         Bar(f"{i * width}–{(i + 1) * width}" if i < bins - 1 else f"{i * width}–100", c, c / top, str(c))

@@ -113,8 +113,13 @@ def grade_submissions(
     if hide is None:
         hide = sorted({Path(s.path).resolve().parent for s in submissions} | {Path(out_dir).resolve()})
     return run_grading(
-        [lambda s=s: s for s in submissions], Path(out_dir), is_class, jobs, lang, force, limits, on_progress, hide
+        [_given(s) for s in submissions], Path(out_dir), is_class, jobs, lang, force, limits, on_progress, hide
     )
+
+
+def _given(submission: Submission) -> Loader:
+    """The loader of a submission already read."""
+    return lambda: submission
 
 
 def run_grading(

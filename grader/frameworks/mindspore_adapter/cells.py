@@ -159,12 +159,14 @@ class CellFacade(torch.nn.Module):
         for _, buffer in self.named_buffers():
             yield buffer
 
-    def state_dict(self, *args: Any, **kwargs: Any) -> OrderedDict[str, torch.Tensor]:
+    def state_dict(self, *args: Any, **kwargs: Any) -> Any:
+        """The Cell's parameters and persistent buffers, as torch tensors (an OrderedDict, what the
+        probes read); torch's arguments (destination, prefix, keep_vars) are taken but not honoured."""
         cell = self.__dict__["_cell"]
         state: OrderedDict[str, torch.Tensor] = OrderedDict()
         for name, parameter in cell.parameters_and_names():
             state[name] = torch_tensor(parameter)
-        non_persistent = getattr(cell, "_non_persistent_buffers_set", set())
+        non_persistent: set[str] = getattr(cell, "_non_persistent_buffers_set", set())
         for name, buffer in cell.named_buffers():
             if name.split(".")[-1] not in non_persistent:
                 state[name] = torch_tensor(buffer)
