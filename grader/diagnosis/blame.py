@@ -67,9 +67,7 @@ def decide_blame(
     """The outcomes with the failures whose cause is in their own module unblocked, and those tests' ids."""
     moved = {outcome.id for outcome in outcomes if caller_is_blamed(outcome, outcomes, uses)}
     return [
-        replace(o, error=in_caller(o.error, o.module), blocked_by=None)  # type: ignore[arg-type]
-        if o.id in moved
-        else o
+        replace(o, error=in_caller(o.error, o.module), blocked_by=None) if o.id in moved and o.error is not None else o
         for o in outcomes
     ], moved
 

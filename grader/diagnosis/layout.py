@@ -197,11 +197,12 @@ class Finder:
             for i in range(size):
                 part = value.select(dim, i)
                 ordered = torch.sort(part.flatten()).values
-                parts.append(self._find_whole(part, kind, exclude, ordered, _Sums.of(ordered)))
-                if parts[-1] is None:
+                found = self._find_whole(part, kind, exclude, ordered, _Sums.of(ordered))
+                if found is None:
                     break
-            if all(p is not None for p in parts):
-                return tuple(parts)  # type: ignore[arg-type]
+                parts.append(found)
+            if len(parts) == size:
+                return tuple(parts)
         return None
 
     def _find_whole(

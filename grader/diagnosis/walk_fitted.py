@@ -94,12 +94,13 @@ def fitted_mask(search: Search, progress: Progress, index: int, name: str) -> St
             value = (~hidden).to(base.dtype)
         nodes = search.find(name, value, progress.nodes)
         later = search.lookahead(index, dict(state, **{name: value}), progress.nodes) if nodes is None else None
-        if nodes is None and later is None:
+        held = nodes if nodes is not None else later
+        if held is None:
             continue
         misconception = mask_misconception(hidden)
         if misconception == "":
             return Step(value, nodes)
-        producer = student.producer((nodes or later)[0])  # type: ignore[index]
+        producer = student.producer(held[0])
         site = locate.mask_culprit(student, producer) if name != "mask" else None
         mistake = Mistake(name, misconception, "own-mask", site or (producer.site if producer else None))
         return Step(value, nodes, mistake, on_track=False)

@@ -142,10 +142,11 @@ class Sites:
         it in any layout the checkpoint allows (the arguments of a view swapped, say)."""
         before = next((n for n in reversed(self.instance.order[:index]) if progress.nodes.get(n)), None)
         value = progress.state.get(before) if before else None
-        if before is None or value is None:
+        held = progress.nodes.get(before) if before else None
+        if before is None or value is None or not held:
             return None
         want, kind = comparable(value), STAGES[before].kind
-        node, live = progress.nodes[before][0], self.student.live  # type: ignore[index]
+        node, live = held[0], self.student.live
         for _ in range(30):
             following = [
                 op

@@ -183,9 +183,9 @@ def _refusal(exc: OSError, name: str, kind: str = "") -> Refused:
     return Refused("unreadable", name)
 
 
-def _lkind(path: object) -> str:
+def _lkind(path: Path) -> str:
     try:
-        return kind_of(os.lstat(path).st_mode)  # type: ignore[arg-type]
+        return kind_of(os.lstat(path).st_mode)
     except OSError:
         return "gone"
 

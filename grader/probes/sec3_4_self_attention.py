@@ -31,7 +31,8 @@ MODULE = "sec3_4_self_attention"
 def book_matrices() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The book's 3.4.1 matrices: torch.manual_seed(123); torch.rand(3, 2) three times."""
     generator = torch.Generator().manual_seed(123)
-    return tuple(torch.rand(3, 2, generator=generator) for _ in range(3))  # type: ignore[return-value]
+    first, second, third = (torch.rand(3, 2, generator=generator) for _ in range(3))
+    return first, second, third
 
 
 def v1_weights(d_in: int, d_out: int, *, seed: int, dtype: torch.dtype = torch.float32) -> dict[str, torch.Tensor]:

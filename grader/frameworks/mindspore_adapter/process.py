@@ -72,7 +72,7 @@ def _neutralise(mindspore: Any) -> None:
     def set_device(device_target: Any = None, device_id: Any = None, *args: Any, **kwargs: Any) -> None:
         NOTES.append(f"set_device={device_target!r}")
 
-    set_context._kit_neutralised = True  # type: ignore[attr-defined]
+    set_context._kit_neutralised = True  # type: ignore[attr-defined]  # a marker on the function (see above)
     context_module.set_context = set_context
     mindspore.set_context = set_context
     mindspore.set_device = set_device
