@@ -7,7 +7,10 @@ import os
 import sys
 from pathlib import Path
 
+from grader import commands
 from grader.i18n import LANGUAGES, Catalog
+from grader.intake.discovery import DiscoveryError
+from grader.intake.shown import shown
 
 
 def _grade_parser() -> argparse.ArgumentParser:
@@ -33,8 +36,6 @@ def _grade_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    from grader import commands
-
     if argv and argv[0] in commands.SUBCOMMANDS:
         return commands.SUBCOMMANDS[argv[0]](argv[1:])
     args = _grade_parser().parse_args(argv)
@@ -47,9 +48,7 @@ def run_grade(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from grader.intake.discovery import DiscoveryError
-    from grader.intake.shown import shown
-    from grader.run import GraderError, grade
+    from grader.run import GraderError, grade  # the grading run and its sandbox: not loaded by the subcommands
 
     catalog = Catalog(args.lang)
     # Printed text holds names from submissions: never read as rich markup ("[/]" would raise).

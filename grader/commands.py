@@ -3,9 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 
+from grader.classroom.gradescope import VISIBILITIES, build_autograder_zip
+from grader.classroom.lms_export import GROUPINGS, LMS, ExportError, export
+from grader.classroom.nbgrader_env import nbgrader_executable
+from grader.classroom.prairielearn_question import (
+    DEFAULT_IMAGE,
+    DEFAULT_TIMEOUT,
+    QUESTION_ID,
+    SUBMIT_MODES,
+    QuestionError,
+    write_question,
+)
+from grader.classroom.release import ReleaseError, write_release
 from grader.i18n import LANGUAGES, Catalog
 
 
@@ -23,8 +36,6 @@ def _release(argv: list[str]) -> int:
         help="the stubs and self-check of the PyTorch track (default) or the MindSpore track",
     )
     args = parser.parse_args(argv)
-    from grader.classroom.release import ReleaseError, write_release
-
     try:
         files = write_release(args.out, lang=args.lang, force=args.force, framework=args.framework)
     except ReleaseError as exc:
@@ -48,10 +59,7 @@ def _nbgrader(argv: list[str]) -> int:
         "students' outputs (that kernel is not sandboxed; scores still come from the kit)",
     )
     args = parser.parse_args(argv)
-    import shlex
-
-    from grader.classroom.nbgrader_course import create_course
-    from grader.classroom.nbgrader_env import nbgrader_executable
+    from grader.classroom.nbgrader_course import create_course  # nbgrader and nbconvert: 1.7 s of CPU to import
 
     notebook = create_course(
         args.course_dir,
@@ -80,8 +88,6 @@ def _gradescope(argv: list[str]) -> int:
     )
     parser.add_argument("out", type=Path, help="the zip file to write, e.g. autograder.zip")
     parser.add_argument("--lang", choices=LANGUAGES, default="en", help="language of the students' feedback")
-    from grader.classroom.gradescope import VISIBILITIES, build_autograder_zip
-
     parser.add_argument(
         "--visibility",
         default="visible",
@@ -95,15 +101,6 @@ def _gradescope(argv: list[str]) -> int:
 
 
 def _prairielearn(argv: list[str]) -> int:
-    from grader.classroom.prairielearn_question import (
-        DEFAULT_IMAGE,
-        DEFAULT_TIMEOUT,
-        QUESTION_ID,
-        SUBMIT_MODES,
-        QuestionError,
-        write_question,
-    )
-
     parser = argparse.ArgumentParser(
         prog="grade prairielearn",
         description="Write an externally graded PrairieLearn question and the recipe "
@@ -153,8 +150,6 @@ def _prairielearn(argv: list[str]) -> int:
 
 
 def _export(argv: list[str]) -> int:
-    from grader.classroom.lms_export import GROUPINGS, LMS, ExportError, export
-
     parser = argparse.ArgumentParser(
         prog="grade export",
         description="Write a gradebook CSV that Canvas or Moodle imports, from the "

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from grader.i18n import Catalog
+from grader.intake.discovery import find_upload
 from grader.records import MODULES, GradeResult, IntegrityNote
 from grader.sandbox.exposure import ANSWER_KEY_PARTS, answer_key_exposure, readable_by_others  # noqa: F401
 from grader.sandbox.runs import Limits
@@ -76,8 +77,6 @@ def locate_submission(upload: Path) -> Path | None:
     """The folder of an upload that holds the modules (the upload itself, or the shallowest folder
     inside it that does), found by the kit's intake: only real folders are entered, never a link,
     not even the upload itself. Reading the files is the intake's job too."""
-    from grader.intake.discovery import find_upload
-
     return find_upload(upload, follow_root=False)
 
 
@@ -113,7 +112,7 @@ def grade_upload(folder: Path, *, lang: str, report_copy: Path | None = None, li
     The reports (and the reference outputs the runner caches beside them) are written to a fresh
     folder of mode 0700: no sandboxed child, whatever its uid, can look into it. `report_copy`
     receives results.json, feedback.md and feedback.html once grading is over."""
-    from grader.run import grade
+    from grader.run import grade  # the grading run and its sandbox: not loaded to build a zip or a question
 
     with tempfile.TemporaryDirectory(prefix="attention-kit-report-") as private:
         out = Path(private) / "report"

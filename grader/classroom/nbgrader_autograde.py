@@ -37,7 +37,9 @@ from typing import Any
 from grader.classroom.nbgrader_feedback import repair_text, test_outputs
 from grader.classroom.nbgrader_repair import UNREADABLE, course_cells, repairs_of
 from grader.i18n import Catalog
+from grader.intake.discovery import notebook_submission, read_submission, submission_from_files
 from grader.records import MODULES
+from grader.run import grade, grade_submissions
 
 NOTEBOOK_NAME = "ch3_attention"
 BOOK_ORDER = (
@@ -77,9 +79,6 @@ def grade_notebooks(
     Each notebook is read by intake's rules (no link, no special file, size capped).
 
     Returns student -> (hash of the code graded, results.json)."""
-    from grader.intake.discovery import notebook_submission
-    from grader.run import grade_submissions
-
     submissions = [notebook_submission(student, notebook) for student, notebook in notebooks.items()]
     with tempfile.TemporaryDirectory(prefix="kit-nbgrader-") as scratch:
         summary = grade_submissions(submissions, Path(scratch) / "out", jobs=jobs, lang=lang, force=True)
@@ -94,8 +93,6 @@ def grade_notebooks(
 
 def grade_notebook_document(nb: Any, name: str, lang: str = "en", jobs: int = 1) -> dict[str, Any]:
     """Grade the code of one in-memory notebook through the kit's path; returns results.json."""
-    from grader.run import grade
-
     with tempfile.TemporaryDirectory(prefix="kit-nbgrader-") as scratch:
         submission = Path(scratch) / "submission"
         _write_notebook(nb, submission, name)
@@ -106,8 +103,6 @@ def grade_notebook_document(nb: Any, name: str, lang: str = "en", jobs: int = 1)
 
 def notebook_modules(nb: Any, name: str) -> set[str]:
     """The modules this notebook defines code for, read by the kit's intake rules."""
-    from grader.intake.discovery import read_submission
-
     with tempfile.TemporaryDirectory(prefix="kit-nbgrader-") as scratch:
         _write_notebook(nb, Path(scratch) / "s", name)
         return set(read_submission(Path(scratch) / "s").sources)
@@ -175,8 +170,6 @@ def _restore_position(cells: list, module: str) -> int:
 
 def _code_hash(nb: Any, name: str) -> str:
     import nbformat
-
-    from grader.intake.discovery import submission_from_files
 
     return submission_from_files(name, Path(name), {f"{name}.ipynb": nbformat.writes(nb).encode()}).content_hash
 

@@ -30,6 +30,7 @@ from grader.classroom.release import write_public_checks
 from grader.i18n import TEMPLATES_DIR, Catalog, section_key
 from grader.intake.lines import source_lines
 from grader.records import MODULE_SECTIONS
+from grader.suites.hidden_suites import collect
 
 ROOT = Path(__file__).resolve().parents[2]
 SIBLING_IMPORT = re.compile(r"^from (sec3_\w+|exercise3_\w+) import .*$\n?", re.MULTILINE)
@@ -37,8 +38,6 @@ SIBLING_IMPORT = re.compile(r"^from (sec3_\w+|exercise3_\w+) import .*$\n?", re.
 
 def suite_points() -> dict[str, float]:
     """Module -> the points its hidden tests are worth (collected, not run)."""
-    from grader.suites.hidden_suites import collect
-
     points: dict[str, float] = {}
     for info in collect().infos:
         points[info.module] = points.get(info.module, 0.0) + info.max_points

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from grader.classroom.nbgrader_repair import READ_REPAIRS, REBUILT, UNREADABLE, Repair, cell_source
+from grader.intake.files import Refused, read_file
+from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, parse_notebook
 
 KEPT_METADATA = ("nbgrader", "attention_kit", "tags")  # what a rebuilt cell keeps of its metadata
 CELL_TYPES = ("code", "markdown", "raw")
@@ -67,9 +69,6 @@ def _nbformat_notebook(raw: bytes) -> Any:
 def read_submitted(path: Path) -> tuple[Any, list[Repair]]:
     """The submitted notebook at `path` for nbgrader, and what reading it had to repair."""
     import nbformat
-
-    from grader.intake.files import Refused, read_file
-    from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, parse_notebook
 
     try:
         raw = read_file(Path(path), MAX_NOTEBOOK_BYTES)

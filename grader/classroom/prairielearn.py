@@ -49,6 +49,8 @@ from grader.classroom.deployment import (
 from grader.classroom.textsafe import clean, clip, fit_json
 from grader.i18n import LANGUAGES, TEMPLATES_DIR, Catalog
 from grader.records import GradeResult
+from grader.report.feedback import feedback_view
+from grader.report.messages import _note
 
 CONFIG_NAME = "attention-kit.json"  # in the question's tests/ folder: {"lang": "en" | "zh", "timeout": seconds}
 DEFAULT_TIMEOUT = 120  # seconds; PrairieLearn allows at most 600
@@ -84,7 +86,7 @@ def _text_macros(lang: str):
 
 
 def _svg_data_url(grid: Any, tokens: list[str], catalog: Catalog) -> str:
-    from grader.report.render import _attention_grid
+    from grader.report.render import _attention_grid  # jinja2: not loaded by `grade` commands that draw nothing
 
     svg = str(
         _attention_grid(
@@ -132,15 +134,11 @@ def format_errors(result: GradeResult, catalog: Catalog) -> list[str]:
     notes = [n for n in result.integrity if n.kind.startswith("submission.")]
     if not errors and not notes and result.tests:
         errors["missing"] = catalog.t("prairielearn.no-module")
-    from grader.report.messages import _note
-
     return [clean(text) for text in [*(_note(n, catalog).text for n in notes), *errors.values()]]
 
 
 def to_prairielearn(graded: Graded, catalog: Catalog, seconds: float = 0.0) -> dict[str, Any]:
     """The kit's grading of one upload as PrairieLearn's results.json (at most 1 MB)."""
-    from grader.report.feedback import feedback_view
-
     result = graded.result
     errors = format_errors(result, catalog)
     if errors:
