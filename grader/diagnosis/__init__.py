@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from grader.diagnosis import checkpoints
 from grader.diagnosis.blame import (
     BUILDERS,
     caller_is_blamed,
@@ -34,6 +35,7 @@ from grader.diagnosis.blame import (
     located_in_own_module,
 )
 from grader.diagnosis.catalogue import CATALOGUE, Misconception
+from grader.diagnosis.evidence import Evidence, Findings
 from grader.diagnosis.paths import same_lines_for_every_input, uses_modules
 from grader.diagnosis.patterns import all_patterns
 from grader.diagnosis.quotes import frame
@@ -84,8 +86,6 @@ class Diagnoser:
         self._differs: dict[tuple[int, tuple[str, ...]], bool] = {}  # (run, probes) -> unlike the reference
         self._candidates: dict[tuple[str, ...], list[tuple[VariantRun, tuple[str, ...]]]] = {}  # `_unlike_reference`
         self._variants: weakref.WeakKeyDictionary[ProbeOutputs, dict[tuple, str | None]] = weakref.WeakKeyDictionary()
-        from grader.diagnosis.evidence import Findings
-
         self.findings = Findings()  # the recogniser's, per distinct trace of this run
 
     def _differs_from_reference(self, index: int, relevant: tuple[str, ...]) -> bool:
@@ -247,8 +247,6 @@ class Diagnoser:
         the outcomes anew. `traces`: probe -> the tracer's document (untrusted; see
         grader.diagnosis.trace_documents); `shared`: probe -> the traced probe whose trace stands for it
         (`trace_plan`'s, worked out again when not given)."""
-        from grader.diagnosis.evidence import Evidence
-
         uses = uses or {}
         outcomes, moved = decide_blame(outcomes, uses)
         healthy = dependencies_pass(outcomes, uses)
@@ -321,9 +319,7 @@ class Diagnoser:
 def code_path(probe: str) -> tuple[frozenset[tuple[str | None, str, int]], bool]:
     """The functions of the code under test that `probe` runs (file, name, first line) on the
     reference, and whether it uses parameters as the constructors made them (a seeded run)."""
-    from grader.diagnosis.checkpoints import reference
-
-    known = reference(probe)
+    known = checkpoints.reference(probe)
     return (
         frozenset((call.file, call.function, call.line) for call in known.trace.calls),
         any(instance.seeded for instance in known.instances),
@@ -332,9 +328,7 @@ def code_path(probe: str) -> tuple[frozenset[tuple[str | None, str, int]], bool]
 
 def reference_ops(probe: str) -> int:
     """How many ops the reference's trace of `probe` has (what tracing it costs, roughly)."""
-    from grader.diagnosis.checkpoints import reference
-
-    return len(reference(probe).trace.ops)
+    return len(checkpoints.reference(probe).trace.ops)
 
 
 # a cause that is a special case of another in the same module: a divisor that is sometimes 1

@@ -25,6 +25,8 @@ from grader.diagnosis.trace_documents import Op, Ref, Trace, parse_trace
 from grader.intake.lines import source_lines
 from grader.probes import PROBES, load_all
 from grader.probes.tracer import traced
+from grader.reference_code import ModuleNamespace
+from grader.sandbox.driver import run_probe
 
 SOLUTIONS_DIR = Path(solutions.__file__).resolve().parent
 DECLARATION = re.compile(r"\[checkpoint: ([\w=, ]+)\]")
@@ -237,9 +239,6 @@ class Reference:
 @cache
 def reference(probe: str) -> Reference:
     """The reference's trace of `probe`, labelled (run once per process: it never changes)."""
-    from grader.reference_code import ModuleNamespace
-    from grader.sandbox.driver import run_probe
-
     load_all()
     record = traced(run_probe, PROBES[probe], ModuleNamespace("solutions"), str(SOLUTIONS_DIR))
     trace = parse_trace(record["trace"])

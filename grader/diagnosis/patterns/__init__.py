@@ -34,6 +34,5 @@ def message_pattern(pattern: str, exc_type: str = "") -> Callable[[TestOutcome],
 
 
 def all_patterns() -> list[Pattern]:
-    from grader.diagnosis.patterns import framework_traps
-
-    return collect(__name__, "PATTERNS") + framework_traps.PATTERNS
+    """Every module's PATTERNS list, in book order, then the framework traps'."""
+    return collect(__name__, "PATTERNS", also=["framework_traps"])

@@ -29,7 +29,6 @@ class VariantRun:
 
 
 def all_variants() -> list[Variant]:
-    """Every module's VARIANTS list, in book order (a module without variants may be absent)."""
-    from grader.diagnosis.variants import framework_traps
-
-    return collect(__name__, "VARIANTS") + framework_traps.VARIANTS
+    """Every module's VARIANTS list, in book order (a module without variants may be absent), then
+    the framework traps'."""
+    return collect(__name__, "VARIANTS", also=["framework_traps"])
