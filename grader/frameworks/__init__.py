@@ -58,7 +58,7 @@ def _needed(source: str) -> set[str]:
     `sys.exit()`); both branches of an `if` that asks whether a package is there (`find_spec(...)`,
     `sys.modules`, `TYPE_CHECKING`, or a name such an `except` sets: `HAS_MINDSPORE = False`,
     `ms = None`); the body of `if __name__ == "__main__"`."""
-    from grader.intake.parsing import parsed  # (the trusted side only: the sandbox never asks)
+    from grader.intake.parsing import parsed  # the trusted side only: the sandbox's copy of the kit has no intake
 
     tree = parsed(source)
     if tree is None:  # (or too long to be parsed in the trusted process); "\r" ends a line too
@@ -193,7 +193,7 @@ def available(track: str) -> bool:
 def namespace_for(track: str, ns: Any) -> Any:
     """The namespace the probes should see for code of `track` found in `ns`."""
     if track == MINDSPORE:
-        from grader.frameworks.mindspore_adapter import MindSporeNamespace
+        from grader.frameworks.mindspore_adapter import MindSporeNamespace  # torch: not in grader.run
 
         return MindSporeNamespace(ns)
     return ns

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader.intake.files import Refused, read_file
 from grader.intake.notebook_cells import (
     CHAPTER_NOTEBOOK_MARKER,
     GeneratedModule,
@@ -133,8 +134,6 @@ def _values(raw: bytes) -> int:
 
 def read_notebook(path: Path) -> dict[str, Any]:
     """The notebook at `path` (read by intake's rules: no link, no special file, size capped)."""
-    from grader.intake.files import Refused, read_file
-
     try:
         raw = read_file(Path(path), MAX_NOTEBOOK_BYTES)
     except Refused as exc:
@@ -232,8 +231,6 @@ def _notebook_code(document: dict[str, Any], filename: str, shown_name: str) -> 
 
 def modules_from_notebook(path: Path) -> dict[str, str]:
     """Module name -> Python source for the modules the notebook at `path` defines."""
-    from grader.intake.files import Refused, read_file
-
     try:
         raw = read_file(Path(path), MAX_NOTEBOOK_BYTES)
     except Refused as exc:

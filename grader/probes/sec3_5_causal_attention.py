@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from grader.probes import (
+    ContractError,
     attr,
     book_inputs,
     cpu_manual_seed,
@@ -196,8 +197,6 @@ def gradients(ns):
     module = causal(ns, seed=595)
     out = module(randn(3, 5, 4, seed=596))
     if not isinstance(out, torch.Tensor) or tuple(out.shape) != (3, 5, 8):
-        from grader.probes import ContractError
-
         raise ContractError(
             "contract.wrong-shape",
             what="CausalAttention output",

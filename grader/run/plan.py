@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import grader
+import solutions
 from grader.i18n import TEMPLATES_DIR
 from grader.intake.names import display_names, folder_names
 from grader.records import GradeResult, Submission
@@ -159,8 +160,6 @@ def kit_fingerprint(lang: str, limits: Limits = Limits()) -> str:
     digest = hashlib.sha256(
         f"{lang}\0{limits!r}\0{importlib.metadata.version('torch')}\0{_version('mindspore')}".encode()
     )
-    import solutions
-
     for root in (Path(grader.__file__).parent, TEMPLATES_DIR, Path(solutions.__file__).parent):
         for file in sorted(root.rglob("*")):
             if file.is_file() and "__pycache__" not in file.parts and file.suffix != ".pyc":

@@ -80,7 +80,7 @@ def decode(payload: bytes | bytearray, budget: Budget | None = None) -> dict[str
     """A child's probe record as the trusted side holds it. The payload's bytes are already
     charged to `budget`; the Python objects its JSON document would become are charged here,
     before decoding (at most JSON_FACTOR bytes per byte of JSON)."""
-    from grader.sandbox import codec
+    from grader.sandbox import codec  # torch: not before the workers start (grader.run imports this module)
 
     if budget is not None and len(payload) >= 4:
         json_bytes = min(int.from_bytes(payload[:4], "big"), MAX_JSON + 1)

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from grader.probes import ContractError, Namespace, Probe, cpu_manual_seed
+from grader.probes.tracer import traced
 from grader.sandbox import codec
 
 MAX_TEXT = 2000
@@ -231,8 +232,6 @@ def trace_probe(probe: Probe, ns: Namespace, directory: str) -> dict | Encoded:
     A document too large to send keeps its first ops only, marked truncated. Returned encoded: it
     was encoded to measure it (unless even the empty document failed to encode: then `serialise`
     tries once more, and says what failed)."""
-    from grader.probes.tracer import traced
-
     document, payload = _fit(traced(run_probe, probe, ns, directory)["trace"], TRACE_JSON)
     return {"ok": {"trace": document}} if payload is None else payload
 

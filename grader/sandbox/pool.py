@@ -21,6 +21,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import grader
+import solutions  # only to find (and hide) where the answer key lives
 from grader.frameworks import track_of
 from grader.records import IntegrityNote, ProbeError, Submission
 from grader.sandbox import exposure, mounts
@@ -89,8 +90,6 @@ class SandboxPool:
         self.is_root = os.getuid() == 0
         self.uid_base = uid_base() + first_slot
         self.roots = mounts.python_roots()
-        import solutions  # only to find (and hide) where the answer key lives
-
         hidden = [KIT_ROOT, *mounts.git_folders(KIT_ROOT.parent), Path(solutions.__file__).resolve().parent, *hide]
         if (KIT_ROOT.parent / "pyproject.toml").exists():
             hidden.append(KIT_ROOT.parent)

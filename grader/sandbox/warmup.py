@@ -17,7 +17,9 @@ from collections.abc import Callable
 
 import torch
 
-from grader.probes import load_all
+from grader.frameworks.mindspore_adapter import prepare
+from grader.probes import exercise3_3_gpt2_attention, load_all
+from grader.probes.tracer import Tracer
 from grader.sandbox import driver
 
 # Imported before forking: children start faster, and a child that cannot reach the interpreter's
@@ -78,12 +80,8 @@ def torch_flavour() -> None:
     x = torch.randn(2, 3, 4)
     (torch.softmax(layer(x) @ x.transpose(1, 2), dim=-1).sum()).backward()
     driver.serialise({"ok": {"x": x}})
-    from grader.probes.tracer import Tracer
-
     with Tracer("/nonexistent"):  # the trace mode's first use (TorchFunctionMode, the trace hook)
         torch.softmax(layer(x), dim=-1)
-    from grader.probes import exercise3_3_gpt2_attention
-
     exercise3_3_gpt2_attention.prepare()  # GPT-2-size weights: made once here, shared by every child
 
 
@@ -95,7 +93,6 @@ MINDSPORE_PRELOAD = (
     "mindspore.ops",
     "mindspore.graph._parse.compile_config",
     "mindspore.ops.tensor_method",  # imported by the first op otherwise: in every child
-    "grader.frameworks.mindspore_adapter",
 )
 
 
@@ -118,8 +115,6 @@ def mindspore_flavour() -> None:
     torch_flavour()
     for name in MINDSPORE_PRELOAD:
         __import__(name)
-    from grader.frameworks.mindspore_adapter import prepare
-
     prepare()
 
 
