@@ -42,8 +42,12 @@ sandbox-tools:
 demo: setup
 	$(BIN)/grade examples/class --out reports/example-class --force
 
-# PYTEST_ARGS narrows the run, e.g. make test PYTEST_ARGS="-k release".
+# The linter, the formatter's check and the type checker first (pyproject.toml configures them),
+# then the tests. PYTEST_ARGS narrows the pytest run, e.g. make test PYTEST_ARGS="-k release".
 test: setup mindspore
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 benchmark: setup
