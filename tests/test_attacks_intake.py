@@ -275,7 +275,7 @@ def test_notebook_feedback_names_the_cell_and_its_line(graded):
     folder = graded["out"] / "notebook_error"
     html = (folder / "feedback.html").read_text(encoding="utf-8")
     where = (
-        f'<code class="student">chapter.ipynb</code>, cell {expect["cell"]}, line {expect["line"]}, in '
+        f'<code class="student">chapter.ipynb</code>, code cell {expect["cell"]}, line {expect["line"]}, in '
         f'<code class="student">softmax_naive</code>:'
     )
     assert where in html
@@ -286,10 +286,10 @@ def test_a_syntax_error_in_a_notebook_names_the_cell_in_every_place(graded):
     expect = graded["expect"]["notebook_syntax"].extra
     folder = graded["out"] / "notebook_syntax"
     html = (folder / "feedback.html").read_text(encoding="utf-8")
-    assert f'<code class="student">chapter.ipynb</code>, cell {expect["cell"]}, line {expect["line"]}' in html
+    assert f'<code class="student">chapter.ipynb</code>, code cell {expect["cell"]}, line {expect["line"]}' in html
     document = json.loads((folder / "results.json").read_text(encoding="utf-8"))
     outputs = {t["output"] for t in document["tests"] if t["id"].startswith(M33)}
-    assert any(f"(chapter.ipynb, cell {expect['cell']}, line {expect['line']})" in o for o in outputs), outputs
+    assert any(f"(chapter.ipynb, code cell {expect['cell']}, line {expect['line']})" in o for o in outputs), outputs
     assert not any("sec3_3_simple_attention.py, line" in o for o in outputs)
 
 

@@ -388,7 +388,7 @@ def test_every_generated_line_knows_its_cell_and_line():
     line = m33.source.split("\n").index("B = math.pi") + 1
     assert (origin_at(m33.origins, line).cell, origin_at(m33.origins, line).line) == (3, 3)
     assert origin_at(m33.origins, 1).cell == 1  # the imported preamble points at its cell too
-    generated = m33.source.split("\n").index("# --- notebook cell 3 ---") + 1
+    generated = m33.source.split("\n").index("# --- code cell 3 ---") + 1
     assert origin_at(m33.origins, generated) is None  # a line the grader added
 
 

@@ -285,12 +285,13 @@ def test_a_test_cell_in_a_notebook_named_like_a_module_is_left_out_with_a_note(t
     source = submission.sources["sec3_5_causal_attention"]
     assert "A = 1" in source and "D = 4" in source and "E = 5" in source
     assert "B = 2" not in source and "C = 3" not in source
+    # code cells are numbered as Jupyter's users count them: the markdown cell is not one
     assert [(n.kind, n.detail) for n in submission.problems] == [
-        ("submission.notebook-test-cells", "sec3_5_causal_attention.ipynb (2, 4)")
+        ("submission.notebook-test-cells", "sec3_5_causal_attention.ipynb (2, 3)")
     ]
     for lang in LANGUAGES:
         text = Catalog(lang).t("integrity.submission.notebook-test-cells", detail=submission.problems[0].detail)
-        assert "sec3_5_causal_attention.ipynb (2, 4)" in text and "nbgrader" in text
+        assert "sec3_5_causal_attention.ipynb (2, 3)" in text and "nbgrader" in text
 
 
 def test_a_note_lists_at_most_ten_test_cells(tmp_path):

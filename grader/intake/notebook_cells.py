@@ -1,21 +1,18 @@
 """From notebook cells to module sources, remembering where every line came from.
 
 `section_module` makes one module of every code cell of a notebook named like the module;
-`chapter_modules` makes the modules of a chapter notebook from its marked cells (see
-`grader.intake.notebooks` for the layouts). Each generated line carries a `LineOrigin` (notebook,
-cell number, line in the cell) or None for lines the grader adds, and `in_notebook_terms` turns a
-traceback frame of a generated module back into the cell and line the student wrote.
+`grader.intake.chapter` makes the modules of a chapter notebook (see `grader.intake.notebooks` for
+the layouts). Each generated line carries a `LineOrigin` (notebook, code cell number, line in the
+cell) or None for lines the grader adds, and `in_notebook_terms` turns a traceback frame of a
+generated module back into the cell and line the student wrote. A cell is numbered as Jupyter's
+users count it: its place among the notebook's code cells (markdown cells are not counted).
 
-Python code is parsed in this (trusted) process only in small pieces (`grader.intake.parsing`): an
-unmarked cell is searched for its imports and definitions only when it is at most MAX_SCANNED_CELL
-characters long, and at most MAX_SCANNED_TOTAL characters per notebook (``ast.parse`` takes ~500
-bytes of memory per byte of a hostile expression). Lines are the tokenizer's (`grader.intake.lines`;
-a notebook's "\r" and "\r\n" are "\n" by now).
+Lines are the tokenizer's (`grader.intake.lines`; a notebook's "\r" and "\r\n" are "\n" by now).
+Standard library only (the student bundle ships a copy of intake/).
 """
 
 from __future__ import annotations
 
-import ast
 import bisect
 import io
 import re
@@ -24,13 +21,9 @@ from collections.abc import Set
 from dataclasses import dataclass, replace
 from typing import Any
 
-from grader.intake.lines import source_lines
-from grader.intake.parsing import MAX_PARSED_CHARS, parsed
-from grader.records import MODULES, LineOrigin, StudentFrame
+from grader.records import LineOrigin, StudentFrame
 
 CHAPTER_NOTEBOOK_MARKER = re.compile(r"^#\s*module:\s*([A-Za-z0-9_]+)\s*$")
-MAX_SCANNED_CELL = MAX_PARSED_CHARS  # an unmarked cell longer than this is not searched for definitions
-MAX_SCANNED_TOTAL = 128 * 1024  # nor any once this much unmarked code has been searched
 # Cell magics whose body is still Python; any other cell magic makes the cell non-Python.
 PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug"}
 _TOP_LEVEL_NAME = re.compile(r"^(?:async[ \t]+def|def|class)[ \t]+(\w+)|^(\w+)[ \t]*(?::[^=\n]*)?=(?!=)", re.M)
@@ -55,10 +48,19 @@ def tags(metadata: dict) -> list[str]:
 
 @dataclass(frozen=True)
 class GeneratedModule:
-    """A module's source made from notebook cells, and the origin of each of its lines."""
+    """A module's source made from notebook cells, the origin of each of its lines, and how its
+    cells were found: "notebook" (every code cell of a notebook named like the module), "marked"
+    (cells with its `# module:` line) or "recognised" (by the names it defines: `names`)."""
 
     source: str
     origins: Origins  # see origin_at
+    how: str = "notebook"
+    names: tuple[str, ...] = ()
+
+    @property
+    def cells(self) -> tuple[int, ...]:
+        """The code cells its lines come from."""
+        return tuple(sorted({origin.cell for _, origin in self.origins if origin is not None}))
 
 
 def python_code(cell_source: str) -> str | None:
@@ -91,42 +93,6 @@ def _module_of(source: str, metadata: dict) -> str | None:
     if isinstance(kit.get("module"), str):
         return kit["module"]
     return None
-
-
-@dataclass
-class _Scan:
-    """What an unmarked cell gives the kernel: its imports and its definitions, as line ranges."""
-
-    imports: list[tuple[int, int]]  # (first line, last line), 1-based, of each import statement
-    definitions: list[tuple[str, int, int]]  # (name, first, last) of each def / class (decorators included)
-
-
-def _scan(code: str) -> _Scan:
-    """The top-level imports and definitions of a cell; statements that share a line with another
-    are left out (their lines cannot be taken alone)."""
-    tree = parsed(code)
-    if tree is None:
-        return _Scan([], [])
-    spans = []
-    for node in tree.body:
-        decorators = getattr(node, "decorator_list", None) or []
-        first = min([node.lineno] + [d.lineno for d in decorators])
-        spans.append((node, first, node.end_lineno or node.lineno))
-    scan = _Scan([], [])
-    for index, (node, first, last) in enumerate(spans):
-        if index and spans[index - 1][2] >= first or index + 1 < len(spans) and spans[index + 1][1] <= last:
-            continue
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            if not (isinstance(node, ast.ImportFrom) and node.module == "__future__") and not _imports_checks(node):
-                scan.imports.append((first, last))
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            scan.definitions.append((node.name, first, last))
-    return scan
-
-
-def _imports_checks(node: ast.Import | ast.ImportFrom) -> bool:
-    names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [alias.name for alias in node.names]
-    return any(name.split(".")[0] in PUBLIC_CHECK_MODULES for name in names)
 
 
 def _string_continuations(lines: list[str]) -> set[int]:
@@ -184,7 +150,7 @@ class _Builder:
         self._add(line)
 
     def cell(self, number: int, code: str) -> None:
-        self.generated(f"# --- notebook cell {number} ---")
+        self.generated(f"# --- code cell {number} ---")
         self._add(code, number, 1)
 
     def lines_of(
@@ -194,79 +160,8 @@ class _Builder:
             line = lines[index - 1]
             self._add(line if index in keep or not line.strip() else indent + line, number, index)
 
-    def module(self) -> GeneratedModule:
-        return GeneratedModule("\n".join(self.chunks) + "\n", tuple(self.runs))
-
-
-def chapter_modules(cells: list[tuple[int, str, dict]], shown_name: str) -> dict[str, GeneratedModule]:
-    # Which cell goes where: module cells by their marker; unmarked cells are scanned.
-    order: list[tuple[int, str | None, str, _Scan | None]] = []
-    budget = MAX_SCANNED_TOTAL
-    for number, source, metadata in cells:
-        code = python_code(source)
-        if code is None:
-            continue
-        module = _module_of(source, metadata)
-        if module is None:
-            scan = None
-            if len(code) <= min(MAX_SCANNED_CELL, budget):
-                budget -= len(code)
-                scan = _scan(code)
-            order.append((number, None, code, scan))
-        elif module in MODULES:
-            order.append((number, module, code, None))
-    modules = list(dict.fromkeys(module for _, module, _, _ in order if module is not None))
-    # Names the module cells define: an unmarked cell never replaces them (a draft left in a
-    # scratch cell does not override the student's marked solution).
-    marked = {
-        match.group(1) or match.group(2)
-        for _, module, code, _ in order
-        if module is not None
-        for match in _TOP_LEVEL_NAME.finditer(code)
-    }
-    preamble: list[tuple[int, list[str], int, int]] = []  # (cell, its lines, first, last)
-    seen: set[str] = set()
-    for number, module, code, scan in order:
-        if module is None and scan is not None:
-            lines = source_lines(code)
-            for first, last in scan.imports:
-                text = "\n".join(lines[first - 1 : last])
-                if text not in seen:
-                    seen.add(text)
-                    preamble.append((number, lines, first, last))
-    sources: dict[str, GeneratedModule] = {}
-    for index, module in enumerate(modules):
-        builder = _Builder(shown_name)
-        for number, lines, first, last in preamble:
-            builder.lines_of(number, lines, first, last)
-        for name in modules[:index]:
-            builder.generated(f"from {name} import *  # defined earlier in this notebook")
-        if preamble or index:
-            builder.generated("")
-        for number, owner, code, scan in order:
-            if owner == module:
-                builder.generated("")
-                builder.cell(number, code)
-            elif owner is None and scan is not None:
-                _definitions(builder, number, code, [d for d in scan.definitions if d[0] not in marked])
-        sources[module] = builder.module()
-    return sources
-
-
-def _definitions(builder: _Builder, number: int, code: str, definitions: list[tuple[str, int, int]]) -> None:
-    """An unmarked cell's definitions, each in `try: ... except Exception: pass`: a helper whose
-    definition needs a name this module lacks is skipped here, as it would have been unusable."""
-    if not definitions:
-        return
-    lines = source_lines(code)
-    strings = _string_continuations(lines)
-    builder.generated("")
-    builder.generated(f"# --- definitions from notebook cell {number} ---")
-    for _, first, last in definitions:
-        builder.generated("try:")
-        builder.lines_of(number, lines, first, last, indent="    ", keep=strings)
-        builder.generated("except Exception:")
-        builder.generated("    pass")
+    def module(self, how: str = "notebook", names: tuple[str, ...] = ()) -> GeneratedModule:
+        return GeneratedModule("\n".join(self.chunks) + "\n", tuple(self.runs), how, names)
 
 
 def section_module(cells: list[tuple[int, str, dict]], shown_name: str) -> GeneratedModule | None:
@@ -299,6 +194,6 @@ def message_in_notebook_terms(message: str, origins: dict[str, Origins]) -> str:
 
     def place(match: re.Match) -> str:
         frame = in_notebook_terms(StudentFrame(f"{match.group(1)}.py", int(match.group(2)), "", ""), origins)
-        return f"({frame.file}, cell {frame.cell}, line {frame.line})" if frame.cell else match.group()
+        return f"({frame.file}, code cell {frame.cell}, line {frame.line})" if frame.cell else match.group()
 
     return _LOCATION_IN_MESSAGE.sub(place, message) if origins and len(message) < 100_000 else message

@@ -4,16 +4,11 @@ Two layouts are accepted, and graded exactly as the equivalent .py files would b
 
 * one notebook per section, named like the module (``sec3_5_causal_attention.ipynb``): every
   code cell is part of the module, in notebook order;
-* one notebook for the whole chapter (any other name): each code cell belongs to the module named
-  by a ``# module: <name>`` first line, a ``module:<name>`` cell tag, or the cell metadata
-  ``{"attention_kit": {"module": "<name>"}}``. Later modules see everything earlier modules define
-  (as the notebook's single namespace does): their source starts with ``from <earlier> import *``.
-  Cells without a marker contribute what the student's kernel would have from them: their import
-  statements (a preamble at the top of every module) and their function and class definitions
-  (placed in notebook order among the module's own cells, each guarded so that a definition that
-  needs something this module lacks costs nothing). Their other statements (scratch work, demos)
-  are not run, nor are imports of the course's public checks (``from ch3_checks import ...``, a
-  copy of a test cell): they are not the student's code.
+* any other notebook: a notebook for the chapter (or part of it). A code cell belongs to the
+  module named by a ``# module: <name>`` first line, a ``module:<name>`` cell tag, or the cell
+  metadata ``{"attention_kit": {"module": "<name>"}}``; a module without such cells is recognised
+  by the names the contract requires, the last definition of each and what it needs
+  (`grader.intake.chapter`, `grader.intake.recognition`).
 
 Never part of a module: nbgrader test cells (graded, not a solution: they hold the checks, not the
 student's code; in a notebook named like a module, which holds no test cells of the course's, the
@@ -41,15 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader.intake.chapter import Defined, analysed_cells, chapter_modules, definitions
 from grader.intake.files import Refused, read_file
-from grader.intake.notebook_cells import (
-    CHAPTER_NOTEBOOK_MARKER,
-    GeneratedModule,
-    chapter_modules,
-    python_code,
-    section_module,
-    tags,
-)
+from grader.intake.notebook_cells import CHAPTER_NOTEBOOK_MARKER, GeneratedModule, python_code, section_module, tags
 from grader.intake.shown import replace_surrogates
 from grader.records import MODULES
 
@@ -167,21 +156,22 @@ def _is_test_cell(metadata: dict) -> bool:
     return bool(nbgrader.get("grade") and not nbgrader.get("solution"))
 
 
+def _numbered_code_cells(document: dict[str, Any]) -> list[tuple[int, dict]]:
+    """(number, cell) of every code cell: its place among the code cells, as Jupyter's users count
+    them (markdown cells are not counted)."""
+    cells = [c for c in document.get("cells", []) if isinstance(c, dict) and c.get("cell_type") == "code"]
+    return list(enumerate(cells, start=1))
+
+
 def test_cell_numbers(document: dict[str, Any]) -> list[int]:
     """The numbers of the code cells marked as nbgrader test cells."""
-    return [
-        number
-        for number, cell in enumerate(document.get("cells", []), start=1)
-        if isinstance(cell, dict) and cell.get("cell_type") == "code" and _is_test_cell(_dict(cell.get("metadata")))
-    ]
+    return [n for n, cell in _numbered_code_cells(document) if _is_test_cell(_dict(cell.get("metadata")))]
 
 
 def code_cells(document: dict[str, Any]) -> list[tuple[int, str, dict]]:
-    """(cell number, source, metadata) of the code cells that can hold the student's code."""
+    """(code cell number, source, metadata) of the code cells that can hold the student's code."""
     cells = []
-    for number, cell in enumerate(document.get("cells", []), start=1):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-            continue
+    for number, cell in _numbered_code_cells(document):
         metadata = _dict(cell.get("metadata"))
         if _is_test_cell(metadata):
             continue  # an nbgrader test cell
@@ -194,11 +184,13 @@ def code_cells(document: dict[str, Any]) -> list[tuple[int, str, dict]]:
 
 @dataclass(frozen=True)
 class NotebookCode:
-    """What a notebook gives the grader: module name -> generated module, and in a notebook named
-    like a module, the numbers of the code cells left out as nbgrader test cells."""
+    """What a notebook gives the grader: module name -> generated module; in a notebook named like a
+    module, the numbers of the code cells left out as nbgrader test cells; in any other, its
+    top-level functions and classes (`definitions`: what it defines, for the report)."""
 
     modules: dict[str, GeneratedModule]
     test_cells: tuple[int, ...] = ()
+    definitions: tuple[Defined, ...] = ()
 
 
 def notebook_modules(raw: bytes, filename: str, shown_name: str | None = None) -> dict[str, GeneratedModule]:
@@ -207,11 +199,14 @@ def notebook_modules(raw: bytes, filename: str, shown_name: str | None = None) -
     return notebook_code(raw, filename, shown_name).modules
 
 
-def notebook_code(raw: bytes, filename: str, shown_name: str | None = None) -> NotebookCode:
-    """The modules the notebook `filename` defines and the test cells it leaves out (see
-    `NotebookCode`). Raises NotebookError."""
+def notebook_code(
+    raw: bytes, filename: str, shown_name: str | None = None, taken: frozenset[str] = frozenset()
+) -> NotebookCode:
+    """The modules the notebook `filename` defines (but those `taken`, which a .py file or an
+    earlier notebook gives, are never recognised in it by their names) and the test cells it
+    leaves out (see `NotebookCode`). Raises NotebookError."""
     try:
-        return _notebook_code(parse_notebook(raw), filename, shown_name or filename)
+        return _notebook_code(parse_notebook(raw), filename, shown_name or filename, taken)
     except NotebookError:
         raise
     except (RecursionError, MemoryError):
@@ -220,13 +215,14 @@ def notebook_code(raw: bytes, filename: str, shown_name: str | None = None) -> N
         raise NotebookError("malformed") from None
 
 
-def _notebook_code(document: dict[str, Any], filename: str, shown_name: str) -> NotebookCode:
+def _notebook_code(document: dict[str, Any], filename: str, shown_name: str, taken: frozenset[str]) -> NotebookCode:
     cells = code_cells(document)
     stem = filename[: -len(".ipynb")] if filename.endswith(".ipynb") else filename
     if stem in MODULES:
         module = section_module(cells, shown_name)
         return NotebookCode({stem: module} if module is not None else {}, tuple(test_cell_numbers(document)))
-    return NotebookCode(chapter_modules(cells, shown_name))
+    chapter = analysed_cells(cells)
+    return NotebookCode(chapter_modules(chapter, shown_name, taken), definitions=definitions(chapter))
 
 
 def modules_from_notebook(path: Path) -> dict[str, str]:

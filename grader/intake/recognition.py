@@ -1,0 +1,178 @@
+"""A chapter notebook without `# module:` lines: each module's code recognised by the names the
+contract requires (`grader.intake.contract.REQUIRED`), as running the notebook top to bottom binds them.
+
+A module is made of the last definition of each of its required names, and of every statement
+those need, transitively (`grader.intake.statements`): the helpers and constants they read, the
+imports that bind what they use, an earlier definition a class extends, a later statement that
+changes what they define (`CausalAttention.forward = fixed_forward`). A name a definition reads
+when it runs (a base class, a decorator) is the one bound before it; a name its functions read
+when they are called is the last one bound in the notebook, as after Run All. Nothing else runs:
+demo and scratch cells (prints, the book's examples, `torch.manual_seed`) are never part of a
+module unless a definition needs what they bind, so a scratch cell that fails costs nothing, and
+one a definition needs that fails is reported at its cell and line (the module fails to import).
+
+Imports go first, in notebook order. A name required by an earlier module made from the same
+notebook is imported from it (`from sec3_5_causal_attention import CausalAttention`), as the
+`.py` files do, so that 3.6's wrapper builds the student's own 3.5 heads; any other statement is
+copied into the module that needs it. An import of a module of the exercise (a cell that imports
+"from sec3_5_causal_attention" the class an earlier cell defines) is kept as it is, except in that
+module itself. A cell that does not parse is taken whole where it holds the last definition of a
+required name (its syntax error is then that module's, at its line), with the notebook's imports.
+
+Standard library only (the student bundle ships a copy of intake/).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from grader.intake.contract import ALL_NAMES, OWNER, REQUIRED
+from grader.intake.statements import Statement
+from grader.records import MODULES
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One statement of the notebook, in notebook order: its code cell's number, that cell's lines,
+    the statement, and the module whose `# module:` cell holds it (None in an unmarked cell)."""
+
+    cell: int
+    lines: list[str]
+    statement: Statement
+    owner: str | None = None
+
+
+@dataclass(frozen=True)
+class Recognised:
+    """A module recognised in a notebook: its lines to emit (units and generated imports)."""
+
+    module: str
+    names: tuple[str, ...]  # the required names it defines
+    imports: dict[str, tuple[str, ...]]  # earlier module -> names imported from it
+    units: tuple[int, ...]  # positions of the units it is made of, in notebook order
+    preamble: tuple[int, ...] = ()  # imports added for a cell that does not parse (each guarded)
+
+
+def _earlier(a: str, b: str) -> bool:
+    return MODULES.index(a) < MODULES.index(b)
+
+
+class Notebook:
+    """The units of one notebook and where each name is bound."""
+
+    def __init__(self, units: list[Unit]):
+        self.units = units
+        self.bindings: dict[str, list[int]] = defaultdict(list)
+        self.mutators: dict[str, list[int]] = defaultdict(list)
+        for position, unit in enumerate(units):
+            for name in unit.statement.binds:
+                self.bindings[name].append(position)
+            for name in unit.statement.mutates:
+                self.mutators[name].append(position)
+        self.marked_names = {n for u in units if u.owner is not None for n in u.statement.binds}
+
+    def resolve(self, name: str, module: str, before: int | None = None, unmarked: bool = False) -> int | None:
+        """The statement whose binding of `name` a use sees: the last before `before` (when given and
+        there is one), else the last in the notebook; for a name the contract requires, its last
+        definition (`def`, `class`) where there is one. An import of `name` from `module` itself
+        never counts in `module`."""
+        found = [
+            p
+            for p in self.bindings.get(name, ())
+            if self.units[p].statement.imports_from != module and not (unmarked and self.units[p].owner)
+        ]
+        if before is not None:
+            found = [p for p in found if p < before] or found
+        if name in ALL_NAMES:
+            found = [p for p in found if name in self.units[p].statement.defines] or found
+        return found[-1] if found else None
+
+    def roots(self, module: str) -> dict[str, int]:
+        """Required name -> the statement that last defines it (not by an import), in unmarked cells."""
+        roots = {}
+        for name in REQUIRED[module]:
+            if name in self.marked_names:
+                continue  # a `# module:` cell has it: the markers decide
+            position = self.resolve(name, module, unmarked=True)
+            if position is not None and not self.units[position].statement.imports:
+                roots[name] = position
+        return roots
+
+
+def recognise(units: list[Unit], taken: frozenset[str] | set[str]) -> list[Recognised]:
+    """The modules the notebook's unmarked cells define, for every module without a `# module:`
+    cell and not `taken` (given by a .py file or an earlier notebook)."""
+    notebook = Notebook(units)
+    marked = {u.owner for u in units if u.owner}
+    roots = {m: notebook.roots(m) for m in MODULES if m not in marked and m not in taken}
+    roots = {m: r for m, r in roots.items() if r}
+    finals: dict[int, set[str]] = defaultdict(set)
+    for found in roots.values():
+        for name, position in found.items():
+            finals[position].add(name)
+    return [_closure(notebook, module, found, finals, set(roots)) for module, found in roots.items()]
+
+
+def _closure(
+    notebook: Notebook, module: str, roots: dict[str, int], finals: dict[int, set[str]], made: set[str]
+) -> Recognised:
+    units = notebook.units
+    selected: set[int] = set()
+    imports: dict[str, set[str]] = defaultdict(set)
+    queue = sorted(roots.values())
+
+    def provider(position: int, name: str) -> str | None:
+        """The earlier module that holds this binding of `name`, to import it from; None: copy it."""
+        unit = units[position]
+        if unit.statement.imports:
+            return None
+        if unit.owner is not None:
+            return unit.owner if unit.owner != module and _earlier(unit.owner, module) else None
+        owner = OWNER.get(name)
+        if name in finals.get(position, ()) and owner in made and owner != module and _earlier(owner, module):
+            return owner
+        return None
+
+    def need(name: str, before: int | None) -> None:
+        position = notebook.resolve(name, module, before)
+        if position is None or position in selected:
+            return
+        source = provider(position, name)
+        if source is not None:
+            imports[source].add(name)
+        else:
+            queue.append(position)
+
+    while queue:
+        position = queue.pop()
+        if position in selected:
+            continue
+        selected.add(position)
+        statement = units[position].statement
+        for name in statement.now:
+            need(name, position)
+        for name in statement.later:
+            need(name, None)
+        if statement.imports:
+            continue
+        for name in statement.binds:  # what changes the object this statement binds
+            for later in notebook.mutators.get(name, ()):
+                if later > position and notebook.resolve(name, module, later) == position:
+                    queue.append(later)
+    preamble: tuple[int, ...] = ()
+    if any(units[p].statement.opaque for p in selected):
+        first_opaque = min(p for p in selected if units[p].statement.opaque)
+        preamble = tuple(
+            p for p in range(first_opaque) if units[p].statement.imports and p not in selected and not units[p].owner
+        )
+    return Recognised(
+        module,
+        tuple(n for n in REQUIRED[module] if n in roots),
+        {
+            source: tuple(sorted(names))
+            for source, names in sorted(imports.items(), key=lambda kv: MODULES.index(kv[0]))
+        },
+        tuple(sorted(selected)),
+        preamble,
+    )
