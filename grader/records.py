@@ -25,11 +25,66 @@ SECTIONS: tuple[str, ...] = tuple(MODULE_SECTIONS.values())
 @dataclass(frozen=True)
 class LineOrigin:
     """Where a line of a module made from a notebook was written: the notebook (as feedback names
-    it), the cell's number (1-based, counting every cell) and the line in that cell (1-based)."""
+    it), the code cell's number (1-based, among the notebook's code cells: markdown cells are not
+    counted) and the line in that cell (1-based)."""
 
     notebook: str
     cell: int
     line: int
+
+
+@dataclass(frozen=True)
+class ModuleFound:
+    """Where a module's code was found: `file` (as the student named it), and `how`: "file" (a .py
+    file), "notebook" (every code cell of a notebook named like the module), "marked" (its
+    `# module:` cells of a notebook) or "recognised" (by the names it defines: `names`, in `cells`)."""
+
+    module: str
+    file: str
+    how: str
+    cells: tuple[int, ...] = ()
+    names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NearMiss:
+    """A name the contract requires that is missing, where one that looks like it is defined:
+    `kind` "name" (a function or class of the module), "method" (of the class `owner`: its
+    `__init__` or `forward`) or "keyword" (a parameter of `owner`'s constructor or function).
+    `found` is the student's name; `file`, `line` (and a notebook's code `cell`) say where it is."""
+
+    module: str
+    kind: str
+    wanted: str
+    found: str
+    file: str
+    line: int
+    cell: int = 0
+    owner: str = ""
+
+
+@dataclass(frozen=True)
+class LmsIdentity:
+    """Who a submission of an LMS download is, as the LMS knows them: `lms` "canvas" (its user id
+    and the name in its file names) or "moodle" (the full name and the participant id of its folder
+    names); `late` when the LMS marked it late."""
+
+    lms: str
+    user_id: str
+    name: str
+    late: bool = False
+
+
+@dataclass(frozen=True)
+class Intake:
+    """How a submission's code was found: each module's file or cells, the names that look misspelt,
+    what was noticed on the way (a file uploaded again: `remarks`), the LMS's identity of the student."""
+
+    modules: tuple[ModuleFound, ...] = ()
+    near_misses: tuple[NearMiss, ...] = ()
+    remarks: tuple[IntegrityNote, ...] = ()
+    identity: LmsIdentity | None = None
+    notebooks: tuple[str, ...] = ()  # the notebooks read (as the student named them)
 
 
 @dataclass(frozen=True)
@@ -45,6 +100,7 @@ class Submission:
     # (first line of the run, its LineOrigin or None for lines the grader added); look a line up
     # with grader.intake.notebook_cells.origin_at. Modules from .py files have no entry.
     origins: dict[str, tuple[tuple[int, LineOrigin | None], ...]] = field(default_factory=dict)
+    intake: Intake = field(default_factory=lambda: Intake())
 
 
 @dataclass(frozen=True)
@@ -131,6 +187,7 @@ class TestOutcome:
     blocked_by: str | None = None  # a broken module this test depends on, e.g. "sec3_5_causal_attention"
     probes: tuple[str, ...] = ()
     diagnosis: Diagnosis | None = None
+    near_miss: NearMiss | None = None  # a misspelt name that explains this test's error (grader.intake.near_misses)
 
 
 @dataclass(frozen=True)
@@ -164,3 +221,4 @@ class GradeResult:
     heatmaps: list[Heatmap] = field(default_factory=list)
     track: str = "pytorch"  # or "mindspore" (grader.frameworks.track_of)
     folder: str | None = None  # in a class run, the folder of its reports (grader.intake.names)
+    intake: Intake = field(default_factory=lambda: Intake())  # how its code was found

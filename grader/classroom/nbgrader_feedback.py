@@ -28,16 +28,17 @@ def _cell_environment(lang: str) -> Any:
 def _in_notebook_terms(message: str, missing: set[str], catalog: Catalog) -> str:
     """A test message about a module the notebook does not define, said of the notebook, not of a .py file."""
     for module in sorted(missing):
-        said = catalog.t("import.missing", module=module)
-        if said in message:
-            message = message.replace(
-                said,
-                catalog.t(
-                    "classroom.nbgrader.module-missing-short",
-                    module=module,
-                    section=catalog.t(section_key(MODULE_SECTIONS[module])),
-                ),
-            )
+        for key in ("import.missing", "import.missing-notebook"):
+            said = catalog.t(key, module=module)
+            if said in message:
+                message = message.replace(
+                    said,
+                    catalog.t(
+                        "classroom.nbgrader.module-missing-short",
+                        module=module,
+                        section=catalog.t(section_key(MODULE_SECTIONS[module])),
+                    ),
+                )
     return message
 
 

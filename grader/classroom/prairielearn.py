@@ -126,7 +126,7 @@ def format_errors(result: GradeResult, catalog: Catalog) -> list[str]:
         error = outcome.error
         if outcome.status == "passed" or error is None:
             return []
-        if error.key == "import.missing":
+        if error.key in ("import.missing", "import.missing-notebook"):
             continue
         if error.kind != "import" or error.exc_type not in PARSE_ERRORS:
             return []  # (a SyntaxError that student code raises when called is an answer, not a parse error)

@@ -53,14 +53,16 @@ def _flat(tree: dict, prefix: str = "") -> dict[str, str]:
 
 def check_messages(default: str, framework: str = "pytorch") -> dict:
     """The public checks' strings per language (flat keys), with the section titles, the
-    messages about submissions that cannot be read (the intake's problems) and the hints of the
-    misconceptions (`hints.<id>`, which a check names for a trap it recognises)."""
+    messages about submissions that cannot be read (the intake's problems) and about names that look
+    misspelt (its near misses), and the hints of the misconceptions (`hints.<id>`, which a check
+    names for a trap it recognises)."""
     messages: dict = {"default": default}
     for lang in LANGUAGES:
         catalog = Catalog(lang)
         tree = _load(lang)
         flat = _flat(tree.get("classroom", {}).get("check", {}))
         flat |= _flat(tree.get("integrity", {}).get("submission", {}), "integrity.submission.")
+        flat |= _flat(tree.get("found", {}), "found.")  # names that look misspelt, where they are
         if framework == "mindspore":  # item texts of the MindSpore edition (mindspore.toml)
             flat |= _flat(tree.get("classroom", {}).get("check-mindspore", {}))
         flat |= {f"section.{module}": catalog.t(section_key(section)) for module, section in MODULE_SECTIONS.items()}

@@ -13,15 +13,19 @@ import hashlib
 import os
 from pathlib import Path
 
+from grader.intake.chapter import Defined
+from grader.intake.contract import ALL_NAMES
+from grader.intake.near_misses import near_misses
 from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, notebook_code
 from grader.intake.shown import decode_name, shown
 from grader.intake.source_text import read_source
-from grader.records import MODULES, IntegrityNote, LineOrigin, Submission
+from grader.records import MODULES, Intake, IntegrityNote, LineOrigin, LmsIdentity, ModuleFound, Submission
 
 MAX_SOURCE_BYTES = 512 * 1024
 MAX_NOTEBOOKS = 16
 MAX_SUBMISSION_BYTES = 24 * 1024 * 1024
 MAX_LISTED_CELLS = 10  # cell numbers a note lists
+MAX_LISTED_NAMES = 12  # names a note lists
 
 
 def is_module_file(name: str) -> bool:
@@ -51,6 +55,11 @@ class Assembly:
         self.problems = list(problems)
         self.left = MAX_SUBMISSION_BYTES
         self.notebooks = 0
+        self.found: dict[str, ModuleFound] = {}
+        self.definitions: list[tuple[str, Defined]] = []  # (notebook, a function or class it defines)
+        self.remarks: list[IntegrityNote] = []
+        self.identity: LmsIdentity | None = None
+        self.notebooks_read: list[str] = []
 
     def note(self, kind: str, filename: str) -> None:
         self.problems.append(IntegrityNote(kind, decode_name(filename)))
@@ -79,11 +88,13 @@ class Assembly:
                     )
                 )
             self.py[filename[:-3]] = source.text
+            self.found[filename[:-3]] = ModuleFound(filename[:-3], decode_name(filename), "file")
 
     def _notebook(self, filename: str, data: bytes) -> None:
         shown_name = decode_name(filename)
+        self.notebooks_read.append(shown_name)
         try:
-            code = notebook_code(data, filename, shown_name)
+            code = notebook_code(data, filename, shown_name, frozenset(self.py) | frozenset(self.generated))
         except NotebookError as exc:
             detail = shown_name + (f" ({exc.where})" if exc.where else "")
             self.problems.append(IntegrityNote(f"submission.notebook-{exc.reason}", detail))
@@ -91,6 +102,10 @@ class Assembly:
         if code.test_cells:
             detail = f"{shown_name} ({_listed(code.test_cells)})"
             self.problems.append(IntegrityNote("submission.notebook-test-cells", detail))
+        self.definitions += [(shown_name, d) for d in code.definitions]
+        named_like_a_module = filename[: -len(".ipynb")] in MODULES
+        if not named_like_a_module and not code.modules and not any(d.name in ALL_NAMES for d in code.definitions):
+            self.problems.append(_nothing_found(shown_name, code.definitions))
         for module, generated in code.modules.items():
             if module in self.generated:
                 continue  # an earlier notebook (a module-named one) has it
@@ -98,6 +113,9 @@ class Assembly:
                 self.problems.append(IntegrityNote("submission.notebook-code-too-large", f"{module} ({shown_name})"))
                 continue
             self.generated[module] = (generated.source, generated.origins)
+            self.found.setdefault(
+                module, ModuleFound(module, shown_name, generated.how, generated.cells, generated.names)
+            )
 
     def submission(self) -> Submission:
         sources = {module: source for module, (source, _) in self.generated.items()}
@@ -108,10 +126,28 @@ class Assembly:
         digest = hashlib.sha256()
         for module in sorted(sources):
             digest.update(module.encode() + b"\0" + sources[module].encode("utf-8", "surrogatepass") + b"\0")
-        for note in self.problems:
+        for note in self.problems + self.remarks:
             digest.update(b"note\0" + f"{note.kind}\0{note.detail}".encode("utf-8", "surrogatepass") + b"\0")
+        if self.identity is not None:
+            digest.update(b"identity\0" + repr(self.identity).encode("utf-8", "surrogatepass"))
         ordered = {module: sources[module] for module in MODULES if module in sources}
-        return Submission(self.name, self.path, ordered, digest.hexdigest(), tuple(self.problems), origins)
+        intake = Intake(
+            tuple(self.found[m] for m in MODULES if m in ordered),
+            near_misses(ordered, origins, self.definitions),
+            tuple(self.remarks),
+            self.identity,
+            tuple(self.notebooks_read),
+        )
+        return Submission(self.name, self.path, ordered, digest.hexdigest(), tuple(self.problems), origins, intake)
+
+
+def _nothing_found(notebook: str, definitions: tuple[Defined, ...]) -> IntegrityNote:
+    """A notebook none of whose cells gives a module: what it defines, for the note."""
+    names = list(dict.fromkeys(d.name for d in definitions))
+    if not names:
+        return IntegrityNote("submission.notebook-defines-nothing", notebook)
+    listed = ", ".join(names[:MAX_LISTED_NAMES]) + (", …" if len(names) > MAX_LISTED_NAMES else "")
+    return IntegrityNote("submission.notebook-nothing-found", f"{notebook} ({listed})")
 
 
 def _listed(numbers: tuple[int, ...]) -> str:

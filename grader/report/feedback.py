@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Container
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from grader.i18n import Catalog, section_key
 from grader.records import MODULE_SECTIONS, SECTIONS, GradeResult, StudentFrame, TestOutcome
 from grader.report.diagnosis import DiagnosisView, diagnosis_view, outcome_hint
+from grader.report.found import FoundView, found_view
 from grader.report.heatmaps import HeatmapView, heatmap_view
 from grader.report.messages import (
     Card,
@@ -23,6 +24,7 @@ from grader.report.messages import (
     misconception_card,
     module_name,
     outcome_message,
+    with_near_miss,
 )
 from grader.report.said import Said, inline, number, say, student, words
 
@@ -103,6 +105,7 @@ class FeedbackView:
     cards: list[Card]
     heatmaps: list[HeatmapView]
     integrity: list[NoteView]
+    found: FoundView | None = None
 
     @property
     def fraction(self) -> float:
@@ -174,7 +177,7 @@ def _check_view(outcome: TestOutcome, catalog: Catalog, heatmap: HeatmapView | N
             section_title=words(catalog.t(section_key(section))) if section else student(outcome.blocked_by),
         )
     if outcome.error is not None:
-        message = error_message(outcome.error, catalog)  # the blocked note is shown on its own
+        message = with_near_miss(error_message(outcome.error, catalog), outcome, catalog)  # the blocked note apart
     elif outcome.detail is not None:
         message = outcome_message(outcome, catalog)
     hint = outcome_hint(outcome, catalog)
@@ -204,6 +207,10 @@ def _check_view(outcome: TestOutcome, catalog: Catalog, heatmap: HeatmapView | N
     )
 
 
+def _missing(outcome: TestOutcome) -> bool:
+    return outcome.error is not None and outcome.error.key in ("import.missing", "import.missing-notebook")
+
+
 def _graders_own(outcome: TestOutcome) -> bool:
     """A check the grader itself could not run: it says nothing about the student's code."""
     return outcome.error is not None and outcome.error.kind == "internal"
@@ -224,12 +231,9 @@ def _start(tests: list[TestOutcome], catalog: Catalog) -> Guidance | None:
             return Guidance(
                 say(catalog, "report.start.blocked", module=module_name(test.blocked_by), section_title=title)
             )
-        if error.key == "import.missing":
-            return Guidance(
-                say(
-                    catalog, "report.start.missing", module=module_name((error.params or {}).get("module", test.module))
-                )
-            )
+        if error.key in ("import.missing", "import.missing-notebook"):
+            key = "report.start.missing" + error.key.removeprefix("import.missing")
+            return Guidance(say(catalog, key, module=module_name((error.params or {}).get("module", test.module))))
         location = error.location
         if location is None:
             continue
@@ -264,14 +268,21 @@ def feedback_view(result: GradeResult, catalog: Catalog) -> FeedbackView:
         max_score = score.max_score if score else sum(o.max_points for o in tests)
         if not tests and not max_score:
             continue
+        start = _start(tests, catalog)
+        checks = [_check_view(o, catalog, by_test.get(o.id)) for o in tests]
+        if start is not None:  # a missing module is said once, by the section, not by each of its checks
+            checks = [
+                replace(check, message=Said([])) if _missing(outcome) else check
+                for check, outcome in zip(checks, tests, strict=True)
+            ]
         sections.append(
             SectionView(
                 section,
                 catalog.t(section_key(section)),
                 score.score if score else sum(o.points for o in tests),
                 max_score,
-                [_check_view(o, catalog, by_test.get(o.id)) for o in tests],
-                _start(tests, catalog),
+                checks,
+                start,
             )
         )
     seen: dict[str, list[str]] = {}
@@ -287,6 +298,7 @@ def feedback_view(result: GradeResult, catalog: Catalog) -> FeedbackView:
         cards,
         heatmaps,
         [_note(n, catalog) for n in result.integrity],
+        found_view(result, catalog),
     )
 
 

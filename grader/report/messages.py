@@ -9,6 +9,7 @@ from typing import Any
 
 from grader.i18n import Catalog, section_key
 from grader.records import MODULE_SECTIONS, MODULES, IntegrityNote, ProbeError, StudentFrame, TestOutcome
+from grader.report.found import near_miss_said
 from grader.report.said import Said, output_block, say, student, trusted, words
 
 # Namespaces of catalogue keys that an error may name. A key from anywhere else (or one the
@@ -117,11 +118,18 @@ def error_output(error: ProbeError | None) -> str:
     return output_block(error.message)
 
 
+def with_near_miss(message: Said, outcome: TestOutcome, catalog: Catalog) -> Said:
+    """The message, and the misspelt name that explains the test's error (if the intake found one)."""
+    if outcome.near_miss is None:
+        return message
+    return _joined([message, near_miss_said(outcome.near_miss, catalog)])
+
+
 def outcome_message(outcome: TestOutcome, catalog: Catalog) -> Said:
     if outcome.status == "passed":
         return Said([])
     if outcome.error is not None:
-        return error_message(outcome.error, catalog, outcome.blocked_by)
+        return with_near_miss(error_message(outcome.error, catalog, outcome.blocked_by), outcome, catalog)
     if outcome.detail is not None:
         params: dict[str, Any] = {}
         for name, value in (outcome.detail.params or {}).items():

@@ -15,7 +15,18 @@ from typing import Any
 
 from grader.i18n import Catalog
 from grader.intake.shown import shown
-from grader.records import SECTIONS, GradeResult, IntegrityNote, SectionScore, TestOutcome
+from grader.records import (
+    MODULES,
+    SECTIONS,
+    GradeResult,
+    Intake,
+    IntegrityNote,
+    LmsIdentity,
+    ModuleFound,
+    NearMiss,
+    SectionScore,
+    TestOutcome,
+)
 from grader.report.diagnosis import diagnosis_record
 from grader.report.messages import error_output
 
@@ -49,6 +60,11 @@ def results_document(result: GradeResult, catalog: Catalog) -> dict:
             for o in result.tests
         ],
         "integrity": [asdict(note) for note in result.integrity],
+        "found": [asdict(found) for found in result.intake.modules],
+        "notebooks": list(result.intake.notebooks),
+        "near_misses": [asdict(miss) for miss in result.intake.near_misses],
+        "remarks": [asdict(note) for note in result.intake.remarks],
+        "lms": asdict(result.intake.identity) if result.intake.identity is not None else None,
         "content_hash": result.content_hash,
         "lang": catalog.lang,
     }
@@ -135,7 +151,58 @@ def _result(document: dict) -> GradeResult:
         [IntegrityNote(str(n["kind"]), str(n["detail"])) for n in document.get("integrity") or []],
         track=str(document.get("track", "pytorch")),
         folder=folder if isinstance(folder, str) else None,
+        intake=_intake(document),
     )
+
+
+def _intake(document: dict) -> Intake:
+    """How the code was found, as far as the document says it (a field that is not as written is
+    left out: it decides no grade)."""
+    found = tuple(
+        ModuleFound(
+            f["module"],
+            str(f["file"]),
+            str(f["how"]),
+            tuple(n for n in f.get("cells") or () if isinstance(n, int)),
+            tuple(str(n) for n in f.get("names") or ()),
+        )
+        for f in _dicts(document.get("found"))
+        if f.get("module") in MODULES and "file" in f and "how" in f
+    )
+    misses = tuple(_near_miss(m) for m in _dicts(document.get("near_misses")))
+    remarks = tuple(
+        IntegrityNote(str(n["kind"]), str(n["detail"]))
+        for n in _dicts(document.get("remarks"))
+        if "kind" in n and "detail" in n
+    )
+    lms = document.get("lms")
+    identity = None
+    if isinstance(lms, dict) and lms.get("lms") in ("canvas", "moodle"):
+        identity = LmsIdentity(
+            str(lms["lms"]), str(lms.get("user_id", "")), str(lms.get("name", "")), lms.get("late") is True
+        )
+    notebooks = tuple(str(n) for n in document.get("notebooks") or () if isinstance(n, str))
+    return Intake(found, tuple(m for m in misses if m is not None), remarks, identity, notebooks)
+
+
+def _dicts(value: Any) -> list[dict]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _near_miss(record: dict) -> NearMiss | None:
+    try:
+        return NearMiss(
+            str(record["module"]),
+            str(record["kind"]),
+            str(record["wanted"]),
+            str(record["found"]),
+            str(record["file"]),
+            int(record["line"]),
+            int(record.get("cell") or 0),
+            str(record.get("owner", "")),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _points(value: Any) -> float:

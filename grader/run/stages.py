@@ -112,17 +112,62 @@ def diagnosed(
         outcomes = [replace(o, misconception=None, diagnosis=None) for o in outcomes]
         partial = ("diagnosis",)
     outcomes = attribute_to_earlier_sections(outcomes, suites.uses)  # on the modules' own file names
-    return tuple(_in_notebook_terms(_quoted(o, submission), submission) for o in outcomes), partial
+    outcomes = [_in_notebook_terms(_quoted(o, submission), submission) for o in outcomes]
+    return tuple(_near_missed(_in_notebook_words(o, submission), submission) for o in outcomes), partial
 
 
 def _missing_module(outcome: TestOutcome, submission: Submission) -> TestOutcome:
     if outcome.status == "passed" or outcome.module in submission.sources or outcome.error is None:
         return outcome
+    key = "import.missing-notebook" if submission.intake.notebooks else "import.missing"
     return replace(
         outcome,
         blocked_by=None,
-        error=ProbeError(kind="import", key="import.missing", module=outcome.module, params={"module": outcome.module}),
+        error=ProbeError(kind="import", key=key, module=outcome.module, params={"module": outcome.module}),
     )
+
+
+def _in_notebook_words(outcome: TestOutcome, submission: Submission) -> TestOutcome:
+    """A function missing from a module made from a notebook: said of the notebook, not of a .py file."""
+    error = outcome.error
+    if error is None or error.key != "contract.missing-function":
+        return outcome
+    module = (error.params or {}).get("module")
+    found = next((f for f in submission.intake.modules if f.module == module and f.how != "file"), None)
+    if found is None:
+        return outcome
+    params = {**(error.params or {}), "notebook": found.file}
+    return replace(outcome, error=replace(error, key="contract.missing-function-notebook", params=params))
+
+
+def _near_missed(outcome: TestOutcome, submission: Submission) -> TestOutcome:
+    """The misspelt name (`Intake.near_misses`) that explains a test's error, if there is one: a
+    missing function of that name, or an error whose message names its class or the wanted name
+    (`unexpected keyword argument 'qkv_bias'`, `missing the required "forward" function`)."""
+    error = outcome.error
+    if error is None or outcome.status == "passed" or outcome.blocked_by or not submission.intake.near_misses:
+        return outcome
+    params = error.params or {}
+    text = str(error.message or "")[:10_000]
+    misses = [
+        m for m in submission.intake.near_misses if outcome.module == m.module or params.get("module") == m.module
+    ]
+    for miss in misses:  # the name the error names
+        if miss.kind == "name":
+            hit = str(error.key).startswith("contract.missing-function") and params.get("name") == miss.wanted
+        else:
+            hit = error.kind in ("exception", "contract") and miss.wanted in text
+        if hit:
+            return replace(outcome, near_miss=miss)
+    for miss in misses:  # else the class it names
+        if miss.kind != "name" and error.kind in ("exception", "contract") and miss.owner and f"{miss.owner}." in text:
+            return replace(outcome, near_miss=miss)
+    for (
+        miss
+    ) in submission.intake.near_misses:  # a module that uses it: "name 'X' is not defined", "cannot import name 'X'"
+        if miss.kind == "name" and error.kind in ("exception", "import") and f"'{miss.wanted}'" in text:
+            return replace(outcome, near_miss=miss)
+    return outcome
 
 
 def _quoted(outcome: TestOutcome, submission: Submission) -> TestOutcome:
@@ -245,6 +290,7 @@ def _result(
         integrity,
         heatmaps=maps,
         track=track,
+        intake=submission.intake,
     )
 
 

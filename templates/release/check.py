@@ -126,6 +126,18 @@ def load(module, modules_dir, locate, code_of):
         )
 
 
+def near_miss(miss, t):
+    """A name that looks like one the exercise asks for, with both names and where it is."""
+    if miss.cell:
+        where = t("found.where-cell", notebook=miss.file, cell=miss.cell, line=miss.line)
+    else:
+        where = t("found.where-file", file=miss.file, line=miss.line)
+    kind = miss.kind if miss.kind in ("name", "method", "keyword") else "name"
+    section = t("section." + miss.module)
+    params = {"found": f"`{miss.found}`", "wanted": miss.wanted, "owner": miss.owner, "where": where}
+    return t("found.near-miss." + kind, section=section, **params)
+
+
 def check_folder(folder, t, modules=MODULES):
     """Run the public checks of `modules` on the code in `folder`; returns (results, problems)."""
     submission = read_submission(folder)
@@ -135,6 +147,7 @@ def check_folder(folder, t, modules=MODULES):
         else f"{note.kind}: {note.detail}"
         for note in submission.problems
     ]
+    problems += [near_miss(miss, t) for miss in submission.intake.near_misses]
     with tempfile.TemporaryDirectory(prefix="ch3-check-") as scratch:
         modules_dir = Path(scratch).resolve()
         for module, source in submission.sources.items():
