@@ -206,6 +206,8 @@ def _export(argv: list[str]) -> int:
         print(catalog.t("deploy.cli.export-column", title=title, points=f"{points:g}"))
     if args.lms == "canvas":
         print(catalog.t("deploy.cli.export-canvas-next"))
+    elif done.identity_column == "Identifier":  # a Moodle download's participant ids: the grading worksheet
+        print(catalog.t("deploy.cli.export-moodle-worksheet-next"))
     else:
         print(catalog.t("deploy.cli.export-moodle-next", column=done.identity_column))
     for key, names in (
@@ -214,6 +216,7 @@ def _export(argv: list[str]) -> int:
         ("export-not-submitted", done.not_submitted),
         ("export-altered", done.altered_ids),
         ("export-ambiguous", done.ambiguous),
+        ("export-no-lms-id", done.no_lms_id),
     ):
         if names:
             print(catalog.t(f"deploy.cli.{key}", names=", ".join(names)))

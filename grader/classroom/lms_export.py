@@ -20,6 +20,14 @@ Every text cell (names, titles) is neutralised for spreadsheets (see textsafe.sp
 A student is the `submission` of a results.json (the name as `grade` shows it: escapes read back
 with grader.intake.names.raw_name), in the folder its `folder` field names: a results.json whose
 `folder` is another folder's (a report copied or moved) is left out as unusable.
+
+A class graded from the LMS's own bulk download keeps each student's LMS identity (results.json's
+`lms`): without a roster, the export fills the LMS's id columns from it. Canvas: "ID" is the user id
+of the download's file names. Moodle: the download's number is the assignment's participant id,
+which only the assignment's grading worksheet takes (mod/assign/feedback/offline, "Upload grading
+worksheet": columns "Identifier" = "Participant <id>", "Grade", "Last modified (grade)"): the
+export is written in that form, one grade per student (with `--by section` the section columns come
+instead of "Grade", for a spreadsheet; the worksheet takes only "Grade").
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import csv
 import io
 import os
 import stat
+import time
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
@@ -36,7 +45,7 @@ from pathlib import Path
 from grader.classroom.textsafe import spreadsheet_cell
 from grader.i18n import Catalog, section_key
 from grader.intake.names import raw_name, shown_name
-from grader.records import SECTIONS
+from grader.records import SECTIONS, LmsIdentity
 from grader.report.results_file import read_results
 
 LMS = ("canvas", "moodle")
@@ -46,6 +55,11 @@ MAX_NAME = 255
 CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 CANVAS_POINTS_ROW = "Points Possible"
 MOODLE_IDENTITY = ("First name", "Last name", "Username", "ID number", "Email address")
+# the assignment's grading worksheet (mod/assign/feedback/offline/importgradeslib.php reads these)
+MOODLE_WORKSHEET = ("Identifier", "Full name")
+MOODLE_PARTICIPANT = "Participant "
+MOODLE_GRADE = "Grade"
+MOODLE_MODIFIED = "Last modified (grade)"
 
 
 class ExportError(Exception):
@@ -65,6 +79,7 @@ class StudentGrades:
     max_score: float
     sections: dict[str, tuple[float, float]]  # section id -> (score, max)
     folder: str = ""  # the folder of the student's reports, as listed ("" for one submission's)
+    identity: LmsIdentity | None = None  # who the LMS's bulk download says they are
 
     @property
     def raw(self) -> str:
@@ -88,6 +103,7 @@ class Export:
     altered_ids: list[str] = field(default_factory=list)  # identifiers changed to stay inert in spreadsheets
     ambiguous: list[str] = field(default_factory=list)  # students an LMS could not tell apart (Alice, alice)
     identity_column: str = ""  # the column that identifies a student (what Moodle maps from)
+    no_lms_id: list[str] = field(default_factory=list)  # graded students without an id of the LMS's download
 
 
 # -- reading an output folder -------------------------------------------------------------------
@@ -106,6 +122,7 @@ def _grades(folder_path: Path, folder_name: str, folder: str | None = None) -> S
         result.max_score,
         sections,
         folder or "",
+        result.intake.identity,
     )
 
 
@@ -283,6 +300,8 @@ def export(
             if key in identity
             else next((c for c in ("Username", "ID number", "Email address") if c in identity), identity[0])
         )
+    elif any(s.identity is not None and s.identity.lms == lms for s in students):
+        return _with_lms_ids(students, report, lms=lms, by=by, assignment=assignment, catalog=catalog)
     else:
         identity = CANVAS_IDENTITY if lms == "canvas" else ("Student",)
         report.identity_column = "SIS Login ID" if lms == "canvas" else "Student"
@@ -307,6 +326,42 @@ def export(
     csv.writer(buffer, lineterminator="\r\n").writerows(lines)
     _write(target, buffer.getvalue())
     report.rows = len(students)
+    return report
+
+
+def _with_lms_ids(
+    students: list[StudentGrades], report: Export, *, lms: str, by: str, assignment: str, catalog: Catalog
+) -> Export:
+    """The export of a class graded from the LMS's bulk download: its ids, without a roster. A student
+    without an id of this LMS (not in the download) is left out, and named."""
+    known = [s for s in students if s.identity is not None and s.identity.lms == lms]
+    report.no_lms_id = sorted(s.name for s in students if s not in known)
+    report.columns = _columns(known, by, assignment, catalog) if known else []
+    titles = [_name(title) for title, _ in report.columns]
+    if lms == "canvas":
+        report.identity_column = "ID"
+        lines = [[*CANVAS_IDENTITY, *titles]]
+        lines.append([CANVAS_POINTS_ROW, *[""] * (len(CANVAS_IDENTITY) - 1), *(_num(p) for _, p in report.columns)])
+    else:
+        report.identity_column = MOODLE_WORKSHEET[0]
+        if by == "assignment":
+            titles = [MOODLE_GRADE]
+        lines = [[*MOODLE_WORKSHEET, *titles, MOODLE_MODIFIED]]
+    modified = time.strftime("%Y-%m-%d %H:%M:%S")
+    for student in sorted(known, key=lambda s: (_key(s.identity.user_id if s.identity else ""), s.name)):
+        who = student.identity
+        assert who is not None
+        if lms == "canvas":
+            number = who.user_id if who.user_id.isdigit() else ""
+            values = [_name(who.name), number, "", "" if number else _name(who.name), ""]
+            lines.append([*values, *_cells(student, by)])
+        else:
+            values = [_name(MOODLE_PARTICIPANT + who.user_id), _name(who.name)]
+            lines.append([*values, *_cells(student, by), modified])
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\r\n").writerows(lines)
+    _write(report.path, buffer.getvalue())
+    report.rows = len(known)
     return report
 
 

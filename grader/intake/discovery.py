@@ -4,29 +4,43 @@ Every entry point reads submissions through this module: `grade` (grader.run), n
 `GradeWithKit`, the Gradescope and PrairieLearn entry points and the student bundle's self-check.
 It needs only the standard library and `grader.records`, so that the bundle can ship a copy.
 
-The rules (see `grader.intake.files`): only regular files directly inside a student's folder are
-read, never through a link (the student folder itself, a module file, a notebook), never a hard
-link, a FIFO, a device or a folder posing as a module, never more than the size cap. Whatever is
-refused becomes an integrity note naming the file, and costs only that file.
+PATH is a folder or a zip (`grader.intake.archives`), holding one submission, a class of student
+folders, or an LMS's bulk download (`grader.intake.lms`: Canvas's flat files, Moodle's folders),
+each student's files read by the same rules (`grader.intake.uploads`). The rules (see
+`grader.intake.files`): only regular files directly inside a student's folder are read, never
+through a link (the student folder itself, a module file, a notebook), never a hard link, a FIFO,
+a device or a folder posing as a module, never more than the size cap. Whatever is refused becomes
+an integrity note naming the file, and costs only that file.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.intake.archives import ZIP_SUFFIX, Zip
 from grader.intake.files import Folder, Refused, read_file
+from grader.intake.lms import Student, bulk_download
 from grader.intake.shown import decode_name, shown
 from grader.intake.submission import (
     MAX_NOTEBOOK_BYTES,
     MAX_SOURCE_BYTES,
     Assembly,
     is_module_file,
-    reading_order,
     submission_from_files,
+)
+from grader.intake.uploads import (
+    IGNORED_FOLDERS,
+    Level,
+    RenamedFolder,
+    ZipFolder,
+    descend,
+    file_note,
+    holds,
+    read_level,
+    read_upload,
 )
 from grader.records import IntegrityNote, Submission
 
@@ -45,7 +59,6 @@ __all__ = [
     "submission_from_files",
 ]
 MAX_STUDENTS = 100_000  # entries of a class folder looked at
-IGNORED_FOLDERS = {"__MACOSX", "__pycache__", ".ipynb_checkpoints"}
 
 
 class DiscoveryError(Exception):
@@ -59,13 +72,18 @@ class DiscoveryError(Exception):
 
 @dataclass(frozen=True)
 class Candidate:
-    """A folder to grade: where it is, its name (as the OS lists it: a byte that is not UTF-8 as a
-    surrogate escape; `grader.intake.names` shows it and names its report folder), and why it is
-    refused as a whole (a student folder that is a link), if it is."""
+    """A submission to grade: where it is, its name (as the OS or the LMS lists it: a byte that is
+    not UTF-8 as a surrogate escape; `grader.intake.names` shows it and names its report folder),
+    and why it is refused as a whole (a student folder that is a link), if it is. In a zip
+    (`archive`), `parts` is its folder there; in an LMS download, `student` says which folders or
+    files of the download's top level are the student's."""
 
     path: Path
     name: str
     refused: str = ""
+    archive: Path | None = None
+    parts: tuple[str, ...] = ()
+    student: Student | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -77,41 +95,32 @@ class Discovery:
 # -- what PATH holds ---------------------------------------------------------------------------------
 
 
-def _holds(folder: Folder) -> bool:
-    entries = folder.entries(keep=lambda name: not name.startswith("."))
-    if any(is_module_file(e.name) for e in entries):
-        return True
-    if not any(e.name.endswith(".ipynb") for e in entries):
-        return False
-    for entry in entries:
-        if entry.kind != "folder" or entry.name in IGNORED_FOLDERS:
-            continue
-        try:
-            with folder.subfolder(entry.name) as child:
-                if child.entries(limit=1, keep=lambda name: name.endswith((".py", ".ipynb"))):
-                    return False  # a student folder beside the notebook: PATH is a class
-        except (Refused, OSError):
-            continue
-    return True
-
-
 def holds_submission(path: Path) -> bool:
     """Modules (.py or module-named notebooks) directly in PATH; or, failing that, a notebook in
     PATH (one for the whole chapter) and no student folders beside it. Links are not followed
     (PATH itself is)."""
     try:
         with Folder.open(Path(path), follow=True) as folder:
-            return _holds(folder)
+            return holds(folder)
     except (Refused, OSError):
         return False
 
 
+def _visible(folder: Level) -> list:
+    return [
+        e for e in folder.entries(limit=MAX_STUDENTS) if not e.name.startswith(".") and e.name not in IGNORED_FOLDERS
+    ]
+
+
 def discover(path: Path) -> Discovery:
-    """One submission when PATH holds modules itself; otherwise every folder in PATH is one
-    student's (a student "folder" that is a link to a folder is listed, refused as a whole)."""
+    """One submission when PATH holds modules itself; an LMS's bulk download (one submission per
+    student); a zip (read the same way); otherwise every folder in PATH is one student's (a student
+    "folder" that is a link to a folder is listed, refused as a whole)."""
     path = Path(path)
     if not path.exists():
         raise DiscoveryError("discovery.missing", path=shown(path))
+    if path.is_file() and path.name.lower().endswith(ZIP_SUFFIX):
+        return _discover_zip(path)
     if not path.is_dir():
         raise DiscoveryError("discovery.not-a-directory", path=shown(path))
     try:
@@ -119,12 +128,16 @@ def discover(path: Path) -> Discovery:
     except Refused:
         raise DiscoveryError("discovery.missing", path=shown(path)) from None
     with root:
-        if _holds(root):
-            return Discovery(False, [Candidate(path, Path(os.path.abspath(path)).name or "submission")])
+        visible = _visible(root)
+        students = None if any(is_module_file(e.name) for e in visible) else bulk_download(visible)
+        if students:
+            return Discovery(True, [Candidate(path, s.name, student=s) for s in students])
+        if holds(root):
+            return Discovery(False, [Candidate(path, _own_name(path))])
+        if len(visible) == 1 and visible[0].kind == "file" and visible[0].name.lower().endswith(ZIP_SUFFIX):
+            return _discover_zip(path / visible[0].name, _own_name(path))  # a folder with the download in it
         found: dict[str, str] = {}
-        for entry in root.entries(limit=MAX_STUDENTS, keep=lambda name: not name.startswith(".")):
-            if entry.name in IGNORED_FOLDERS:
-                continue
+        for entry in visible:
             if entry.kind == "folder":
                 found[entry.name] = ""
             elif entry.kind == "link" and _links_to_folder(root, entry.name):
@@ -133,6 +146,36 @@ def discover(path: Path) -> Discovery:
         raise DiscoveryError("discovery.empty", path=shown(path))
     candidates = [Candidate(path / raw, raw, refused) for raw, refused in found.items()]
     return Discovery(True, sorted(candidates, key=lambda c: os.fsencode(c.path.name)))
+
+
+def _own_name(path: Path) -> str:
+    return Path(os.path.abspath(path)).name or "submission"
+
+
+def _discover_zip(path: Path, name: str | None = None) -> Discovery:
+    """A zip: an LMS's bulk download, a class (two or more student folders, maybe all in one
+    folder), or one submission (named after the zip, or `name`)."""
+    try:
+        archive = Zip(path)
+    except Refused:
+        raise DiscoveryError("discovery.not-a-zip", path=shown(path)) from None
+    with archive:
+        root = ZipFolder(archive)
+        while True:  # "class.zip" holding one folder "class/" of student folders
+            visible = _visible(root)
+            if len(visible) != 1 or visible[0].kind != "folder" or holds(root.subfolder(visible[0].name)):
+                break
+            root = root.subfolder(visible[0].name)
+        own = name or path.name[: -len(ZIP_SUFFIX)] or "submission"
+        students = None if any(is_module_file(e.name) for e in visible) else bulk_download(visible)
+        if students:
+            return Discovery(
+                True, [Candidate(path, s.name, archive=path, parts=root.parts, student=s) for s in students]
+            )
+        folders = [e.name for e in visible if e.kind == "folder"]
+        if holds(root, zips=True) or len(folders) < 2:
+            return Discovery(False, [Candidate(path, own, archive=path, parts=root.parts)])
+        return Discovery(True, [Candidate(path, f, archive=path, parts=root.parts + (f,)) for f in folders])
 
 
 def _links_to_folder(folder: Folder, name: str) -> bool:
@@ -149,28 +192,19 @@ def find_submissions(path: Path) -> tuple[list[Path], bool]:
 
 
 def find_upload(path: Path, depth: int = 4, folders: int = 200, *, follow_root: bool = True) -> Path | None:
-    """The folder of an upload that holds the modules: the upload itself, or the first folder inside
-    it that does (students often upload a zip with a folder in it), breadth first, never through a
-    link (nor through PATH itself when it is a link, unless `follow_root`); None if there is none."""
-    queue = deque([(Path(path), 0)])
-    seen = 0
-    while queue and seen < folders:
-        folder_path, level = queue.popleft()
-        seen += 1
-        try:
-            folder = Folder.open(folder_path, follow=follow_root and level == 0)
-        except Refused:
-            continue
-        with folder:
-            if _holds(folder):
-                return folder_path
-            if level < depth:
-                queue.extend(
-                    (folder_path / e.name, level + 1)
-                    for e in folder.entries()
-                    if e.kind == "folder" and not e.name.startswith(".") and e.name not in IGNORED_FOLDERS
-                )
-    return None
+    """The folder of an upload that holds the modules (or a zip of them): the upload itself, or the
+    first folder inside it that does (students often upload a zip with a folder in it), breadth
+    first, never through a link (nor through PATH itself when it is a link, unless `follow_root`);
+    None if there is none."""
+    from grader.intake.uploads import upload_level
+
+    try:
+        root = Folder.open(Path(path), follow=follow_root)
+    except Refused:
+        return None
+    with root:
+        parts = upload_level(root, depth, folders)
+    return None if parts is None else Path(path).joinpath(*parts)
 
 
 # -- reading one submission -------------------------------------------------------------------------
@@ -178,8 +212,9 @@ def find_upload(path: Path, depth: int = 4, folders: int = 200, *, follow_root: 
 
 def read_submission(path: Path, name: str | None = None, *, follow: bool = False) -> Submission:
     """Sources of the seven modules in the folder PATH, from .py files or, where there is none,
-    notebooks. PATH itself is not followed if it is a link (unless `follow`: a folder the
-    instructor named): then the submission is empty, with a note saying why."""
+    notebooks (or, when it holds neither, the zip in it). PATH itself is not followed if it is a
+    link (unless `follow`: a folder the instructor named): then the submission is empty, with a
+    note saying why."""
     path = Path(path)
     shown_name = name or decode_name(path.name or str(path))
     try:
@@ -187,16 +222,23 @@ def read_submission(path: Path, name: str | None = None, *, follow: bool = False
     except Refused as exc:
         return submission_from_files(shown_name, path, {}, [_folder_note(exc.reason, path)])
     with folder:
-        return _read_folder(folder, shown_name)
+        assembly = Assembly(shown_name, path)
+        read_level(folder, assembly)
+        return assembly.submission()
 
 
 def read_candidate(candidate: Candidate, follow: bool = False) -> Submission:
-    """A discovered folder as a Submission: never raises (a failure is the student's note)."""
+    """A discovered submission as a Submission: never raises (a failure is the student's note)."""
     try:
         if candidate.refused:
             return submission_from_files(
                 candidate.name, candidate.path, {}, [_folder_note(candidate.refused, candidate.path)]
             )
+        if candidate.archive is not None:
+            return _read_zipped(candidate)
+        if candidate.student is not None:
+            with Folder.open(candidate.path, follow=True) as root:
+                return _read_student(root, candidate)
         submission = read_submission(candidate.path, candidate.name, follow=follow)
         if not submission.sources and not submission.problems:
             # students often hand in a folder inside their folder (an unzipped alice/ch3/): grade
@@ -211,6 +253,41 @@ def read_candidate(candidate: Candidate, follow: bool = False) -> Submission:
         )
 
 
+def _read_zipped(candidate: Candidate) -> Submission:
+    assert candidate.archive is not None
+    try:
+        archive = Zip(candidate.archive)
+    except Refused as exc:
+        return submission_from_files(
+            candidate.name, candidate.path, {}, [file_note(exc.reason, candidate.path.name, False)]
+        )
+    with archive:
+        root = ZipFolder(archive, candidate.parts)
+        if candidate.student is not None:
+            return _read_student(root, candidate)
+        assembly = Assembly(candidate.name, candidate.path)
+        read_upload(root, assembly)
+        return assembly.submission()
+
+
+def _read_student(root: Level, candidate: Candidate) -> Submission:
+    """One student of an LMS download: their folders' upload, their files under their own names."""
+    student = candidate.student
+    assert student is not None
+    assembly = Assembly(candidate.name, candidate.path)
+    assembly.identity = student.identity
+    assembly.remarks = list(student.again)
+    for folder in student.folders:
+        try:
+            with descend(root, (folder,)) as own:
+                read_upload(own, assembly)
+        except (Refused, OSError) as exc:
+            assembly.problems.append(_folder_note(getattr(exc, "reason", "unreadable"), Path(folder)))
+    if student.files:
+        read_level(RenamedFolder(root, dict(student.files)), assembly)
+    return assembly.submission()
+
+
 def notebook_submission(name: str, path: Path) -> Submission:
     """One notebook file as a whole submission (nbgrader's submitted copy of the assignment): read
     by the rules above; a refused file is the submission's note."""
@@ -219,34 +296,9 @@ def notebook_submission(name: str, path: Path) -> Submission:
         files = {path.name: read_file(path, MAX_NOTEBOOK_BYTES)}
         problems: list[IntegrityNote] = []
     except Refused as exc:
-        files, problems = {}, [_file_note(exc.reason, path.name, True)]
+        files, problems = {}, [file_note(exc.reason, path.name, True)]
     return submission_from_files(name, path.parent, files, problems)
 
 
 def _folder_note(reason: str, path: Path) -> IntegrityNote:
     return IntegrityNote(f"submission.folder-{reason}", decode_name(path.name or str(path)))
-
-
-def _read_folder(folder: Folder, name: str) -> Submission:
-    names = [e.name for e in folder.entries(keep=_worth_reading)]
-    assembly = Assembly(name, folder.path)
-    for filename in reading_order(names):
-        notebook = filename.endswith(".ipynb")
-        cap = MAX_NOTEBOOK_BYTES if notebook else MAX_SOURCE_BYTES
-        try:  # (a file over its own cap is refused by the read, with its own note)
-            if not assembly.admits(filename, min(folder.size(filename), cap)):
-                continue
-            assembly.add(filename, folder.read(filename, cap))
-        except Refused as exc:
-            assembly.problems.append(_file_note(exc.reason, filename, notebook))
-    return assembly.submission()
-
-
-def _worth_reading(name: str) -> bool:
-    return not name.startswith(".") and (name.endswith(".ipynb") or is_module_file(name))
-
-
-def _file_note(reason: str, filename: str, notebook: bool) -> IntegrityNote:
-    if notebook and reason in ("too-large", "unreadable"):
-        return IntegrityNote(f"submission.notebook-{reason}", decode_name(filename))
-    return IntegrityNote(f"submission.file-{reason}", decode_name(filename))

@@ -89,15 +89,31 @@ def _plain_pages(result: GradeResult, catalog: Catalog) -> tuple[str, str]:
 
 def gradebook_csv(results: list[GradeResult]) -> str:
     """One row per student (as shown), one column per section, total, and the folder of the
-    student's reports; every text cell inert in a spreadsheet (a folder's name never needs a change:
-    grader.intake.names)."""
+    student's reports; for a class graded from an LMS's bulk download, the student's LMS, id and
+    name there, and whether it was late; every text cell inert in a spreadsheet (a folder's name
+    never needs a change: grader.intake.names)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     section_ids = list(SECTIONS)
-    writer.writerow(["student", *section_ids, "total", "max_total", "track", "integrity", "folder"])
+    writer.writerow(
+        [
+            "student",
+            *section_ids,
+            "total",
+            "max_total",
+            "track",
+            "integrity",
+            "folder",
+            "lms",
+            "lms_id",
+            "lms_name",
+            "late",
+        ]
+    )
     for result in sorted(results, key=lambda r: r.submission):
         scores = {s.id: s.score for s in result.sections}
         notes = "; ".join(f"{n.kind}: {n.detail}" for n in result.integrity)
+        who = result.intake.identity
         writer.writerow(
             [
                 spreadsheet_cell(result.submission),
@@ -107,6 +123,12 @@ def gradebook_csv(results: list[GradeResult]) -> str:
                 spreadsheet_cell(result.track),
                 spreadsheet_cell(notes),
                 spreadsheet_cell(result.folder or ""),
+                *(
+                    [spreadsheet_cell(who.lms), spreadsheet_cell(who.user_id), spreadsheet_cell(who.name)]
+                    if who is not None
+                    else ["", "", ""]
+                ),
+                "late" if who is not None and who.late else "",
             ]
         )
     return buffer.getvalue()

@@ -89,8 +89,14 @@ def grade(
         force,
         limits,
         on_progress,
-        [Path(path).resolve(), Path(out_dir).resolve()],
+        [_folder_of(Path(path)), Path(out_dir).resolve()],
     )
+
+
+def _folder_of(path: Path) -> Path:
+    """The folder the sandbox must not show student code: PATH, or the folder of a zip PATH."""
+    resolved = path.resolve()
+    return resolved if resolved.is_dir() else resolved.parent
 
 
 def grade_submissions(
