@@ -146,17 +146,18 @@ def test_a_trap_in_a_chapter_notebook_fails_with_its_reason_its_cell_and_a_hint(
     reference = mindspore_solutions_as_submission(tmp_path / "py")
     chapter = ms_chapter(reference, tmp_path / "chapter" / "ch3.ipynb", with_trap("dropout-keep-prob"))
     out = run_check(bundle, chapter).stdout
-    # the cells: markdown, imports, then the modules in book order: 3.5 is cell 6
+    # the cells: markdown, imports, then the modules in book order: 3.5 is code cell 5 (markdown is not counted)
     assert re.search(
         r"Start here -> ValueError: For 'Dropout', the 'keep_prob' must be a number in range \(0, 1\], "
-        r"but got 0\.0\. \(ch3\.ipynb, cell 6, line \d+\) Hint: Write nn\.Dropout\(p=dropout\)",
+        r"but got 0\.0\. \(ch3\.ipynb, code cell 5, line \d+\) Hint: Write nn\.Dropout\(p=dropout\)",
         out,
     ), out
     assert "self.dropout = nn.Dropout(dropout)" in out
     # the next check broken by the same line says so rather than repeating it
     assert out.count("the 'keep_prob' must be") < 4 and "      The same as above.\n" in out
     assert re.search(
-        r"== 0\)\.mean\(\): expected about 0\.1, got 0\.(8[5-9]|9[0-5])\d* \(ch3\.ipynb, cell 6, line \d+\) Hint:", out
+        r"== 0\)\.mean\(\): expected about 0\.1, got 0\.(8[5-9]|9[0-5])\d* \(ch3\.ipynb, code cell 5, line \d+\) Hint:",
+        out,
     )  # keep_prob 0.1: 90 % dropped; where CausalAttention is
     assert "C++" not in out and "----" not in out  # MindSpore's call stack stays out: one line per reason
     assert "16 of 22 checks pass" in out
@@ -170,12 +171,12 @@ def test_traps_in_per_module_notebooks_speak_chinese(bundle, tmp_path):
     out = run_check(bundle, per_module_notebooks(reference, tmp_path / "nb"), "--lang", "zh").stdout
     assert re.search(
         r"从这里开始 -> TypeError: softmax\(\) got an unexpected keyword argument 'dim'"
-        rf"（{S33}\.ipynb 第 1 个单元格第 \d+ 行） 提示：" + re.escape(hint(bundle, "dim-not-axis", "zh")),
+        rf"（{S33}\.ipynb 第 1 个代码单元格第 \d+ 行） 提示：" + re.escape(hint(bundle, "dim-not-axis", "zh")),
         out,
     ), out
     assert re.search(
         r"trainable_params\(\) if p\.shape == \(7, 7\)\]：应为 \[\]，实际为 \['mask'\]"
-        rf"（{S36}\.ipynb 第 1 个单元格第 \d+ 行） 提示：" + re.escape(hint(bundle, "mask-trainable", "zh")),
+        rf"（{S36}\.ipynb 第 1 个代码单元格第 \d+ 行） 提示：" + re.escape(hint(bundle, "mask-trainable", "zh")),
         out,
     ), out
 
@@ -254,9 +255,9 @@ def test_any_notebook_layout_passes_the_reference_and_names_a_trap(checker, bund
     own = [r for r in failing if r["module"] == module]
     assert own and any(hint(bundle, trap) in r["note"] for r in own), [r["note"] for r in own]
     # each reason is expected-vs-actual, or an error located in the student's notebook
-    assert all(": expected " in r["note"] or re.search(r"\.ipynb, cell \d+, line \d+\)", r["note"]) for r in own), [
-        r["note"] for r in own
-    ]
+    assert all(
+        ": expected " in r["note"] or re.search(r"\.ipynb, code cell \d+, line \d+\)", r["note"]) for r in own
+    ), [r["note"] for r in own]
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

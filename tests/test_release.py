@@ -235,6 +235,14 @@ def notebook(cells: list[dict]) -> dict:
     return {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 4}
 
 
+def where_in_code_cells(document: dict, first_line: str, text: str) -> tuple[int, int]:
+    """(code cell, line in it) of TEXT in the cell that starts with FIRST_LINE: code cells numbered
+    as Jupyter's users count them (markdown cells are not)."""
+    cells = [c for c in document["cells"] if c["cell_type"] == "code"]
+    cell = next(i for i, c in enumerate(cells, 1) if first_line in c["source"])
+    return cell, cells[cell - 1]["source"].split("\n").index(text) + 1
+
+
 def module_code(folder: Path, module: str) -> str:
     """A module's code as a chapter notebook holds it: no sibling imports (one namespace)."""
     return SIBLING.sub("", (folder / f"{module}.py").read_text())
@@ -270,7 +278,8 @@ def test_check_on_a_blank_and_a_buggy_notebook_says_where_in_the_notebook(bundle
     blank = _check(bundle, chapter_notebook(stubs, tmp_path / "blank" / "ch3.ipynb"))
     assert "0 of 19 checks pass" in blank.stdout
     assert re.search(
-        r"Start here -> softmax_naive still raises NotImplementedError \(ch3\.ipynb, cell 3, line \d+\)", blank.stdout
+        r"Start here -> softmax_naive still raises NotImplementedError \(ch3\.ipynb, code cell 2, line \d+\)",
+        blank.stdout,
     ), blank.stdout
     one_next_step(blank.stdout)
 
@@ -281,7 +290,10 @@ def test_check_on_a_blank_and_a_buggy_notebook_says_where_in_the_notebook(bundle
 
     buggy = _check(bundle, chapter_notebook(solutions, tmp_path / "buggy" / "ch3.ipynb", mask_not_sliced))
     assert "CausalAttention: changing the last token leaves earlier outputs unchanged  [not yet]" in buggy.stdout
-    assert re.search(r"RuntimeError: .* \(ch3\.ipynb, cell 6, line \d+\)\n +attn_scores\.masked_fill_", buggy.stdout)
+    # code cells are numbered as Jupyter's users count them (the markdown cell is not one): 3.5 is code cell 5
+    assert re.search(
+        r"RuntimeError: .* \(ch3\.ipynb, code cell 5, line \d+\)\n +attn_scores\.masked_fill_", buggy.stdout
+    )
 
 
 def test_check_reports_an_unreadable_notebook_and_a_missing_module(bundle, tmp_path):
@@ -531,12 +543,11 @@ def test_an_error_is_located_in_its_own_cell_even_when_a_scratch_cell_has_the_sa
         1, code_cell("attn_weights, values = torch.rand(2, 6, 6), torch.rand(2, 6, 2)\n" + wrong.strip())
     )
     path.write_text(json.dumps(document))
-    cell = next(i for i, c in enumerate(document["cells"], 1) if "# module: sec3_5_causal_attention" in c["source"])
-    line = document["cells"][cell - 1]["source"].split("\n").index(wrong) + 1
+    cell, line = where_in_code_cells(document, "# module: sec3_5_causal_attention", wrong)
     results = statuses(checker, path.parent, ("sec3_5_causal_attention",))
     shape = next(r for r in results if r["key"] == "sec3_5-shape")
     assert shape["status"] == "fail" and shape["code"] == wrong.strip()
-    assert shape["note"].endswith(f"(ch3.ipynb, cell {cell}, line {line})"), shape["note"]
+    assert shape["note"].endswith(f"(ch3.ipynb, code cell {cell}, line {line})"), shape["note"]
 
 
 def _with_softmax_naive_prefix(folder: Path, top: str = "", first_line: str = "") -> Path:
@@ -634,7 +645,7 @@ def test_a_mismatch_names_where_the_checked_function_is_in_a_py_file_and_a_noteb
     )
     cell = json.loads(chapter.read_text())["cells"][2]["source"].split("\n")
     note = statuses(checker, chapter.parent, ("sec3_3_simple_attention",))[0]["note"]
-    assert note.endswith(f"(ch3.ipynb, cell 3, line {cell.index('def softmax_naive(x):') + 1})"), note
+    assert note.endswith(f"(ch3.ipynb, code cell 2, line {cell.index('def softmax_naive(x):') + 1})"), note
 
 
 def test_a_chapter_notebook_cell_using_a_scratch_cells_variable_gets_a_hint(checker, tmp_path):
@@ -708,7 +719,6 @@ def test_an_errors_cell_and_line_are_where_it_is_whatever_scratch_cells_repeat_i
     for position in scratch:
         document["cells"].insert(min(position, len(document["cells"])), code_cell(f"x = 1\n{wrong.strip()}"))
     path.write_text(json.dumps(document))
-    cell = next(i for i, c in enumerate(document["cells"], 1) if "# module: sec3_5_causal_attention" in c["source"])
-    line = document["cells"][cell - 1]["source"].split("\n").index(wrong) + 1
+    cell, line = where_in_code_cells(document, "# module: sec3_5_causal_attention", wrong)
     shape = next(r for r in statuses(checker, path.parent, ("sec3_5_causal_attention",)) if r["key"] == "sec3_5-shape")
-    assert shape["note"].endswith(f"(ch3.ipynb, cell {cell}, line {line})"), shape["note"]
+    assert shape["note"].endswith(f"(ch3.ipynb, code cell {cell}, line {line})"), shape["note"]

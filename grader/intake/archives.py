@@ -23,9 +23,12 @@ whose file it is). Standard library only (the student bundle ships a copy of int
 from __future__ import annotations
 
 import io
+import os
 import stat
 import unicodedata
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -163,6 +166,27 @@ def _without_duplicates(members: list[Member]) -> list[Member]:
             for index in indexes:
                 out[index] = Member(members[index].parts, members[index].info, "zip-duplicate")
     return out
+
+
+_OPEN: dict[tuple, Zip] = {}  # the zip PATH named, kept open for its students: one index, not one per student
+
+
+@contextmanager
+def opened(path: Path) -> Iterator[Zip]:
+    """The zip at PATH (a path the instructor named), indexed once for all its students: the last
+    zip opened stays open while the file is unchanged (same inode, size and time)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        raise Refused("unreadable") from None
+    key = (os.path.abspath(path), info.st_ino, info.st_size, info.st_mtime_ns)
+    if key not in _OPEN:
+        archive = Zip(Path(path))
+        for old in _OPEN.values():
+            old.close()
+        _OPEN.clear()
+        _OPEN[key] = archive
+    yield _OPEN[key]
 
 
 class ZipTree:

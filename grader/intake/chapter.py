@@ -36,7 +36,7 @@ from grader.intake.statements import Statement, cell_statements
 from grader.records import MODULES
 
 MAX_SCANNED_CELL = MAX_PARSED_CHARS  # a cell longer than this is not analysed, only searched for names
-MAX_SCANNED_TOTAL = 256 * 1024  # nor any once this much code of the notebook has been analysed
+MAX_SCANNED_TOTAL = 128 * 1024  # nor any once this much code of the notebook has been analysed
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.intake.archives import ZIP_SUFFIX, Zip
+from grader.intake.archives import ZIP_SUFFIX, opened
 from grader.intake.files import Folder, Refused, read_file
 from grader.intake.lms import Student, bulk_download
 from grader.intake.shown import decode_name, shown
@@ -156,26 +156,24 @@ def _discover_zip(path: Path, name: str | None = None) -> Discovery:
     """A zip: an LMS's bulk download, a class (two or more student folders, maybe all in one
     folder), or one submission (named after the zip, or `name`)."""
     try:
-        archive = Zip(path)
+        with opened(path) as archive:
+            root = ZipFolder(archive)
+            while True:  # "class.zip" holding one folder "class/" of student folders
+                visible = _visible(root)
+                if len(visible) != 1 or visible[0].kind != "folder" or holds(root.subfolder(visible[0].name)):
+                    break
+                root = root.subfolder(visible[0].name)
+            students = None if any(is_module_file(e.name) for e in visible) else bulk_download(visible)
+            folders = [e.name for e in visible if e.kind == "folder"]
+            single = not students and (holds(root, zips=True) or len(folders) < 2)
     except Refused:
         raise DiscoveryError("discovery.not-a-zip", path=shown(path)) from None
-    with archive:
-        root = ZipFolder(archive)
-        while True:  # "class.zip" holding one folder "class/" of student folders
-            visible = _visible(root)
-            if len(visible) != 1 or visible[0].kind != "folder" or holds(root.subfolder(visible[0].name)):
-                break
-            root = root.subfolder(visible[0].name)
+    if students:
+        return Discovery(True, [Candidate(path, s.name, archive=path, parts=root.parts, student=s) for s in students])
+    if single:
         own = name or path.name[: -len(ZIP_SUFFIX)] or "submission"
-        students = None if any(is_module_file(e.name) for e in visible) else bulk_download(visible)
-        if students:
-            return Discovery(
-                True, [Candidate(path, s.name, archive=path, parts=root.parts, student=s) for s in students]
-            )
-        folders = [e.name for e in visible if e.kind == "folder"]
-        if holds(root, zips=True) or len(folders) < 2:
-            return Discovery(False, [Candidate(path, own, archive=path, parts=root.parts)])
-        return Discovery(True, [Candidate(path, f, archive=path, parts=root.parts + (f,)) for f in folders])
+        return Discovery(False, [Candidate(path, own, archive=path, parts=root.parts)])
+    return Discovery(True, [Candidate(path, f, archive=path, parts=root.parts + (f,)) for f in folders])
 
 
 def _links_to_folder(folder: Folder, name: str) -> bool:
@@ -256,18 +254,16 @@ def read_candidate(candidate: Candidate, follow: bool = False) -> Submission:
 def _read_zipped(candidate: Candidate) -> Submission:
     assert candidate.archive is not None
     try:
-        archive = Zip(candidate.archive)
+        with opened(candidate.archive) as archive:
+            root = ZipFolder(archive, candidate.parts)
+            if candidate.student is not None:
+                return _read_student(root, candidate)
+            assembly = Assembly(candidate.name, candidate.path)
+            read_upload(root, assembly)
+            return assembly.submission()
     except Refused as exc:
-        return submission_from_files(
-            candidate.name, candidate.path, {}, [file_note(exc.reason, candidate.path.name, False)]
-        )
-    with archive:
-        root = ZipFolder(archive, candidate.parts)
-        if candidate.student is not None:
-            return _read_student(root, candidate)
-        assembly = Assembly(candidate.name, candidate.path)
-        read_upload(root, assembly)
-        return assembly.submission()
+        note = file_note(exc.reason, candidate.path.name, False)
+        return submission_from_files(candidate.name, candidate.path, {}, [note])
 
 
 def _read_student(root: Level, candidate: Candidate) -> Submission:

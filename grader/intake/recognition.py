@@ -24,6 +24,7 @@ Standard library only (the student bundle ships a copy of intake/).
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -59,7 +60,9 @@ def _earlier(a: str, b: str) -> bool:
 
 
 class Notebook:
-    """The units of one notebook and where each name is bound."""
+    """The units of one notebook and where each name is bound (positions in notebook order, so that
+    finding a binding is a binary search: a notebook of many statements binding one name costs no
+    more than its size times a logarithm)."""
 
     def __init__(self, units: list[Unit]):
         self.units = units
@@ -71,22 +74,42 @@ class Notebook:
             for name in unit.statement.mutates:
                 self.mutators[name].append(position)
         self.marked_names = {n for u in units if u.owner is not None for n in u.statement.binds}
+        self._candidates: dict[tuple[str, str, bool], tuple[list[int], list[int]]] = {}
+
+    def candidates(self, name: str, module: str, unmarked: bool) -> tuple[list[int], list[int]]:
+        """(the statements that bind `name` for `module`, those of them that define it)."""
+        key = (name, module, unmarked)
+        if key not in self._candidates:
+            found = [
+                p
+                for p in self.bindings.get(name, ())
+                if self.units[p].statement.imports_from != module and not (unmarked and self.units[p].owner)
+            ]
+            self._candidates[key] = (found, [p for p in found if name in self.units[p].statement.defines])
+        return self._candidates[key]
 
     def resolve(self, name: str, module: str, before: int | None = None, unmarked: bool = False) -> int | None:
         """The statement whose binding of `name` a use sees: the last before `before` (when given and
         there is one), else the last in the notebook; for a name the contract requires, its last
         definition (`def`, `class`) where there is one. An import of `name` from `module` itself
         never counts in `module`."""
-        found = [
-            p
-            for p in self.bindings.get(name, ())
-            if self.units[p].statement.imports_from != module and not (unmarked and self.units[p].owner)
-        ]
-        if before is not None:
-            found = [p for p in found if p < before] or found
+        found, defining = self.candidates(name, module, unmarked)
+        if not found:
+            return None
+        end = (bisect.bisect_left(found, before) if before is not None else 0) or len(found)
         if name in ALL_NAMES:
-            found = [p for p in found if name in self.units[p].statement.defines] or found
-        return found[-1] if found else None
+            last_def = bisect.bisect_right(defining, found[end - 1])
+            if last_def:
+                return defining[last_def - 1]
+        return found[end - 1]
+
+    def changing(self, position: int, name: str) -> list[int]:
+        """The statements that change what `position` binds to `name` (`X.attr = ...`), up to the
+        next statement that binds `name` again."""
+        changes, bindings = self.mutators.get(name, []), self.bindings.get(name, [])
+        following = bisect.bisect_right(bindings, position)
+        stop = bindings[following] if following < len(bindings) else len(self.units)
+        return changes[bisect.bisect_right(changes, position) : bisect.bisect_left(changes, stop)]
 
     def roots(self, module: str) -> dict[str, int]:
         """Required name -> the statement that last defines it (not by an import), in unmarked cells."""
@@ -157,9 +180,7 @@ def _closure(
         if statement.imports:
             continue
         for name in statement.binds:  # what changes the object this statement binds
-            for later in notebook.mutators.get(name, ()):
-                if later > position and notebook.resolve(name, module, later) == position:
-                    queue.append(later)
+            queue += notebook.changing(position, name)
     preamble: tuple[int, ...] = ()
     if any(units[p].statement.opaque for p in selected):
         first_opaque = min(p for p in selected if units[p].statement.opaque)
