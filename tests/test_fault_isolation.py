@@ -50,7 +50,9 @@ def run(tmp_path_factory):
         return wrapper
 
     monkeypatch.setattr(
-        discovery, "_read_folder", failing("read_fails", discovery._read_folder, lambda folder, name: name)
+        discovery,
+        "read_level",
+        failing("read_fails", discovery.read_level, lambda folder, assembly, *more: assembly.name),
     )
     monkeypatch.setattr(
         stages,

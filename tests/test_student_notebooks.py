@@ -268,3 +268,17 @@ def test_the_bundles_check_reads_a_students_notebook_like_its_modules(graded, tm
         assert {status for _, status in outcomes["alice-helpers"]} == {"pass"}
     finally:
         next(checker, None)
+
+
+def test_gradescope_says_a_missing_module_once_not_in_each_of_its_tests():
+    catalog = Catalog("en")
+    module = "sec3_3_simple_attention"
+    missing = catalog.t("import.missing-notebook", module=module)
+    test = {"section": "3.3", "points": 0.0, "max_points": 1.0, "status": "error", "message": missing}
+    document = {
+        "score": 0.0,
+        "max_score": 2.0,
+        "tests": [{**test, "id": f"{module}::test_softmax_naive"}, {**test, "id": f"{module}::test_a", "message": "x"}],
+    }
+    result = gradescope.to_gradescope(document, catalog, feedback_md=missing)
+    assert [t["output"] for t in result["tests"]] == ["", "x"] and missing in result["output"]

@@ -116,6 +116,9 @@ def to_gradescope(
         title_key = f"tests.{test['id']}.title"
         title = catalog.t(title_key) if catalog.has(title_key) else test["id"].split("::")[-1]
         output = test.get("message") or ""
+        module = test["id"].split("::")[0]
+        if output in (catalog.t("import.missing", module=module), catalog.t("import.missing-notebook", module=module)):
+            output = ""  # a missing module is said once, in the overall output, not by each of its tests
         if test.get("output"):  # the student's own text (an exception's message), quoted as it is
             output = f"{output}\n\n{fenced(str(test['output']))}".strip()
         misconception = test.get("misconception")
