@@ -23,8 +23,10 @@ class Hand:
 
     files: dict[str, bytes]
     late: bool = False
-    again: dict[str, bytes] = field(default_factory=dict)  # uploaded again later: name -> newer bytes
+    # uploaded again later, round by round (Canvas numbers them -1, -2...): name -> newer bytes
+    again: list[dict[str, bytes]] = field(default_factory=list)
     as_zip: bool = False  # the student uploaded one zip of their files
+    late_marker: str = "LATE"  # current Canvas; older Canvas wrote "late"
 
 
 def student_files(folder: Path) -> dict[str, bytes]:
@@ -42,8 +44,8 @@ def zipped(files: dict[str, bytes], folder: str = "") -> bytes:
 CANVAS_USERS = {"alice": ("smithalice", 1001), "bob": ("jonesbob", 1002), "carol": ("leecarol", 1003)}
 
 
-def canvas_name(login: str, user: int, file_id: int, original: str, late: bool) -> str:
-    return f"{login}{'_LATE' if late else ''}_{user}_{file_id}_{original}"
+def canvas_name(login: str, user: int, file_id: int, original: str, late: str = "") -> str:
+    return f"{login}{'_' + late if late else ''}_{user}_{file_id}_{original}"
 
 
 def canvas_download(hands: dict[str, Hand], users: dict[str, tuple[str, int]]) -> dict[str, bytes]:
@@ -53,13 +55,15 @@ def canvas_download(hands: dict[str, Hand], users: dict[str, tuple[str, int]]) -
     for student, hand in hands.items():
         login, user = users[student]
         uploads = {f"{student}_ch3.zip": zipped(hand.files, "ch3/")} if hand.as_zip else dict(hand.files)
+        late = hand.late_marker if hand.late else ""
         for original, data in uploads.items():
             file_id += 1
-            members[canvas_name(login, user, file_id, original, hand.late)] = data
-        for original, data in hand.again.items():
-            file_id += 10
-            stem, dot, suffix = original.rpartition(".")
-            members[canvas_name(login, user, file_id, f"{stem}-1.{suffix}", hand.late)] = data
+            members[canvas_name(login, user, file_id, original, late)] = data
+        for number, uploaded in enumerate(hand.again, start=1):
+            for original, data in uploaded.items():
+                file_id += 10
+                stem, _, suffix = original.rpartition(".")
+                members[canvas_name(login, user, file_id, f"{stem}-{number}.{suffix}", late)] = data
     return members
 
 
@@ -71,7 +75,9 @@ def moodle_download(
     for student, hand in hands.items():
         full_name, participant = people[student]
         prefix = f"{full_name}_{participant}_assignsubmission_"
-        latest = {**hand.files, **hand.again}  # Moodle keeps only a file's latest upload
+        latest = dict(hand.files)
+        for uploaded in hand.again:
+            latest |= uploaded  # Moodle keeps only a file's latest upload
         uploads = {"ch3.zip": zipped(latest, "ch3/")} if hand.as_zip else latest
         for original, data in uploads.items():
             members[f"{prefix}file/{original}" if folders else f"{prefix}file_{original}"] = data

@@ -105,14 +105,21 @@ def test_anything_else_is_no_bulk_download():
 
 
 def hands() -> dict[str, Hand]:
-    """The example class as it hands in on an LMS: bob late, carol re-uploads 3.5 (the first upload
-    the untouched stub), dave hands in a notebook of his own, erin a zip, the others their files."""
+    """The example class as it hands in on an LMS: bob late (Canvas's LATE), frank late (older
+    Canvas's late), carol uploads 3.5 three times (the untouched stub, the stub with a note, then
+    her answer: -1 and -2 on Canvas), dave hands in a notebook of his own, erin a zip, the others
+    their files."""
     out = {s: Hand(student_files(EXAMPLES / s)) for s in STUDENTS}
     out["bob"].late = True
+    out["frank"].late, out["frank"].late_marker = True, "late"
     carol = out["carol"]
     final = carol.files["sec3_5_causal_attention.py"]
-    carol.files["sec3_5_causal_attention.py"] = (ROOT / "exercises" / "sec3_5_causal_attention.py").read_bytes()
-    carol.again = {"sec3_5_causal_attention.py": final}
+    stub = (ROOT / "exercises" / "sec3_5_causal_attention.py").read_bytes()
+    carol.files["sec3_5_causal_attention.py"] = stub
+    carol.again = [
+        {"sec3_5_causal_attention.py": stub + b"# still working on it\n"},
+        {"sec3_5_causal_attention.py": final},
+    ]
     out["dave"] = Hand({"ch3.ipynb": json.dumps(chapter_notebook(module_sources(EXAMPLES / "dave"), "demos")).encode()})
     out["erin"].as_zip = True
     return out
@@ -155,7 +162,7 @@ def test_a_download_grades_every_student_once_as_the_class_folder_does(downloads
     for student, (login, number) in people.items():
         row = rows[f"{login}_{number}"]
         assert (row["lms"], row["lms_id"], row["lms_name"]) == (lms, str(number), login)
-        assert row["late"] == ("late" if student == "bob" and lms == "canvas" else "")
+        assert row["late"] == ("late" if student in ("bob", "frank") and lms == "canvas" else "")
 
 
 def test_a_re_upload_is_graded_at_its_latest_and_the_report_says_so(downloads):
@@ -163,12 +170,14 @@ def test_a_re_upload_is_graded_at_its_latest_and_the_report_says_so(downloads):
     login, number = USERS["carol"]
     carol = next(r for r in summary.results if r.submission == f"{login}_{number}")
     [remark] = carol.intake.remarks
-    assert remark.kind == "reuploaded" and "sec3_5_causal_attention-1.py" in remark.detail
+    uploads = "sec3_5_causal_attention.py, sec3_5_causal_attention-1.py, sec3_5_causal_attention-2.py"
+    assert (remark.kind, remark.detail) == ("reuploaded", f"sec3_5_causal_attention-2.py ({uploads})")
     feedback = (summary.out_of[carol.submission] / "feedback.md").read_text(encoding="utf-8")
-    assert "only the latest upload, the first name, was graded" in feedback
+    assert "only the latest upload, the first name, was graded" in feedback and uploads in feedback
     assert "Canvas user id `2003`" in feedback
-    bob = next(r for r in summary.results if r.submission.startswith("bobsmith"))
-    assert "Canvas marked this submission late." in (summary.out_of[bob.submission] / "feedback.md").read_text()
+    for late in ("bobsmith", "franksmith"):
+        student = next(r for r in summary.results if r.submission.startswith(late))
+        assert "Canvas marked this submission late." in (summary.out_of[student.submission] / "feedback.md").read_text()
 
 
 def test_a_notebook_and_a_zip_handed_in_are_found(downloads):
