@@ -41,6 +41,7 @@ from grader.intake.uploads import (
     holds,
     read_level,
     read_upload,
+    upload_level,
 )
 from grader.records import IntegrityNote, Submission
 
@@ -194,8 +195,6 @@ def find_upload(path: Path, depth: int = 4, folders: int = 200, *, follow_root: 
     first folder inside it that does (students often upload a zip with a folder in it), breadth
     first, never through a link (nor through PATH itself when it is a link, unless `follow_root`);
     None if there is none."""
-    from grader.intake.uploads import upload_level
-
     try:
         root = Folder.open(Path(path), follow=follow_root)
     except Refused:
