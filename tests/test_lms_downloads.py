@@ -331,3 +331,52 @@ def test_a_member_that_holds_more_than_it_says_is_refused(tmp_path):
     with pytest.raises(Exception) as caught:
         archive.read(entry, 1024)
     assert getattr(caught.value, "reason", "") == "zip-damaged"
+
+
+CANVAS_HOSTILE = {  # mallory's members in a Canvas download -> what mallory is told
+    "dotdot": ([member("../../mallory_99_1_sec3_4_self_attention.py", b"x = 1")], ["submission.file-zip-path"]),
+    "absolute": ([member("/mallory_99_2_sec3_5_causal_attention.py", b"x = 1")], ["submission.file-zip-path"]),
+    "link": (
+        [member("mallory_99_3_sec3_3_simple_attention.py", b"/etc/passwd", stat.S_IFLNK | 0o777)],
+        ["submission.file-zip-link"],
+    ),
+    "case twins": (
+        [
+            member("mallory_99_4_sec3_3_simple_attention.py", b"x = 1"),
+            member("mallory_99_4_SEC3_3_simple_attention.py", b""),
+        ],
+        ["submission.file-zip-duplicate"],
+    ),
+    "a folder named as a module": (
+        [member("mallory_99_5_sec3_3_simple_attention.py/x.py", b"x = 1")],
+        ["submission.file-folder"],
+    ),
+    "a folder escaping": ([member("mallory_99_6_a/../../sec3_3_simple_attention.py", b"x = 1")], []),
+    "a bomb": (
+        [member("mallory_99_7_sec3_3_simple_attention.py", b"#" * (MAX_RATIO * RATIO_FROM // 100))],
+        ["submission.file-zip-bomb"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", CANVAS_HOSTILE)
+def test_a_hostile_member_of_a_canvas_download_costs_only_its_owner(tmp_path, case):
+    """Canvas writes one flat folder of files: a member that escapes, links, hides in a folder (Canvas
+    writes none), is a bomb or a case twin is refused for the student its name gives, and the
+    download is still Canvas's, every other student read in full."""
+    members, told = CANVAS_HOSTILE[case]
+    honest = canvas_download({s: Hand(student_files(EXAMPLES / s)) for s in ("alice", "bob")}, USERS)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in honest.items():
+            archive.writestr(name, data)
+        for info, data in members:
+            archive.writestr(info, data)
+    (tmp_path / "canvas.zip").write_bytes(buffer.getvalue())
+    found = discover(tmp_path / "canvas.zip")
+    submissions = {c.name: read_candidate(c) for c in found.candidates}
+    assert found.is_class and set(submissions) == {"alicesmith_2001", "bobsmith_2002", "mallory_99"}
+    assert submissions["mallory_99"].sources == {}
+    assert [note.kind for note in submissions["mallory_99"].problems] == told
+    for name in ("alicesmith_2001", "bobsmith_2002"):
+        assert len(submissions[name].sources) == 7 and submissions[name].problems == ()

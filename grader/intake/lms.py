@@ -71,8 +71,8 @@ def bulk_download(entries: list[Entry]) -> list[Student] | None:
         return _moodle_folders(folders)
     if not folders and code and all(_MOODLE_FILE.match(e.name) for e in code):
         return _moodle_files(code)
-    if not folders and code and all(_canvas(e.name) for e in code):
-        return _canvas_students(code)
+    if code and all(_canvas(e.name) for e in code + folders):  # (Canvas writes no folder: one is its owner's)
+        return _canvas_students(code + folders)
     return None
 
 
