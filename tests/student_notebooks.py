@@ -4,7 +4,8 @@ definitions (prints, the book's examples, `torch.manual_seed`, a demo that fails
 early in a draft and again, fixed, further down; helpers and constants in cells of their own;
 markdown in Chinese; a cell importing from a "module" that is really an earlier cell.
 
-`chapter_notebook(sources, shape)` builds one; `SHAPES` names the shapes the tests grade.
+`chapter_notebook(sources, shape)` builds one; `SHAPES` names the shapes the tests grade;
+`interleavings(sources)` draws one at random (hypothesis).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from hypothesis import strategies as st
 
 MODULES = [
     "sec3_3_simple_attention",
@@ -155,3 +158,87 @@ def write_notebook(folder: Path, document: dict, name: str = "ch3.ipynb") -> Pat
 
 def module_sources(folder: Path) -> dict[str, str]:
     return {m: (folder / f"{m}.py").read_text(encoding="utf-8") for m in MODULES if (folder / f"{m}.py").exists()}
+
+
+# Scratch cells that fail or bind a name a module requires to a demo value (before its definition).
+FAILING_SCRATCH = ["print(undefined_name)", "raise ValueError('demo')", "1 / 0", "attention_weights = 'a demo value'"]
+
+
+@st.composite
+def interleavings(draw, sources: dict[str, str]) -> list[dict]:
+    """The modules' definitions in book order as one notebook, and anywhere between them what a
+    student leaves: scratch cells (some failing), markdown in Chinese, a class's broken first draft
+    before it, a cell importing from a "module" that is an earlier cell."""
+    cells = [code("import torch\nimport torch.nn as nn")]
+    seen = {"import torch", "import torch.nn as nn"}
+    for piece in pieces(sources):
+        if piece.imports:
+            sibling = SIBLING.match(piece.text)
+            if (sibling and draw(st.booleans())) or (not sibling and piece.text not in seen):
+                seen.add(piece.text)
+                cells.append(code(piece.text))
+            continue
+        for _ in range(draw(st.integers(0, 2))):
+            cells.append(code(draw(st.sampled_from(SCRATCH + FAILING_SCRATCH))))
+        if draw(st.booleans()):
+            cells.append(markdown(draw(st.sampled_from(CHINESE))))
+        if piece.names and piece.names[0][0].isupper() and draw(st.integers(0, 3)) == 0:
+            cells.append(code(_draft(piece.text)))
+        cells.append(code(piece.text))
+    return cells
+
+
+# -- comparing a notebook's grading with its modules' -----------------------------------------------------
+
+# where in the student's code: a .py file (a module's name is the grader's words) or a notebook's cell, a line
+WHERE = re.compile(r"`[^`\n]+\.ipynb`, code cell \d+|`[^`\n]+\.py`|\b\w+\.py|line \d+")
+
+
+def student_line(folder: Path, diagnosis: dict) -> str:
+    """The student's line a diagnosis points at, read from their .py file or notebook cell."""
+    if diagnosis["cell"]:
+        document = json.loads((folder / diagnosis["file"]).read_text(encoding="utf-8"))
+        cells = [c for c in document["cells"] if c["cell_type"] == "code"]
+        return cells[diagnosis["cell"] - 1]["source"].split("\n")[diagnosis["line"] - 1].strip()
+    return (folder / diagnosis["file"]).read_text(encoding="utf-8").split("\n")[diagnosis["line"] - 1].strip()
+
+
+def said(message: str) -> str:
+    """A message without where in the student's code it points (and the words that name a .py file
+    or the notebook a missing function should have been in)."""
+    message = re.sub(
+        r"The code found for (\w+) in your notebook `[^`]+` does not define", r"\1.py does not define", message
+    )
+    return WHERE.sub("<where>", message)
+
+
+def assert_graded_alike(py: dict, py_folder: Path, nb: dict, nb_folder: Path, same_messages: bool = True) -> None:
+    """The notebook's results.json says what the modules' says: the score, each test's outcome,
+    message and diagnosis (pointing at the same line of the student's code), and every module
+    was recognised in the notebook."""
+    assert (nb["score"], nb["max_score"], nb["track"]) == (py["score"], py["max_score"], py["track"])
+    assert [n for n in nb["integrity"] if not n["kind"].startswith(("sandbox.", "deploy."))] == []
+    for a, b in zip(py["tests"], nb["tests"], strict=True):
+        assert (b["id"], b["status"], b["points"], b["misconception"], b["blocked_by"]) == (
+            a["id"],
+            a["status"],
+            a["points"],
+            a["misconception"],
+            a["blocked_by"],
+        ), a["id"]
+        if same_messages:  # (a misspelt class fails 3.6's importers in modules, its callers in a notebook)
+            assert said(b["message"]) == said(a["message"]), a["id"]
+        da, db = a["diagnosis"], b["diagnosis"]
+        assert (da is None) == (db is None), a["id"]
+        if da is not None:
+            assert (db["misconceptions"], db["checkpoint"], db["evidence"]) == (
+                da["misconceptions"],
+                da["checkpoint"],
+                da["evidence"],
+            )
+            assert (db["line"] is None) == (da["line"] is None)
+            if da["line"] is not None:
+                assert db["file"] == "ch3.ipynb" and db["cell"]
+                assert student_line(nb_folder, db) == student_line(py_folder, da)
+    found = {f["module"]: f for f in nb["found"]}
+    assert all(f["how"] == "recognised" and f["file"] == "ch3.ipynb" and f["cells"] for f in found.values())

@@ -21,7 +21,7 @@ from grader.intake.notebook_cells import origin_at
 from grader.intake.notebooks import notebook_code
 from grader.intake.statements import cell_statements
 from tests.conftest import ROOT, solutions_as_submission
-from tests.student_notebooks import MODULES, SCRATCH, code, markdown, module_sources, notebook, pieces
+from tests.student_notebooks import FAILING_SCRATCH, MODULES, SCRATCH, code, markdown, module_sources, notebook, pieces
 
 M33, M34, M35, M36 = MODULES[:4]
 
@@ -246,7 +246,6 @@ REFERENCE = {
     m: (ROOT / "solutions" / f"{m}.py").read_text(encoding="utf-8").replace("from .", "from ") for m in MODULES
 }
 DEFINITIONS = [p for p in pieces(REFERENCE) if not p.imports]
-FAILING_SCRATCH = ["print(undefined_name)", "raise ValueError('demo')", "1 / 0", "attention_weights = 'a demo value'"]
 
 
 def _code_lines(submission, module: str) -> list[str]:
