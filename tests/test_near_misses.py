@@ -1,0 +1,63 @@
+"""Did-you-mean for the keyword arguments of the contract's constructors and builders (issue 24,
+point 3): a parameter one or two edits from the one the contract passes is named, with both names,
+its owner and the line of its definition; a correct signature, or one taking **kwargs, is not."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import pytest
+
+from grader.intake.contract import CONSTRUCTOR, PARAMETERS
+from grader.intake.near_misses import near_misses
+from grader.records import MODULES, NearMiss
+from tests.conftest import ROOT
+
+REFERENCE = {m: (ROOT / "solutions" / f"{m}.py").read_text(encoding="utf-8") for m in MODULES}
+MISSPELT = {  # owner -> (the contract's keyword, as a student misspells it)
+    "SelfAttention_v1": ("d_out", "d_ou"),
+    "SelfAttention_v2": ("qkv_bias", "qvk_bias"),
+    "CausalAttention": ("context_length", "context_lenght"),
+    "MultiHeadAttentionWrapper": ("dropout", "droput"),
+    "MultiHeadAttention": ("num_heads", "num_head"),
+    "build_two_dim_wrapper": ("context_length", "contextlength"),
+    "build_gpt2_small_attention": ("dropout", "Dropout"),
+}
+
+
+def signature(module: str, owner: str) -> ast.FunctionDef:
+    """The reference's constructor of class OWNER, or function OWNER."""
+    for node in ast.parse(REFERENCE[module]).body:
+        if isinstance(node, ast.ClassDef) and node.name == owner:
+            return next(n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == CONSTRUCTOR)
+        if isinstance(node, ast.FunctionDef) and node.name == owner:
+            return node
+    raise LookupError(owner)
+
+
+def owner_module(owner: str) -> str:
+    return next(m for m in MODULES if re.search(rf"^(class|def) {owner}\b", REFERENCE[m], re.M))
+
+
+def test_every_constructor_and_builder_of_the_contract_is_covered():
+    assert set(MISSPELT) == set(PARAMETERS)
+
+
+@pytest.mark.parametrize("owner", MISSPELT)
+def test_a_misspelt_keyword_is_named_with_both_names_its_owner_and_line(owner):
+    wanted, misspelt = MISSPELT[owner]
+    module = owner_module(owner)
+    definition = signature(module, owner)
+    [argument] = [a for a in definition.args.args + definition.args.kwonlyargs if a.arg == wanted]
+    lines = REFERENCE[module].split("\n")
+    line = lines[argument.lineno - 1]
+    lines[argument.lineno - 1] = line[: argument.col_offset] + misspelt + line[argument.col_offset + len(wanted) :]
+    found = near_misses({module: "\n".join(lines)}, {})
+    assert NearMiss(module, "keyword", wanted, misspelt, f"{module}.py", argument.lineno, 0, owner) in found
+    assert near_misses({module: REFERENCE[module]}, {}) == ()
+
+
+def test_a_signature_taking_any_keyword_is_no_near_miss():
+    source = "class CausalAttention:\n    def __init__(self, d_in, d_out, context_len, **rest):\n        pass\n"
+    assert [m for m in near_misses({"sec3_5_causal_attention": source}, {}) if m.kind == "keyword"] == []
