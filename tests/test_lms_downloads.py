@@ -347,6 +347,21 @@ CANVAS_HOSTILE = {  # mallory's members in a Canvas download -> what mallory is 
         ],
         ["submission.file-zip-duplicate"],
     ),
+    "invisible twins": (
+        [
+            member("mallory_99_4_sec3_3_simple_attention.py", b"x = 1"),
+            member("mallory_99_4_sec3_3_simple\u200b_attention.py", b""),
+        ],
+        ["submission.file-zip-duplicate"],
+    ),
+    "a bomb in the student's own zip": (
+        [
+            member(
+                "mallory_99_8_ch3.zip", zipped({"sec3_3_simple_attention.py": b"#" * (MAX_RATIO * RATIO_FROM // 100)})
+            )
+        ],
+        ["submission.file-zip-bomb"],
+    ),
     "a folder named as a module": (
         [member("mallory_99_5_sec3_3_simple_attention.py/x.py", b"x = 1")],
         ["submission.file-folder"],
