@@ -5,7 +5,8 @@
    order, scratch cells, some failing, Chinese markdown, broken first drafts and cross-cell imports
    anywhere between them), graded in one class beside the same students' .py files: the share of
    notebooks graded exactly like their modules (score, each test's outcome and message, each
-   diagnosis and the line it points at).
+   diagnosis and the line it points at); as a control, how many the same comparison tells apart
+   from the next student's modules.
 2. LMS downloads: the example class as a Canvas and as a Moodle bulk-download zip
    (tests/test_lms_downloads.py's hands: late, re-uploaded, notebook and zip hand-ins): students
    graded (once each), with the folder form's score, with the LMS's id in gradebook.csv and in
@@ -73,14 +74,24 @@ def notebooks(base: Path, count: int, at: int, jobs: int) -> dict:
     def results(name: str) -> dict:
         return json.loads((summary.out_of[name] / "results.json").read_text(encoding="utf-8"))
 
-    alike, differing = 0, []
-    for name, student in names:
+    def alike(py: str, name: str) -> str:
         try:
-            assert_graded_alike(results(f"{student}-py"), forms[student], results(name), klass / name)
-            alike += 1
+            assert_graded_alike(results(f"{py}-py"), forms[py], results(name), klass / name)
         except AssertionError as exc:
-            differing.append({"notebook": name, "difference": str(exc)[:300]})
-    return {"notebooks": len(names), "graded_like_modules": alike, "share": alike / len(names), "differing": differing}
+            return str(exc)[:300] or "differs"
+        return ""
+
+    differing = [{"notebook": n, "difference": d} for n, s in names if (d := alike(s, n))]
+    # the control: each notebook against another student's modules (the comparison must tell them apart)
+    others = sorted(forms)
+    control = sum(bool(alike(others[(others.index(s) + 1) % len(others)], n)) for n, s in names)
+    return {
+        "notebooks": len(names),
+        "graded_like_modules": len(names) - len(differing),
+        "share": (len(names) - len(differing)) / len(names),
+        "differing": differing,
+        "control_told_apart_from_the_next_students_modules": control,
+    }
 
 
 def downloads(base: Path, jobs: int) -> dict:

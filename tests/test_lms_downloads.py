@@ -133,6 +133,7 @@ def downloads(tmp_path_factory):
         "canvas.zip": write_zip(base / "canvas.zip", canvas),
         "moodle.zip": write_zip(base / "moodle.zip", moodle),
         "canvas-folder": unzip_to(base / "canvas-folder", canvas),
+        "moodle-folder": unzip_to(base / "moodle-folder", moodle),
         "moodle-flat.zip": write_zip(base / "moodle-flat.zip", moodle_download(hands(), PEOPLE, folders=False)),
     }
     out = {"folder": grade(EXAMPLES, base / "out" / "folder", jobs=2, force=True)}
@@ -145,7 +146,7 @@ def gradebook(summary) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO((summary.out_dir / "gradebook.csv").read_text(encoding="utf-8"))))
 
 
-@pytest.mark.parametrize("download", ["canvas.zip", "canvas-folder", "moodle.zip", "moodle-flat.zip"])
+@pytest.mark.parametrize("download", ["canvas.zip", "canvas-folder", "moodle.zip", "moodle-folder", "moodle-flat.zip"])
 def test_a_download_grades_every_student_once_as_the_class_folder_does(downloads, download):
     summary = downloads[download]
     folder_scores = {r.submission: r.score for r in downloads["folder"].results}

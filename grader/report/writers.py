@@ -88,9 +88,9 @@ def _plain_pages(result: GradeResult, catalog: Catalog) -> tuple[str, str]:
 
 
 def gradebook_csv(results: list[GradeResult]) -> str:
-    """One row per student (as shown), one column per section, total, and the folder of the
-    student's reports; for a class graded from an LMS's bulk download, the student's LMS, id and
-    name there, and whether it was late; every text cell inert in a spreadsheet (a folder's name
+    """One row per student (as shown), one column per section, total; for a class graded from an
+    LMS's bulk download, the student's LMS, id and name there, and whether it was late; and, last,
+    the folder of the student's reports; every text cell inert in a spreadsheet (a folder's name
     never needs a change: grader.intake.names)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
@@ -103,11 +103,11 @@ def gradebook_csv(results: list[GradeResult]) -> str:
             "max_total",
             "track",
             "integrity",
-            "folder",
             "lms",
             "lms_id",
             "lms_name",
             "late",
+            "folder",
         ]
     )
     for result in sorted(results, key=lambda r: r.submission):
@@ -122,13 +122,13 @@ def gradebook_csv(results: list[GradeResult]) -> str:
                 _score(result.max_score),
                 spreadsheet_cell(result.track),
                 spreadsheet_cell(notes),
-                spreadsheet_cell(result.folder or ""),
                 *(
                     [spreadsheet_cell(who.lms), spreadsheet_cell(who.user_id), spreadsheet_cell(who.name)]
                     if who is not None
                     else ["", "", ""]
                 ),
                 "late" if who is not None and who.late else "",
+                spreadsheet_cell(result.folder or ""),  # last, as always: scripts read it there
             ]
         )
     return buffer.getvalue()
