@@ -217,6 +217,7 @@ def _export(argv: list[str]) -> int:
         ("export-altered", done.altered_ids),
         ("export-ambiguous", done.ambiguous),
         ("export-no-lms-id", done.no_lms_id),
+        ("export-ambiguous-rows", done.ambiguous_rows),
     ):
         if names:
             print(catalog.t(f"deploy.cli.{key}", names=", ".join(names)))

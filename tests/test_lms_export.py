@@ -376,6 +376,35 @@ def test_a_moodle_roster_keyed_by_email(class_output, tmp_path):
     ]
 
 
+def test_a_folder_two_roster_rows_match_gets_no_grade_and_is_named_in_both_languages(class_output, tmp_path):
+    """Two students of one name in the roster: the folder's grade is neither's (never the first row's)."""
+    out, documents = class_output
+    roster = tmp_path / "roster.csv"
+    roster.write_text(
+        "Student,ID,SIS User ID,SIS Login ID,Section\n"
+        "carol,2001,S-1,carol.chen,A\nCarol,2002,S-2,carol.cruz,B\nbob,2003,S-3,bob,A\n",
+        encoding="utf-8",
+    )
+    done = export(out, lms="canvas", assignment=TITLE, catalog=EN, roster=roster, to=tmp_path / "c.csv")
+    points, students = canvas_import((tmp_path / "c.csv").read_text(encoding="utf-8"))
+    assert [(s["id"], s["grades"][TITLE]) for s in students] == [("2003", documents["bob"]["score"])]
+    assert done.ambiguous_rows == ["carol"] and done.rows == 1
+    assert "carol" not in done.unmatched and done.not_submitted == []  # both rows have a submission: not theirs
+    for lang, words in (("en", "more than one row of the roster"), ("zh", "不止一行")):
+        said = subprocess.run(
+            [sys.executable, "-m", "grader", "export", str(out), "--lms", "canvas", "--roster", str(roster)]
+            + ["--to", str(tmp_path / f"{lang}.csv"), "--lang", lang],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert said.returncode == 0, said.stderr
+        assert [
+            line for line in said.stdout.splitlines() if words in line and line.endswith(("): carol", "）：carol"))
+        ], said.stdout
+
+
 @pytest.mark.parametrize(
     "content, key, error",
     [

@@ -28,6 +28,10 @@ which only the assignment's grading worksheet takes (mod/assign/feedback/offline
 worksheet": columns "Identifier" = "Participant <id>", "Grade", "Last modified (grade)"): the
 export is written in that form, one grade per student (with `--by section` the section columns come
 instead of "Grade", for a spreadsheet; the worksheet takes only "Grade").
+
+With a roster, a student is matched to the one row whose key column holds their folder's name; a
+student whom two or more rows match (two students of one name) is left out and named, never given
+to one of them.
 """
 
 from __future__ import annotations
@@ -102,6 +106,7 @@ class Export:
     not_submitted: list[str] = field(default_factory=list)  # roster rows with no graded submission
     altered_ids: list[str] = field(default_factory=list)  # identifiers changed to stay inert in spreadsheets
     ambiguous: list[str] = field(default_factory=list)  # students an LMS could not tell apart (Alice, alice)
+    ambiguous_rows: list[str] = field(default_factory=list)  # students several roster rows match (two 王伟)
     identity_column: str = ""  # the column that identifies a student (what Moodle maps from)
     no_lms_id: list[str] = field(default_factory=list)  # graded students without an id of the LMS's download
 
@@ -202,9 +207,11 @@ class _Semicolon(csv.excel):
 
 def match_roster(
     students: list[StudentGrades], header: list[str], rows: list[dict[str, str]], key: str | None
-) -> tuple[str, dict[str, dict[str, str]]]:
-    """(the roster column that holds the students' folder names, student name -> roster row).
-    Without KEY, the column that matches the most names is used."""
+) -> tuple[str, dict[str, dict[str, str]], list[StudentGrades]]:
+    """(the roster column that holds the students' folder names, student name -> roster row, the
+    students that several rows match). Without KEY, the column that matches the most names is used.
+    A student whom two or more rows match (two students of one name) gets no row: whose grade it is
+    cannot be known from the name, and guessing would give one student another's grade."""
     exact = {unicodedata.normalize("NFC", s.raw).strip() for s in students}
     names = {_key(s.raw) for s in students}
     if key is not None:
@@ -224,10 +231,12 @@ def match_roster(
             best, best_count = column, count
     if best is None:
         raise ExportError("roster-key-matches-none" if key else "roster-no-key", column=key)
-    by_key: dict[str, dict[str, str]] = {}
+    by_key: dict[str, list[dict[str, str]]] = {}
     for row in rows:
-        by_key.setdefault(_key(row.get(best, "")), row)
-    return best, {s.name: by_key[_key(s.raw)] for s in students if _key(s.raw) in by_key}
+        by_key.setdefault(_key(row.get(best, "")), []).append(row)
+    matched = {s.name: by_key[_key(s.raw)][0] for s in students if len(by_key.get(_key(s.raw), ())) == 1}
+    several = [s for s in students if len(by_key.get(_key(s.raw), ())) > 1]
+    return best, matched, several
 
 
 # -- writing ---------------------------------------------------------------------------------------
@@ -289,8 +298,9 @@ def export(
     report = Export(target, 0, [], unreadable, ambiguous=ambiguous)
     if roster is not None:
         header, rows = read_roster(roster)
-        key, matched = match_roster(students, header, rows, roster_key)
-        report.unmatched = [s.name for s in students if s.name not in matched]
+        key, matched, several = match_roster(students, header, rows, roster_key)
+        report.ambiguous_rows = sorted(s.listed for s in several)
+        report.unmatched = [s.name for s in students if s.name not in matched and s not in several]
         graded = {_key(s.raw) for s in students}
         report.not_submitted = [r[key] for r in rows if r.get(key) and _key(r[key]) not in graded]
         students = [s for s in students if s.name in matched]
