@@ -236,12 +236,6 @@ def test_a_name_drawn_like_a_classmates_is_told_apart_in_listings(victim, twin):
 # -- a frame of code compiled under the module's own file name -----------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a traceback frame is quoted from the module's file by its file name "
-    "alone: code compiled at run time under that name (exec, compile) gets "
-    "a line of the file quoted that never ran",
-)
 def test_code_compiled_under_the_modules_file_name_is_not_quoted_from_the_file(tmp_path):
     from grader.run import grade
 
@@ -261,3 +255,84 @@ def test_code_compiled_under_the_modules_file_name_is_not_quoted_from_the_file(t
     quoted = re.findall(r"line 9, in `<module>`: `([^`]*)`", feedback)
     file_line_9 = changed.split("\n")[8].strip()
     assert file_line_9 not in quoted  # quoting it says the docstring raised ValueError
+    # what is said instead is true: the line of the file that ran the generated code, quoted as it is
+    line = changed.split("\n").index(next(text for text in changed.split("\n") if forged in text)) + 1
+    assert f"line {line}, in `attention_scores`: `{forged}" in feedback.replace("\\_", "_")
+
+
+def _compiled_under_its_name(folder: Path) -> Path:
+    """A module whose functions run text compiled under the module's own file name."""
+    folder.mkdir()
+    (folder / "generated_here.py").write_text(
+        '"""Line 1."""\n\n\ndef ran():\n'
+        '    exec(compile("\\n" * 5 + "raise ValueError(7)", __file__, "exec"))\n\n\n'
+        'def unparsable():\n    compile("\\n(", __file__, "exec")\n\n\n'
+        "def defined():\n    scope = {}\n"
+        '    exec(compile("\\n" * 12 + "def f():\\n    raise KeyError(3)", __file__, "exec"), scope)\n'
+        '    return scope["f"]\n'
+    )
+    (folder / "broken_file.py").write_text("x = 1\n\ny = (\n")
+    return folder
+
+
+def test_frames_of_code_compiled_under_a_files_name_are_left_out_and_the_line_that_ran_it_kept(tmp_path):
+    import sys
+
+    from grader.probes import own_code
+    from grader.sandbox.driver import StudentNamespace, describe_error
+
+    folder = _compiled_under_its_name(tmp_path / "student")
+    ns = StudentNamespace(str(folder))
+    try:
+        module = ns.module("generated_here")
+        assert own_code.from_its_file(module.ran.__code__) and own_code.from_its_file(module.defined.__code__)
+        assert not own_code.from_its_file(module.defined().__code__)
+        said = []
+        for call in (module.ran, module.unparsable, module.defined()):
+            try:
+                call()
+            except Exception as exc:  # noqa: BLE001 - described as the sandbox describes it
+                said.append(describe_error(exc, str(folder)))
+        # the line that compiled or ran the text (5, 9) is the place; a line of the text is none
+        assert [[(f["line"], f["function"]) for f in error["frames"]] for error in said] == [
+            [(5, "ran")],
+            [(9, "unparsable")],
+            [],  # a function defined by the compiled text: no line of the file ran
+        ]
+        assert said[2]["exc_type"] == "KeyError" and said[2]["module"] == ""
+        try:
+            ns.module("broken_file")
+        except Exception as exc:  # noqa: BLE001
+            broken = describe_error(exc, str(folder))
+        assert [(f["file"], f["line"]) for f in broken["frames"]] == [("broken_file.py", 3)]  # the file's own error
+    finally:
+        sys.path.remove(ns.directory)
+        for name in ("generated_here", "broken_file"):
+            sys.modules.pop(name, None)
+
+
+def test_a_trace_places_no_op_on_a_line_of_text_compiled_under_a_files_name(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from in_process import trace_probes
+
+    from grader.diagnosis.trace_documents import parse_trace
+
+    module = "sec3_3_simple_attention"
+    submission = solutions_as_submission(tmp_path / "student")
+    source = (submission / f"{module}.py").read_text()
+    generated = (
+        "scope = {'inputs': inputs}\n    "
+        "exec(compile('\\n' * 8 + 'result = inputs @ inputs.T', __file__, 'exec'), scope)\n"
+        "    return scope['result']"
+    )
+    changed = source.replace("return inputs @ inputs.T", generated, 1)
+    (submission / f"{module}.py").write_text(changed)
+    lines = changed.split("\n")
+    exec_line = next(n for n, text in enumerate(lines, 1) if "exec(compile(" in text)
+
+    trace = parse_trace(trace_probes(submission, [f"{module}:context_vectors"])[f"{module}:context_vectors"])
+    sites = {(op.site.file, op.site.line) for op in trace.ops if op.name in ("matmul", "__matmul__")}
+    assert sites and all(line != 9 for _, line in sites), sites  # line 9 of the file is no code of it
+    assert (f"{module}.py", exec_line) in sites

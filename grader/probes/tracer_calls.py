@@ -7,7 +7,7 @@ keeps `calls` and the frames of the calls in progress, and asks the tracer (`_no
 nodes of the tensors it records. The trace hook is set for the run and the hooks found (trace and
 profile) are put back after it, even when the code under test enters the tracer again or sets a
 profile hook; `sys.settrace` and `sys.gettrace` are used as the tracer found them (code under
-test may replace them). Runs in the sandbox: imports only the standard library and torch.
+test may replace them). Runs in the sandbox: imports only the standard library, torch and grader.probes.own_code.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import sys
 from typing import Any
 
 import torch
+
+from grader.probes.own_code import from_its_file
 
 MAX_OPS = 3000  # ops, and calls, in one trace
 MAX_STACK = 4  # student frames kept per op, innermost first
@@ -55,6 +57,13 @@ class CallRecorder:
             self._files[filename] = real[len(self.prefix) :] if real.startswith(self.prefix) else None
         return self._files[filename]
 
+    def _student_file(self, code: Any) -> str | None:
+        """The student file `code` is code of, relative to the folder; None for code of other files
+        and for code compiled at run time under a student file's name (its lines are not the file's:
+        see grader.probes.own_code)."""
+        relative = self._relative(code.co_filename)
+        return relative if relative is not None and from_its_file(code) else None
+
     def _student_stack(self, frame: Any) -> tuple[list[list], Any]:
         """The student frames from `frame` out (innermost first, at most MAX_STACK of them, the
         outermost always among them) and the outermost one. The walk ends at the current call's
@@ -64,7 +73,7 @@ class CallRecorder:
         last: list | None = None
         stop = self._frames[-1] if self._frames else None
         while frame is not None:
-            relative = self._relative(frame.f_code.co_filename)
+            relative = self._student_file(frame.f_code)
             if relative is not None:
                 entry = [relative, frame.f_lineno or 0, frame.f_code.co_name[:MAX_TEXT]]
                 if len(stack) < MAX_STACK - 1:
@@ -119,11 +128,11 @@ class CallRecorder:
 
     def _on_call(self, frame: Any) -> bool:
         """Start a call record when `frame` is an outermost call of the code under test."""
-        if self._relative(frame.f_code.co_filename) is None:
+        if self._student_file(frame.f_code) is None:
             return False
         back = frame.f_back
         while back is not None:
-            if self._relative(back.f_code.co_filename) is not None:
+            if self._student_file(back.f_code) is not None:
                 return False  # a nested call of the code under test (perhaps through torch's own code)
             back = back.f_back
         self._start_call(frame)

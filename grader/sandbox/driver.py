@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import importlib
 import importlib.abc
+import linecache
 import os
 import sys
 import traceback
@@ -17,7 +18,7 @@ from typing import Any
 
 import torch
 
-from grader.probes import ContractError, Namespace, Probe, cpu_manual_seed
+from grader.probes import ContractError, Namespace, Probe, cpu_manual_seed, own_code
 from grader.probes.tracer import traced
 from grader.sandbox import codec
 
@@ -133,21 +134,26 @@ def without_scratch(text: str, directory: str) -> str:
 
 
 def _student_frames(exc: BaseException, directory: str) -> list[dict]:
+    """The traceback's frames in the student's files. A frame of code compiled at run time under a
+    student file's name (`exec(compile(text, __file__, "exec"))`) is left out: its line is a line
+    of that text, not of the file (see grader.probes.own_code); the line that ran it stays."""
     frames = []
-    for frame in traceback.extract_tb(exc.__traceback__):
-        filename = os.path.realpath(frame.filename)
-        if filename.startswith(directory + os.sep):
+    for frame, line in traceback.walk_tb(exc.__traceback__):
+        code = frame.f_code
+        filename = os.path.realpath(code.co_filename)
+        if filename.startswith(directory + os.sep) and own_code.from_its_file(code):
+            text = linecache.getline(code.co_filename, line or 0).strip()
             frames.append(
                 {
                     "file": os.path.relpath(filename, directory),
-                    "line": frame.lineno or 0,
-                    "function": frame.name,
-                    "code": without_scratch((frame.line or "")[:300], directory),
+                    "line": line or 0,
+                    "function": code.co_name,
+                    "code": without_scratch(text[:300], directory),
                 }
             )
     if isinstance(exc, SyntaxError) and exc.filename:
         filename = os.path.realpath(exc.filename)
-        if filename.startswith(directory + os.sep):
+        if filename.startswith(directory + os.sep) and own_code.syntax_error_in_file(exc.filename, exc.lineno):
             frames.append(
                 {
                     "file": os.path.relpath(filename, directory),
