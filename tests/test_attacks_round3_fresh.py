@@ -67,12 +67,6 @@ def test_ipython_reads_an_operator_at_the_start_of_a_continuation_line_as_python
     assert transformers.TransformerManager().transform_cell(cell) == cell
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="notebook intake rewrites any line starting with % or ! as a magic, "
-    "even a continuation line: correct code fails to import and the "
-    "report quotes the rewritten line as the student's",
-)
 def test_a_notebook_line_continuing_an_expression_with_an_operator_is_graded_as_python(tmp_path):
     from grader.run import grade
 

@@ -9,6 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from grader.i18n import LANGUAGES, Catalog
 from grader.intake.discovery import find_submissions, read_submission
@@ -153,6 +155,112 @@ def test_magics_become_pass_and_non_python_cells_go(tmp_path):
     assert code is not None
     compile(code, "cell", "exec")
     assert "x = 1" in code and "pass  # %timeit i" in code
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        "x = (7\n     % 2)\ny = (3\n     != 4)\n",  # PEP 8's break before a binary operator
+        "x = 7 \\\n    % 2\n",  # a backslash continuation
+        's = """\n%not a magic\n!not a shell\nWhy?\n"""\n',  # lines of a string
+        "x = f'''{\n%no\n}'''\n",  # a line inside an f-string's braces
+        "x = 1\n%= 2\n!= 3\n",  # operators, not escapes (Python then says what is wrong)
+        "d = {\n    'a': 1,\n    # %comment\n    !x\n}\n",  # inside brackets, even after a comment line
+    ],
+)
+def test_a_line_that_continues_python_is_python_whatever_it_starts_with(cell):
+    assert python_code(cell) == cell
+
+
+def test_a_magic_is_one_at_the_start_of_a_logical_line_after_anything(tmp_path):
+    cell = (
+        "x = (1,\n     2)\n%time y = x\n"  # after a bracketed expression ends
+        "s = '''\n%inside\n'''\n!ls  # after a string ends\n"
+        "if x:\n    %timeit x\n    !echo (unbalanced 'quote\n    z = (1\n         % 2)\n"
+        "!echo a \\\n  b\n"  # a shell line continued with a backslash is the magic's
+        "?torch.tril\ntorch.tril??\n"
+    )
+    code = python_code(cell)
+    assert code is not None
+    compile(code, "cell", "exec")
+    changed = [n for n, (old, new) in enumerate(zip(cell.split("\n"), code.split("\n")), 1) if old != new]
+    assert changed == [3, 7, 9, 10, 13, 14, 15, 16]
+    assert code.split("\n")[9] == "    pass  # !echo (unbalanced 'quote"  # the student's line, after the comment
+
+
+_LOGICAL_LINES = [
+    "x = 1",
+    "y = x % 2",
+    "print(x != 2)",
+    "# %a comment",
+    "",
+    "%time x = 1",
+    "%%time",  # a cell magic is a line magic past the first line
+    "!ls -la",
+    "!echo 'unterminated",
+    "!echo (",
+    "?torch",
+    "torch.tril?",
+    "torch.tril??",
+    "x %= 3",
+]
+_CONTINUATION_LINES = ["% 2", "!= 3", "%time", "!ls", "?x", "# !comment", "", "'%s' % x", "x?"]
+_STRING_LINES = ["%inside", "!inside", "Why?", "", "  ?x", "# %"]
+
+
+@st.composite
+def _cells(draw) -> str:
+    """Cells of Python and IPython lines: logical lines, bracket and backslash continuations,
+    multi-line strings, indented blocks (no leading blank or indented first line, no cell magic on
+    the first line, no prompts: IPython's clean-up steps, which the kit leaves to Python)."""
+    lines = [draw(st.sampled_from(["x = 1", "import torch", "%time x", "!ls", "torch.tril?"]))]
+    for _ in range(draw(st.integers(1, 12))):
+        indent = draw(st.sampled_from(["", "", "    "]))
+        if indent and not lines[-1].rstrip().endswith(":"):
+            lines.append("if x:")
+        kind = draw(st.sampled_from(["line", "line", "brackets", "backslash", "string"]))
+        if kind == "line":
+            lines.append(indent + draw(st.sampled_from(_LOGICAL_LINES)))
+        elif kind == "brackets":
+            opening = draw(st.sampled_from(["(", "[", "{"]))
+            closing = {"(": ")", "[": "]", "{": "}"}[opening]
+            lines.append(f"{indent}z = {opening}1")
+            lines += [
+                indent + "     " + draw(st.sampled_from(_CONTINUATION_LINES)) for _ in range(draw(st.integers(1, 3)))
+            ]
+            lines.append(indent + "     " + closing)
+        elif kind == "backslash":
+            lines.append(f"{indent}w = 1 \\")
+            lines.append(indent + "    " + draw(st.sampled_from(["% 2", "!= 3", "+ 2"])))
+        else:
+            quote = draw(st.sampled_from(['"""', "'''", "f'''"]))
+            lines.append(f"{indent}s = {quote}")
+            lines += [draw(st.sampled_from(_STRING_LINES)) for _ in range(draw(st.integers(0, 3)))]
+            lines.append(quote[-3:])
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=400, deadline=None)
+@given(_cells())
+def test_the_lines_taken_for_ipythons_are_the_lines_ipython_transforms(cell):
+    """Property: on any cell of the kinds above, the kit rewrites exactly the lines IPython's own
+    input transformer rewrites. (Compared where IPython keeps the line count: it merges a help
+    request with the lines of an unclosed bracket before it, ``!echo (`` then ``x?``, into one
+    help call; the kit keeps both lines apart. Blank lines are IPython's to tidy.)"""
+    transformers = pytest.importorskip("IPython.core.inputtransformer2")
+    try:
+        by_ipython = transformers.TransformerManager().transform_cell(cell).split("\n")
+    except (SyntaxError, RuntimeError):  # a cell IPython itself cannot run
+        return
+    by_kit = python_code(cell)
+    assert by_kit is not None
+    lines, kit_lines = cell.split("\n"), by_kit.split("\n")
+    assert len(kit_lines) == len(lines)
+    assume(len(by_ipython) == len(lines))
+    ipython_changed = [n for n, (a, b) in enumerate(zip(lines, by_ipython)) if a != b and a.strip()]
+    kit_changed = [n for n, (a, b) in enumerate(zip(lines, kit_lines)) if a != b]
+    assert kit_changed == ipython_changed, (cell, by_ipython)
+    assert all(kit_lines[n].lstrip().startswith("pass  # ") for n in kit_changed)
 
 
 def test_nbgrader_test_cells_and_skipped_cells_are_not_code(tmp_path):

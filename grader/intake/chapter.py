@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from grader.intake.lines import source_lines
+from grader.intake.magics import Magics
 from grader.intake.notebook_cells import (
     _TOP_LEVEL_NAME,
     PUBLIC_CHECK_MODULES,
@@ -28,7 +29,6 @@ from grader.intake.notebook_cells import (
     _Builder,
     _module_of,
     _string_continuations,
-    python_code,
 )
 from grader.intake.parsing import MAX_PARSED_CHARS
 from grader.intake.recognition import Recognised, Unit, recognise
@@ -68,8 +68,9 @@ def analysed_cells(cells: list[tuple[int, str, dict]]) -> list[ChapterCell]:
     """The Python code cells with their markers and statements (see the module's docstring)."""
     out = []
     budget = MAX_SCANNED_TOTAL
+    magics = Magics()
     for number, source, metadata in cells:
-        code = python_code(source)
+        code = magics.python_code(source)
         if code is None:
             continue
         owner = _module_of(source, metadata)

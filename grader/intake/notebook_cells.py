@@ -21,19 +21,15 @@ from collections.abc import Set
 from dataclasses import dataclass, replace
 from typing import Any
 
+from grader.intake.magics import Magics
 from grader.records import LineOrigin, StudentFrame
 
 CHAPTER_NOTEBOOK_MARKER = re.compile(r"^#\s*module:\s*([A-Za-z0-9_]+)\s*$")
-# Cell magics whose body is still Python; any other cell magic makes the cell non-Python.
-PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug"}
 _TOP_LEVEL_NAME = re.compile(r"^(?:async[ \t]+def|def|class)[ \t]+(\w+)|^(\w+)[ \t]*(?::[^=\n]*)?=(?!=)", re.M)
 _LOCATION_IN_MESSAGE = re.compile(r"\((\w+)\.py, line (\d+)\)")
-_FIRST_LINE = re.compile(r"^([^\S\n]*)(\S.*)$", re.M)  # the first line that is not blank
-_MAGIC_LINE = re.compile(r"^([^\S\n]*)([%!].*)$", re.M)  # %time x, !pip list
 # The course's public checks, released beside a chapter notebook: a cell that runs them imports
 # them, but they are not the student's code, nor there where the code is graded.
 PUBLIC_CHECK_MODULES = frozenset({"ch3_checks", "ch3_check_list", "ch3_check_tools"})
-_HELP_LINE = re.compile(r"^([^\S\n]*)(\??[A-Za-z_][\w.]{0,200}\?{1,2})$", re.M)  # torch.tril?  ?torch.tril
 
 
 def _dict(value: Any) -> dict:
@@ -61,24 +57,6 @@ class GeneratedModule:
     def cells(self) -> tuple[int, ...]:
         """The code cells its lines come from."""
         return tuple(sorted({origin.cell for _, origin in self.origins if origin is not None}))
-
-
-def python_code(cell_source: str) -> str | None:
-    """The cell as plain Python, or None when its body is not Python (``%%bash`` and the like).
-    Lines are the cell's lines, one for one (worked on as one text: a cell of a million lines is
-    not a million strings)."""
-    first = _FIRST_LINE.search(cell_source)
-    if first is not None and first.group(2).startswith("%%"):
-        magic = first.group(2)
-        name = magic[2:].split(maxsplit=1)[0] if magic.strip() != "%%" else ""
-        if name not in PYTHON_CELL_MAGICS:
-            return None
-        cell_source = cell_source[: first.start()] + "# " + cell_source[first.start() :]
-    if "%" in cell_source or "!" in cell_source:
-        cell_source = _MAGIC_LINE.sub(r"\1pass  # \2", cell_source)
-    if "?" in cell_source:
-        cell_source = _HELP_LINE.sub(r"\1pass  # \2", cell_source)
-    return cell_source
 
 
 def _module_of(source: str, metadata: dict) -> str | None:
@@ -168,7 +146,8 @@ def section_module(cells: list[tuple[int, str, dict]], shown_name: str) -> Gener
     """Every Python code cell of a notebook named like its module, in order. The module is read
     as UTF-8 (a cell is text already), whatever a cell declares."""
     builder = _Builder(shown_name)
-    parts = [(n, code) for n, source, _ in cells if (code := python_code(source)) is not None]
+    magics = Magics()
+    parts = [(n, code) for n, source, _ in cells if (code := magics.python_code(source)) is not None]
     builder.generated("")  # the first cell starts on line 3: a coding line in it is no declaration (PEP 263)
     for index, (number, code) in enumerate(parts):
         if index:

@@ -16,7 +16,8 @@ numbers of such cells are given for a note, `NotebookCode.test_cells`), cells ta
 or with ``{"attention_kit": {"skip": true}}`` (set-up cells of generated notebooks), and cells
 whose body is not Python (``%%bash``, ``%%html``...).
 IPython magics, shell escapes and ``obj?`` help lines become ``pass`` statements, so indentation
-stays valid and line counts do not change.
+stays valid and line counts do not change; a line is one only where IPython's own transformer
+finds one, at the start of a logical line (`grader.intake.magics`).
 
 Every generated line remembers where it came from (`LineOrigin`: notebook, cell, line in the cell),
 so that feedback names the cell and line the student wrote, not a line of the generated module.
@@ -38,7 +39,8 @@ from typing import Any
 
 from grader.intake.chapter import Defined, analysed_cells, chapter_modules, definitions
 from grader.intake.files import Refused, read_file
-from grader.intake.notebook_cells import CHAPTER_NOTEBOOK_MARKER, GeneratedModule, python_code, section_module, tags
+from grader.intake.magics import python_code
+from grader.intake.notebook_cells import CHAPTER_NOTEBOOK_MARKER, GeneratedModule, section_module, tags
 from grader.intake.shown import replace_surrogates
 from grader.records import MODULES
 
