@@ -25,7 +25,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from grader.classroom.lms_export import export
@@ -445,3 +445,79 @@ def test_every_csv_the_kit_writes_is_one_of_those_checked_above():
         if re.search(r"csv\.(writer|DictWriter)\(", path.read_text(encoding="utf-8")):
             writers.add(path.relative_to(ROOT).as_posix())
     assert writers == {"grader/report/writers.py", "grader/classroom/lms_export.py"}
+
+
+# -- names drawn like a classmate's with Unicode's look-alikes (confusables.txt) ------------------
+
+from grader.intake.confusables import ASCII_PROTOTYPES, LOOKS_ASCII
+from grader.intake.lookalikes import imitation, looks
+
+# each ASCII letter -> the characters Unicode draws like it (as one character, after NFKC and NFD),
+# of those this Python's Unicode database knows (any other is shown escaped as unassigned anyway)
+DRAWN_LIKE = {
+    letter: sorted(
+        c
+        for c, text in LOOKS_ASCII.items()
+        if text == ASCII_PROTOTYPES.get(letter, letter) and unicodedata.category(c) != "Cn"
+    )
+    for letter in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+}
+DRAWN_LIKE = {letter: chars for letter, chars in DRAWN_LIKE.items() if chars}
+UNLISTED = "\u13c6\u0438\u03bb\u0576"  # Cherokee Ꮖ, Cyrillic и, Greek λ, Armenian ն: letters not in confusables.txt
+
+
+@st.composite
+def drawn_alike(draw) -> tuple[str, str, list[int]]:
+    """(a name, a classmate's name drawn like it, where the look-alikes stand)."""
+    name = draw(st.text(st.sampled_from(sorted(DRAWN_LIKE)), min_size=2, max_size=16))
+    where = draw(st.lists(st.integers(0, len(name) - 1), min_size=1, max_size=len(name), unique=True))
+    twin = list(name)
+    for index in where:
+        twin[index] = draw(st.sampled_from(DRAWN_LIKE[name[index]]))
+    return name, "".join(twin), sorted(where)
+
+
+@settings(max_examples=300, deadline=None)
+@given(drawn_alike(), st.booleans())
+def test_a_name_drawn_like_a_classmates_is_shown_with_every_look_alike_escaped(case, imitated_first):
+    """Property: whatever letters of confusables.txt a name borrows to pass for a classmate's, the
+    two are shown differently and every borrowed character is shown escaped."""
+    name, twin, where = case
+    shown = display_names([name, twin] if imitated_first else [twin, name])
+    assert shown[name] == name  # the classmate imitated keeps their name as it is
+    assert looks(shown[twin]) != looks(shown[name]) and shown[twin] != shown[name]
+    assert not [twin[i] for i in where if twin[i] in shown[twin]], shown[twin]
+    assert raw_name(shown[twin]) == twin
+
+
+@settings(max_examples=200, deadline=None)
+@given(drawn_alike(), st.sampled_from(UNLISTED), st.data())
+def test_a_name_drawn_like_a_classmates_but_for_one_unlisted_letter_is_told_apart(case, unlisted, data):
+    """Property: confusables.txt is not exhaustive (Cherokee Ꮖ passes for I in "ᎪᏞᏆᏟᎬ"): a name of
+    look-alikes of another script with one letter Unicode does not list is still made visible."""
+    name, twin, where = case
+    assume(any(imitation(twin[i]) for i in where) and len(where) < len(name))
+    spare = data.draw(st.sampled_from([i for i in range(len(name)) if i not in where]))
+    twin = twin[:spare] + unlisted + twin[spare + 1 :]
+    shown = display_names([name, twin])
+    assert shown[name] == name
+    assert [c for c in twin if not c.isascii() and c in shown[twin]] == [], shown[twin]
+
+
+REAL_NAMES = ["张伟", "王伟", "José", "Zoë", "Иванов", "Сергей", "Άννα", "Søren", "Aydın", "O’Brien"]
+
+
+@pytest.mark.parametrize(
+    "real, classmate",
+    [
+        ("张伟", "Zhang Wei"),
+        ("José", "Jose"),
+        ("Zoë", "Zoe"),
+        ("Иванов", "Ivanov"),
+        ("Søren", "Soren"),
+        ("Άννα", "Anna"),
+    ],
+)
+def test_real_names_show_as_themselves_alone_and_beside_their_transliteration(real, classmate):
+    assert display_names(REAL_NAMES) == {name: name for name in REAL_NAMES}
+    assert display_names([real, classmate]) == {real: real, classmate: classmate}

@@ -11,22 +11,28 @@ library only (the student bundle ships a copy of intake/).
   spaces and joiners, word joiner, soft hyphen, bidirectional controls, tag characters),
   variation selectors and other default-ignorable characters, spaces other than U+0020 and a
   U+0020 at either end or beside another, a combining mark with nothing to combine with (or past
-  the fourth on one letter), Cyrillic and Greek letters that look Latin in a name that also has
-  Latin letters, private-use and unassigned characters. A backslash shows doubled, so a shown
+  the fourth on one letter), in a name that passes for Latin (Latin letters beside letters of
+  another script that Unicode draws like ASCII: Cyrillic а, Greek ο, Armenian օ, from
+  confusables.txt, `grader.intake.confusables`) every character drawn like ASCII and every letter
+  of another script, private-use and unassigned characters. A backslash shows doubled, so a shown
   name reads back to exactly its raw name (`raw_name`). Chinese, accented (NFC or NFD) and other
   names show as they are.
 * `display_names(raws)`: the shown names of a class, all different, and no two that look alike
-  (`looks`: the same once compatibility forms are folded and Latin-looking letters of other
-  scripts read as Latin). Names that would (they differ only in Unicode normalisation,
-  compatibility forms or such letters: "Zoë" in NFC and in NFD) are shown strictly, every
-  combining mark, compatibility character and look-alike letter escaped too ("Zoë",
-  "Zoe\\u0308"); should even that not tell them apart, everything but printable ASCII is escaped.
+  (`looks`: Unicode's skeleton of the compatibility form, where each character drawn like ASCII
+  reads as that ASCII; or one name drawn like another in every letter but one that Unicode does
+  not list, with letters of another script drawn like ASCII: `grader.intake.lookalikes`). Names that would ("Zoë"
+  in NFC and in NFD, "alice" and "alıce", "ALICE" and Cherokee "ᎪᏞᏆᏟᎬ") are shown strictly, every
+  combining mark, compatibility character and character drawn like ASCII escaped too, and in a
+  name with letters of another script drawn like ASCII every letter not of the Latin script
+  ("Zoë", "Zoe\\u0308"; "al\\u0131ce"); should even that not tell them apart, everything but
+  printable ASCII is escaped.
 * `folder_names(raws, reserved)`: the report folder of each. A name that is shown as itself, is
-  a safe, portable folder name (`safe_component`) and looks like nothing else (`looks(raw) ==
-  raw`) keeps it, exactly, whoever else is in the class; any other name gets its safe form, ``~``
-  and the first 8 hex digits of the SHA-256 of its bytes (``printf '%s' NAME | sha256sum``), a
-  form no kept name can have. The folder depends only on the name itself (should two digests be
-  made to meet, the names involved take longer ones; never a kept name's folder).
+  a safe, portable folder name (`safe_component`) and looks like nothing else (no compatibility
+  character, no character drawn like ASCII that is not ASCII) keeps it, exactly, whoever else is
+  in the class; any other name gets its safe form, ``~`` and the first 8 hex digits of the SHA-256
+  of its bytes (``printf '%s' NAME | sha256sum``), a form no kept name can have. The folder
+  depends only on the name itself (should two digests be made to meet, the names involved take
+  longer ones; never a kept name's folder).
 """
 
 from __future__ import annotations
@@ -34,7 +40,9 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections import Counter, defaultdict
+from collections import Counter
+
+from grader.intake.lookalikes import alike, confusable, drawn_as_itself, imitation, is_latin, mixes_scripts
 
 MAX_NAME_CHARS = 120  # of a shown name or a folder name
 MAX_FOLDER_BYTES = 200
@@ -61,18 +69,6 @@ _IGNORABLE = {
     *range(0xE0100, 0xE01F0),
 }
 _HIDDEN_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
-# Cyrillic and Greek letters drawn like Latin ones (the common rows of Unicode's confusables.txt).
-HOMOGLYPHS = dict(
-    zip(
-        "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0455\u0456\u0458\u0501\u04bb\u04cf\u051b\u051d\u04af"
-        "\u0410\u0412\u0415\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425\u0405\u0406\u0408\u04ae\u051a\u051c"
-        "\u03bf\u03bd\u03c1\u03b9\u03b1\u03c5"
-        "\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a5\u03a7",
-        "aeopcyxsijdhlqwyABEKMHOPCTXSIJYQWovpiauABEZHIKMNOPTYX",
-    )
-)
-
-
 # -- shown names -----------------------------------------------------------------------------------
 
 
@@ -99,32 +95,28 @@ def _hidden(raw: str, index: int, category: str) -> bool:
     return category in _HIDDEN_CATEGORIES or category == "Zs" or ord(char) in _IGNORABLE
 
 
-def _is_latin(char: str) -> bool:
-    return char.isalpha() and unicodedata.name(char, "").startswith("LATIN ")
-
-
-def _mixes_scripts(raw: str) -> bool:
-    """Latin letters and Latin-looking letters of another script in one name."""
-    return any(c in HOMOGLYPHS for c in raw) and any(_is_latin(c) for c in raw)
-
-
 NORMAL, STRICT, ASCII = 0, 1, 2  # how much of a name `shown_name` escapes
 _PLAIN = re.compile(r"[!-\[\]-~]+(?: [!-\[\]-~]+)*")  # printable ASCII but the backslash, single inner spaces
 
 
-def _escaped_at(char: str, level: int) -> bool:
+def _escaped_at(char: str, level: int, imitates: bool) -> bool:
     if level == ASCII:
         return not " " <= char <= "~"
-    return level == STRICT and (char in HOMOGLYPHS or unicodedata.normalize("NFKC", char) != char)
+    if imitates and (confusable(char) or (char.isalpha() and not is_latin(char))):
+        return True  # a name that passes for Latin: its look-alikes and its other script's letters
+    return level == STRICT and (confusable(char) or unicodedata.normalize("NFKC", char) != char)
 
 
 def shown_name(raw: str, level: int = NORMAL) -> str:
-    """RAW as listings show it (see the module's docstring). At level STRICT every combining mark,
-    compatibility character and Latin-looking letter of another script is escaped as well; at
-    level ASCII every character but printable ASCII."""
+    """RAW as listings show it (see the module's docstring). In a name that passes for Latin (Latin
+    letters with letters of another script drawn like ASCII; at level STRICT, any letters of
+    another script drawn like ASCII) every character drawn like ASCII and every letter not of the
+    Latin script is escaped. At level STRICT every combining mark, compatibility character and
+    character drawn like ASCII is escaped as well; at level ASCII every character but printable
+    ASCII."""
     if _PLAIN.fullmatch(raw):
         return raw  # nothing to escape at any level (most names)
-    mixed = _mixes_scripts(raw)
+    imitates = mixes_scripts(raw) or (level == STRICT and any(imitation(c) for c in raw))
     out: list[str] = []
     marks, base = 0, False  # combining marks on the last letter shown; whether there is one
     for index, char in enumerate(raw):
@@ -134,7 +126,7 @@ def shown_name(raw: str, level: int = NORMAL) -> str:
             visible = base and marks <= MAX_MARKS and level == NORMAL
             base = visible
         else:
-            visible = not (_hidden(raw, index, category) or (mixed and char in HOMOGLYPHS) or _escaped_at(char, level))
+            visible = not (_hidden(raw, index, category) or _escaped_at(char, level, imitates))
             marks, base = 0, visible and char != " "
         # after an escape, a mark would sit on its last digit: it is escaped too (base is False)
         out.append(char if visible and char != "\\" else _escape(char))
@@ -159,13 +151,6 @@ def raw_name(shown: str) -> str:
     return _ESCAPES.sub(one, shown)
 
 
-def looks(shown: str) -> str:
-    """What a shown name looks like: its compatibility form with Latin-looking letters as Latin."""
-    if shown.isascii():
-        return shown
-    return "".join(HOMOGLYPHS.get(c, c) for c in unicodedata.normalize("NFKC", shown))
-
-
 def digest(raw: str) -> str:
     """The SHA-256 (hex) of a name's bytes as the file system holds them (UTF-8)."""
     try:
@@ -182,27 +167,17 @@ def _fit(shown: str, raw: str) -> str:
 
 
 def _told_apart(raw_names: list[str]) -> dict[str, str]:
-    """Raw name -> shown name, no two that `looks` alike: the names of a group that would are shown
-    at the next level (STRICT, then ASCII, where different names always look different)."""
+    """Raw name -> shown name, no two that look alike (`alike`): the names of a group that would
+    are shown at the next level (STRICT, then ASCII, where different names always look different)."""
     shown = {raw: shown_name(raw) for raw in raw_names}
     level = dict.fromkeys(raw_names, NORMAL)
-    alike: dict[str, set[str]] = defaultdict(set)
-    for raw, text in shown.items():
-        alike[looks(text)].add(raw)
-    queue = [look for look, group in alike.items() if len(group) > 1]
-    while queue:
-        group = alike[queue.pop()]
-        if len(group) < 2:
-            continue
-        for raw in [r for r in group if level[r] < ASCII]:
-            group.discard(raw)
+    while True:
+        raised = {raw for group in alike(shown) for raw in group if level[raw] < ASCII}
+        if not raised:
+            return shown
+        for raw in raised:
             level[raw] += 1
             shown[raw] = shown_name(raw, level[raw])
-            again = alike[looks(shown[raw])]
-            again.add(raw)
-            if len(again) > 1:
-                queue.append(looks(shown[raw]))
-    return shown
 
 
 def display_names(raw_names: list[str]) -> dict[str, str]:
@@ -241,15 +216,15 @@ def _folder_char(char: str) -> str:
 def safe_component(name: str) -> str:
     """NAME as a folder name that is safe and portable: NFC; no path separators, no characters
     Windows refuses, no controls or invisible characters; no leading dot, dash or space, no
-    trailing dot or space; never starting like a spreadsheet formula; not a reserved device name;
-    at most MAX_NAME_CHARS characters and MAX_FOLDER_BYTES bytes."""
+    trailing dot or space; never starting like a spreadsheet formula or with a combining mark; not a
+    reserved device name; at most MAX_NAME_CHARS characters and MAX_FOLDER_BYTES bytes."""
     if name.isascii() and name.isprintable():
         text = _UNSAFE_ASCII.sub("_", name).strip(" .")
     else:
         text = "".join(_folder_char(c) for c in unicodedata.normalize("NFC", name)).strip(" .")
     text = re.sub(r"^[-_.]+", "", text) if text.startswith(("-", ".")) else text
-    if text[:1] in _FORMULA_START or text[:1].isspace():
-        text = "_" + text
+    if text[:1] in _FORMULA_START or text[:1].isspace() or unicodedata.category(text[:1] or "_")[0] == "M":
+        text = "_" + text  # (a combining mark first would sit on whatever comes before the name)
     if not text or text.split(".")[0].lower() in _WINDOWS_RESERVED:
         text = f"student_{text}" if text else "student"
     return _cut(text, MAX_NAME_CHARS, MAX_FOLDER_BYTES)
@@ -264,13 +239,13 @@ def _cut(text: str, chars: int, size: int) -> str:
 
 def keeps_name(raw: str, reserved: set[str]) -> bool:
     """Whether RAW is its own report folder's name: shown as itself, a safe portable folder name,
-    looking like nothing else (no compatibility character, no letter that looks Latin but is not:
-    `looks(raw) == raw`), not one of the class outputs (`reserved`, without regard to case), not of
+    looking like nothing else (no compatibility character, no character that is not ASCII drawn
+    like ASCII: `drawn_as_itself`), not one of the class outputs (`reserved`, without regard to case), not of
     an altered name's form."""
     return (
         shown_name(raw) == raw
         and safe_component(raw) == raw
-        and looks(raw) == raw
+        and drawn_as_itself(raw)
         and not _HEX_SUFFIX.search(raw)
         and raw.casefold() not in {r.casefold() for r in reserved}
     )
