@@ -521,3 +521,17 @@ REAL_NAMES = ["张伟", "王伟", "José", "Zoë", "Иванов", "Сергей
 def test_real_names_show_as_themselves_alone_and_beside_their_transliteration(real, classmate):
     assert display_names(REAL_NAMES) == {name: name for name in REAL_NAMES}
     assert display_names([real, classmate]) == {real: real, classmate: classmate}
+
+
+def test_the_confusables_table_is_unicodes_characters_drawn_like_ascii():
+    """grader/intake/confusables.py is generated (tools/make_confusables.py); what names rely on."""
+    from grader.intake import confusables
+
+    assert confusables.VERSION.count(".") == 2 and len(LOOKS_ASCII) > 600
+    for char, text in LOOKS_ASCII.items():
+        assert not char.isascii() and text.isascii() and text.isprintable() and text.strip()
+        assert unicodedata.normalize("NFD", unicodedata.normalize("NFKC", char)) == char  # looked up after folding
+    assert {c: LOOKS_ASCII[c] for c in "\u0585\u13aa\u0251\u0131\u0430\u03bf"} == dict(
+        zip("\u0585\u13aa\u0251\u0131\u0430\u03bf", "oAaiao")
+    )
+    assert ASCII_PROTOTYPES["I"] == ASCII_PROTOTYPES["1"] == "l" and all(k.isascii() for k in ASCII_PROTOTYPES)
