@@ -1,6 +1,5 @@
-"""A fresh-eyed attack on the trusted code, after round three: each successful attack as a minimal
-failing reproducer (xfail, strict: the suite stays green until the kit is fixed, and a fix makes
-the test pass, which strict mode then reports so that the mark is removed).
+"""A fresh-eyed attack on the trusted code, after round three: each attack that succeeded, as a
+test that the kit now holds (they were strict xfail reproducers until the kit was fixed).
 
 The attacks, as a hostile student or an unlucky class would make them:
 
@@ -103,50 +102,88 @@ def course(tmp_path_factory):
     return course, nbgrader_e2e._student_notebook(source, release, nbgrader_e2e.correct)
 
 
+def _answer_key(course: Path) -> bytes:
+    return (course / "source" / nbgrader_e2e.ASSIGNMENT / f"{nbgrader_e2e.NOTEBOOK_NAME}.ipynb").read_bytes()
+
+
 @pytest.mark.nbgrader
-@pytest.mark.xfail(
-    strict=True,
-    reason="nbgrader's autograde and generate_feedback copy a submission's extra "
-    "files following links: a link to the course's source notebook puts "
-    "the answer key in the student's feedback folder",
-)
 def test_a_linked_file_in_a_submission_never_reaches_the_students_feedback(course, tmp_path):
     course, good = course
+    classmate = copy.deepcopy(good)
+    classmate["cells"][-1]["source"] = "# bob-s own work, 8c1f\n" + "".join(classmate["cells"][-1]["source"])
+    bob = nbgrader_e2e.hand_in(course, "bob", classmate)
     handed = nbgrader_e2e.hand_in(course, "mallory", copy.deepcopy(good))
-    # what an unzipped upload can hold: links, relative to the submission, to the course's files
-    os.symlink(
-        f"../../../source/{nbgrader_e2e.ASSIGNMENT}/{nbgrader_e2e.NOTEBOOK_NAME}.ipynb", handed.parent / "notes.txt"
-    )
-    os.symlink("/etc/passwd", handed.parent / "machine.txt")
-    nbgrader_e2e.nbgrader(course, "autograde", nbgrader_e2e.ASSIGNMENT, "--student", "mallory", check=False)
-    nbgrader_e2e.nbgrader(course, "generate_feedback", nbgrader_e2e.ASSIGNMENT, "--student", "mallory", check=False)
+    folder = handed.parent
+    # what an unzipped upload can hold: links, relative to the submission, to the course's files, to
+    # a classmate's, to the machine's; a hard link, a named pipe, a device; a link in a subfolder
+    key = f"../../../source/{nbgrader_e2e.ASSIGNMENT}/{nbgrader_e2e.NOTEBOOK_NAME}.ipynb"
+    os.symlink(key, folder / "notes.txt")
+    os.symlink("/etc/passwd", folder / "machine.txt")
+    os.symlink(f"../../bob/{nbgrader_e2e.ASSIGNMENT}/{bob.name}", folder / "classmate.txt")
+    os.link(course / "source" / nbgrader_e2e.ASSIGNMENT / f"{nbgrader_e2e.NOTEBOOK_NAME}.ipynb", folder / "hard.txt")
+    os.mkfifo(folder / "pipe")
+    os.symlink("/dev/zero", folder / "zero")
+    (folder / "sub").mkdir()
+    os.symlink(f"../{key}", folder / "sub" / "inner.txt")
+    (folder / "plain.txt").write_text("my own notes\n")
+    # and a student whose whole assignment folder is a link to a classmate's
+    (course / "submitted" / "eve").mkdir()
+    os.symlink(f"../bob/{nbgrader_e2e.ASSIGNMENT}", course / "submitted" / "eve" / nbgrader_e2e.ASSIGNMENT)
 
-    answer_key = (course / "source" / nbgrader_e2e.ASSIGNMENT / f"{nbgrader_e2e.NOTEBOOK_NAME}.ipynb").read_bytes()
-    machine = Path("/etc/passwd").read_bytes()
-    handed_back = [
-        file for step in ("autograded", "feedback") for file in (course / step / "mallory").rglob("*") if file.is_file()
-    ]
-    assert handed_back, "autograde and generate_feedback wrote nothing for the student"
-    leaked = [str(file.relative_to(course)) for file in handed_back if file.read_bytes() in (answer_key, machine)]
-    assert leaked == []
+    for student in ("mallory", "eve"):
+        graded = nbgrader_e2e.nbgrader(course, "autograde", nbgrader_e2e.ASSIGNMENT, "--student", student, check=False)
+        assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
+        fed = nbgrader_e2e.nbgrader(
+            course, "generate_feedback", nbgrader_e2e.ASSIGNMENT, "--student", student, check=False
+        )
+        assert fed.returncode == 0, fed.stdout[-3000:] + fed.stderr[-3000:]
+
+    secrets = {"answer key": _answer_key(course), "machine": Path("/etc/passwd").read_bytes(), "bob": bob.read_bytes()}
+    for student in ("mallory", "eve"):
+        handed_back = [
+            file
+            for step in ("autograded", "feedback")
+            for file in (course / step / student).rglob("*")
+            if file.is_file()
+        ]
+        assert handed_back, f"autograde and generate_feedback wrote nothing for {student}"
+        leaked = [
+            (str(file.relative_to(course)), what)
+            for file in handed_back
+            for what, secret in secrets.items()
+            if file.read_bytes() == secret or b"bob-s own work" in file.read_bytes()
+        ]
+        assert leaked == []
+        assert not [
+            file
+            for step in ("autograded", "feedback")
+            for file in (course / step / student).rglob("*")
+            if file.is_symlink()
+        ]
+    autograded = course / "autograded" / "mallory" / nbgrader_e2e.ASSIGNMENT
+    assert (autograded / "plain.txt").read_text() == "my own notes\n"  # a plain file is copied as nbgrader would
+    for name in ("notes.txt", "machine.txt", "classmate.txt", "hard.txt", "pipe", "zero", "sub/inner.txt"):
+        assert (autograded / name).read_text().startswith("attention-kit did not copy this file"), name
+        assert (course / "feedback" / "mallory" / nbgrader_e2e.ASSIGNMENT / name).is_file(), name
+    page = (
+        course / "feedback" / "mallory" / nbgrader_e2e.ASSIGNMENT / f"{nbgrader_e2e.NOTEBOOK_NAME}.html"
+    ).read_text()
+    for said in (
+        "notes.txt is a link",
+        "hard.txt is a hard link",
+        "pipe is not a regular file",
+        "sub/inner.txt is a link",
+    ):
+        assert said in page, said  # the student is told, in their feedback
 
 
-@pytest.mark.nbgrader
-@pytest.mark.xfail(
-    strict=True,
-    reason="nbgrader's autograde reads a submission's linked file to copy it: a "
-    "link to /dev/stdin, autograde run from a terminal, waits for ever and "
-    "no student after that one is graded",
-)
-def test_a_file_linked_to_the_terminal_does_not_stop_autograde(course):
-    course, good = course
-    handed = nbgrader_e2e.hand_in(course, "hang_a", copy.deepcopy(good))  # graded first
-    os.symlink("/dev/stdin", handed.parent / "notes.txt")
-    nbgrader_e2e.hand_in(course, "hang_z", copy.deepcopy(good))
+def _under_a_terminal(course: Path, students: str) -> int | None:
+    """`nbgrader autograde --student STUDENTS` with a terminal nobody types in as its standard input;
+    its exit status, or None when it had to be stopped."""
     from grader.classroom.nbgrader_env import tools_dir
 
-    terminal, terminal_side = pty.openpty()  # the instructor's terminal: nobody types anything
-    command = [str(tools_dir() / "nbgrader"), "autograde", nbgrader_e2e.ASSIGNMENT, "--student", "hang_*"]
+    terminal, terminal_side = pty.openpty()
+    command = [str(tools_dir() / "nbgrader"), "autograde", nbgrader_e2e.ASSIGNMENT, "--student", students]
     try:
         process = subprocess.Popen(
             command,
@@ -157,16 +194,37 @@ def test_a_file_linked_to_the_terminal_does_not_stop_autograde(course):
             stderr=subprocess.DEVNULL,
         )
         try:
-            process.wait(timeout=240)
+            return process.wait(timeout=600)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+            return None
     finally:
         os.close(terminal)
         os.close(terminal_side)
-    assert (
-        course / "autograded" / "hang_z" / nbgrader_e2e.ASSIGNMENT / f"{nbgrader_e2e.NOTEBOOK_NAME}.ipynb"
-    ).is_file()
+
+
+@pytest.mark.nbgrader
+def test_a_file_linked_to_the_terminal_does_not_stop_autograde(course):
+    course, good = course
+    handed = nbgrader_e2e.hand_in(course, "hang_a", copy.deepcopy(good))  # graded first
+    os.symlink("/dev/stdin", handed.parent / "notes.txt")
+    handed = nbgrader_e2e.hand_in(course, "hang_b", copy.deepcopy(good))
+    (handed.parent / "timestamp.txt").unlink()
+    os.symlink("/dev/stdin", handed.parent / "timestamp.txt")  # nbgrader opened it to read the time
+    handed = nbgrader_e2e.hand_in(course, "hang_c", copy.deepcopy(good))
+    (handed.parent / "timestamp.txt").write_text("2024-01-01 00:00:00.000000 /dev/stdin")  # a time zone's "file"
+    handed = nbgrader_e2e.hand_in(course, "hang_d", copy.deepcopy(good))
+    (handed.parent / "timestamp.txt").unlink()
+    os.mkfifo(handed.parent / "timestamp.txt")
+    os.mkfifo(handed.parent / "notes.fifo")  # shutil.copy refused it: autograde exited 1
+    nbgrader_e2e.hand_in(course, "hang_z", copy.deepcopy(good))
+
+    assert _under_a_terminal(course, "hang_*") == 0  # it ends, and no student is an error
+    for student in ("hang_a", "hang_b", "hang_c", "hang_d", "hang_z"):
+        assert (
+            course / "autograded" / student / nbgrader_e2e.ASSIGNMENT / f"{nbgrader_e2e.NOTEBOOK_NAME}.ipynb"
+        ).is_file(), student
 
 
 # -- grade export: a roster with two rows for one folder -----------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import csv
 import json
+from pathlib import Path
 
 import pytest
 
@@ -522,3 +523,161 @@ def test_the_course_config_guards_the_sanitize_pass(tmp_path, monkeypatch):
     assert order[0] is RepairNbgraderMetadata
     assert order.index(DeduplicateIds) < order.index(OverwriteCells) < order.index(CheckCellMetadata)
     assert config["Autograde.exporter_class"] is ReadSubmittedNotebook
+
+
+# -- a submission's other files: copied as plain files, never through a link ------------------------
+
+
+def _submission_with_every_kind_of_file(root: Path) -> Path:
+    """submitted/mallory/ch3 with a plain file and every kind of file that must not be read."""
+    import os
+
+    secret = root / "source" / "ch3" / "ch3_attention.ipynb"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("the answer key")
+    folder = root / "submitted" / "mallory" / "ch3"
+    (folder / "sub" / ".ipynb_checkpoints").mkdir(parents=True)
+    (folder / "plain.txt").write_text("mine")
+    os.chmod(folder / "plain.txt", 0o600)
+    (folder / "sub" / "deeper.txt").write_text("mine too")
+    (folder / "sub" / ".ipynb_checkpoints" / "x.txt").write_text("ignored, as nbgrader ignores it")
+    (folder / "other.ipynb").write_text("notebooks are nbgrader's to convert")
+    os.symlink("../../../source/ch3/ch3_attention.ipynb", folder / "notes.txt")
+    os.symlink("/etc", folder / "etc")
+    os.link(secret, folder / "hard.txt")
+    os.mkfifo(folder / "pipe")
+    os.symlink("/dev/stdin", folder / "stdin")
+    return folder
+
+
+def test_a_submissions_files_are_copied_as_plain_files_and_nothing_else_is_read(tmp_path):
+    from grader.classroom.nbgrader_files import copy_extra_files, ignored_by, open_submission, withheld_text
+    from grader.i18n import Catalog
+
+    folder = _submission_with_every_kind_of_file(tmp_path)
+    dest = tmp_path / "autograded" / "mallory" / "ch3"
+    ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.ipynb"]
+    with open_submission(tmp_path / "submitted", folder) as opened:
+        withheld = copy_extra_files(opened, dest, ignored_by(ignore), Catalog("zh"))
+    assert sorted((w.path, w.reason) for w in withheld) == [
+        ("etc", "link"),
+        ("hard.txt", "hardlink"),
+        ("notes.txt", "link"),
+        ("pipe", "special"),
+        ("stdin", "link"),
+    ]
+    copied = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
+    assert copied == ["etc", "hard.txt", "notes.txt", "pipe", "plain.txt", "stdin", "sub/deeper.txt"]
+    assert (dest / "plain.txt").read_text() == "mine" and (dest / "plain.txt").stat().st_mode & 0o777 == 0o600
+    assert not any(p.is_symlink() for p in dest.rglob("*"))
+    assert "the answer key" not in "".join(p.read_text() for p in dest.rglob("*") if p.is_file())
+    notes = next(w for w in withheld if w.path == "notes.txt")
+    assert (dest / "notes.txt").read_text().startswith("attention-kit 没有复制你提交中的这个文件：notes.txt 是一个链接")
+    assert withheld_text(notes, Catalog("en")) == "notes.txt is a link (it points to another file or folder)."
+
+
+def test_a_submission_folder_that_is_a_link_is_not_opened(tmp_path):
+    import os
+
+    from grader.classroom.nbgrader_files import open_submission
+    from grader.intake.files import Refused
+
+    folder = _submission_with_every_kind_of_file(tmp_path)
+    (tmp_path / "submitted" / "eve").mkdir()
+    os.symlink("../mallory/ch3", tmp_path / "submitted" / "eve" / "ch3")
+    os.symlink("mallory", tmp_path / "submitted" / "trudy")
+    for linked in ("eve/ch3", "trudy/ch3"):
+        with pytest.raises(Refused) as refused:
+            open_submission(tmp_path / "submitted", tmp_path / "submitted" / linked)
+        assert refused.value.reason == "link"
+    notebook = folder / "ch3_attention.ipynb"
+    notebook.write_bytes(_notebook_bytes())
+    assert (
+        read_submitted(tmp_path / "submitted" / "eve" / "ch3" / notebook.name, tmp_path / "submitted")[1][0].kind
+        == UNREADABLE
+    )
+    assert read_submitted(notebook, tmp_path / "submitted")[1] == []
+
+
+@pytest.mark.parametrize(
+    "zone, safe",
+    [
+        ("UTC", True),
+        ("CET", True),
+        ("+0800", True),
+        ("Asia/Shanghai", True),
+        ("/dev/stdin", False),
+        ("../../../../dev/stdin", False),
+        ("/tmp/pipe", False),
+        ("Asia/../../../../dev/zero", False),
+    ],
+)
+def test_a_timestamps_time_zone_never_names_a_file_to_open(zone, safe, monkeypatch):
+    import dateutil.tz
+    from nbgrader.utils import parse_utc
+
+    from grader.classroom.nbgrader_files import parse_timestamp
+
+    looked_up = []
+    original = dateutil.tz.gettz
+    monkeypatch.setattr(dateutil.tz, "gettz", lambda name=None: looked_up.append(name) or original(name))
+    parsed = parse_timestamp(f"2024-01-01 08:00:00.000000 {zone}")
+    assert (parsed is not None) == safe
+    assert all(name in (zone,) for name in looked_up) and (safe or not looked_up)
+    if safe:
+        assert parsed == parse_utc(f"2024-01-01 08:00:00.000000 {zone}")  # as nbgrader reads it
+
+
+@pytest.mark.parametrize("make", ["link-to-stdin", "fifo", "folder", "too-large", "empty"])
+def test_a_timestamp_file_that_is_no_small_plain_file_is_no_timestamp(tmp_path, make):
+    import logging
+    import os
+
+    from grader.classroom.nbgrader_files import read_timestamp
+
+    path = tmp_path / "timestamp.txt"
+    if make == "link-to-stdin":
+        os.symlink("/dev/stdin", path)
+    elif make == "fifo":
+        os.mkfifo(path)  # nbgrader's open() waited for a writer for ever
+    elif make == "folder":
+        path.mkdir()
+    elif make == "too-large":
+        path.write_text("2024-01-01 00:00:00 UTC" + " " * 10_000)
+    else:
+        path.write_text("  \n")
+    assert read_timestamp(str(tmp_path), logging.getLogger("test")) is None
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "ok" / "timestamp.txt").write_text("2024-01-01 00:00:00.000000 UTC")
+    assert read_timestamp(str(tmp_path / "ok"), logging.getLogger("test")).year == 2024
+
+
+def test_the_course_config_guards_every_copy_and_timestamp_of_nbgrader(tmp_path, monkeypatch):
+    from nbgrader.converters.base import BaseConverter
+    from nbgrader.coursedir import CourseDirectory
+
+    from grader.classroom import nbgrader_files
+    from grader.classroom.nbgrader_autograde import BOOK_ORDER
+    from grader.classroom.nbgrader_course import create_course as write_course
+    from tests.test_nbgrader_e2e import course_config
+
+    monkeypatch.setattr(BaseConverter, "init_assignment", BaseConverter.init_assignment)
+    monkeypatch.setattr(CourseDirectory, "get_existing_timestamp", CourseDirectory.get_existing_timestamp)
+    write_course(tmp_path / "course", points={m: 2.0 for m in BOOK_ORDER})
+    course_config(tmp_path / "course", monkeypatch)
+    assert BaseConverter.init_assignment is nbgrader_files._init_assignment
+    assert CourseDirectory.get_existing_timestamp is nbgrader_files._get_existing_timestamp
+
+
+def test_the_courses_own_folders_are_copied_by_nbgrader_itself(monkeypatch):
+    """generate_assignment copies source/ (the instructor's, links and all) as nbgrader does."""
+    from types import SimpleNamespace
+
+    from grader.classroom import nbgrader_files
+
+    called = []
+    monkeypatch.setitem(nbgrader_files._NBGRADERS, "init_assignment", lambda *args: called.append(args[1:]))
+    coursedir = SimpleNamespace(submitted_directory="submitted", autograded_directory="autograded")
+    generate_assignment = SimpleNamespace(_input_directory="source", coursedir=coursedir)
+    nbgrader_files._init_assignment(generate_assignment, "ch3", ".")
+    assert called == [("ch3", ".")]

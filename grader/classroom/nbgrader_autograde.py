@@ -30,11 +30,13 @@ test cell scores 0), points as the test cell's value only ever written by the pr
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from grader.classroom.nbgrader_feedback import repair_text, test_outputs
+from grader.classroom.nbgrader_files import withheld_of, withheld_text
 from grader.classroom.nbgrader_repair import UNREADABLE, course_cells, repairs_of
 from grader.i18n import Catalog
 from grader.intake.discovery import notebook_submission, read_submission, submission_from_files
@@ -73,13 +75,15 @@ def _write_notebook(nb: Any, directory: Path, name: str) -> None:
 
 
 def grade_notebooks(
-    notebooks: dict[str, Path], name: str, lang: str = "en", jobs: int = 1
+    notebooks: dict[str, Path], name: str, lang: str = "en", jobs: int = 1, root: Path | None = None
 ) -> dict[str, tuple[str, dict[str, Any]]]:
     """Grade several students' copies of one notebook in a single run of the kit's path.
-    Each notebook is read by intake's rules (no link, no special file, size capped).
+    Each notebook is read by intake's rules (no link, no special file, size capped; with ROOT,
+    nbgrader's submitted/ folder, no link below it: a student's folder that links to another's
+    is not read).
 
     Returns student -> (hash of the code graded, results.json)."""
-    submissions = [notebook_submission(student, notebook) for student, notebook in notebooks.items()]
+    submissions = [notebook_submission(student, notebook, root) for student, notebook in notebooks.items()]
     with tempfile.TemporaryDirectory(prefix="kit-nbgrader-") as scratch:
         summary = grade_submissions(submissions, Path(scratch) / "out", jobs=jobs, lang=lang, force=True)
         return {
@@ -211,6 +215,7 @@ if _Base is not object:
                 document, missing = None, set()
             catalog = Catalog(self.lang)
             notes = [repair_text(repair, catalog) for repair in repairs]
+            withheld = [withheld_text(item, catalog) for item in withheld_of(info)]
             for index, (module, cell) in enumerate(tests):
                 cell_points = points.get(cell.metadata["nbgrader"].get("grade_id"), 0.0)
                 cell.metadata["nbgrader"]["points"] = cell_points  # what SaveAutoGrades scores against
@@ -223,6 +228,7 @@ if _Base is not object:
                     missing=missing,
                     restored=module in restored,
                     repairs=notes if index == 0 else [],
+                    withheld=withheld if index == 0 else [],
                 )
             return nb, resources
 
@@ -275,9 +281,15 @@ if _Base is not object:
             cached = self._batch(name, student, assignment)
             if cached is not None:
                 return cached[1]
-            return grade_notebooks({student: self._submitted(name, assignment, student)}, name, self.lang, self.jobs)[
-                student
-            ][1]
+            notebook = self._submitted(name, assignment, student)
+            return grade_notebooks({student: notebook}, name, self.lang, self.jobs, self._submitted_root())[student][1]
+
+        def _submitted_root(self) -> Path:
+            """nbgrader's submitted/ folder: nothing below it is read through a link."""
+            from nbgrader.coursedir import CourseDirectory
+
+            coursedir = CourseDirectory(config=self.config)
+            return Path(os.path.abspath(coursedir.format_path(coursedir.submitted_directory, ".", ".")))
 
         def _submitted(self, name: str, assignment: str, student: str) -> Path:
             from nbgrader.coursedir import CourseDirectory
@@ -295,7 +307,9 @@ if _Base is not object:
             notebooks = {}
             root = Path(coursedir.root) / coursedir.submitted_directory
             for folder in sorted(root.iterdir()) if root.is_dir() else []:
-                if not folder.is_dir() or folder.name.startswith(".") or not fnmatch.fnmatch(folder.name, pattern):
+                if folder.is_symlink() or not folder.is_dir() or folder.name.startswith("."):
+                    continue  # (a student's folder that is a link is read, and refused, on its own)
+                if not fnmatch.fnmatch(folder.name, pattern):
                     continue
                 notebook = self._submitted(name, assignment, folder.name)
                 if notebook.is_file():
@@ -306,7 +320,7 @@ if _Base is not object:
                 import time
 
                 started = time.perf_counter()
-                graded = grade_notebooks(notebooks, name, self.lang, self.jobs)
+                graded = grade_notebooks(notebooks, name, self.lang, self.jobs, self._submitted_root())
                 self.log.info(
                     "attention-kit graded %d copies of %s in %.1f s", len(graded), name, time.perf_counter() - started
                 )

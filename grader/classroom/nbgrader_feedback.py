@@ -1,5 +1,6 @@
 """The kit's feedback in an nbgrader test cell: the section's checks and score, the notes on the
-notebook (a deleted cell put back, a section without code, what was repaired in its nbgrader data),
+notebook (a deleted cell put back, a section without code, what was repaired in its nbgrader data,
+the files of the submission that were not copied),
 and the cell's points as its value (nbgrader's partial credit)."""
 
 from __future__ import annotations
@@ -50,10 +51,12 @@ def cell_feedback_html(
     missing: Set[str] = frozenset(),
     restored: bool = False,
     repairs: Sequence[str] = (),
+    withheld: Sequence[str] = (),
 ) -> str:
     """The kit's feedback for one module, as an HTML fragment for a notebook cell. `missing`: the
     modules the notebook defines no code for; `restored`: this test cell had been deleted;
-    `repairs`: what was repaired in the notebook's nbgrader data, in words."""
+    `repairs`: what was repaired in the notebook's nbgrader data, in words; `withheld`: the files of
+    the submission not copied (links, pipes...), in words."""
     env = _cell_environment(catalog.lang)
     tests = []
     for test in document.get("tests", []):
@@ -83,6 +86,7 @@ def cell_feedback_html(
         restored=restored,
         module_missing=module in missing,
         repairs=list(repairs),
+        withheld=list(withheld),
     )
 
 
@@ -118,6 +122,7 @@ def test_outputs(
     missing: set[str],
     restored: bool,
     repairs: list[str],
+    withheld: Sequence[str] = (),
 ) -> list:
     """A kit test cell's outputs: the kit's feedback and the cell's points as its value."""
     import nbformat
@@ -129,7 +134,9 @@ def test_outputs(
             )
         ]
     credit = partial_credit(document, module, points)
-    html = cell_feedback_html(document, module, catalog, missing=missing, restored=restored, repairs=repairs)
+    html = cell_feedback_html(
+        document, module, catalog, missing=missing, restored=restored, repairs=repairs, withheld=withheld
+    )
     score, max_score = section_result(document, module)
     summary = catalog.t("classroom.nbgrader.cell-summary", score=f"{score:g}", max_score=f"{max_score:g}")
     return [

@@ -1,7 +1,9 @@
 """Reading a submitted notebook for ``nbgrader autograde`` by the kit's rules.
 
 `ReadSubmittedNotebook` is the exporter of autograde's passes (the course's config sets it): it
-reads the file by the kit's intake rules (a regular file, no link, size and structure capped). A
+reads the file by the kit's intake rules (a regular file, no link, size and structure capped; no
+link between nbgrader's submitted/ folder and the file: a student's folder that links elsewhere is
+not read). A
 notebook that nbformat reads and validates is nbformat's, unchanged; one that it cannot read or
 validate (a cell's metadata a list, a source a number, a future nbformat...) is rebuilt from the
 cells the kit's intake reads in it; one the intake cannot read either (not JSON, too large, a
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.classroom.nbgrader_repair import READ_REPAIRS, REBUILT, UNREADABLE, Repair, cell_source
-from grader.intake.files import Refused, read_file
+from grader.intake.files import Refused, read_below
 from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, parse_notebook
 
 KEPT_METADATA = ("nbgrader", "attention_kit", "tags")  # what a rebuilt cell keeps of its metadata
@@ -66,12 +68,14 @@ def _nbformat_notebook(raw: bytes) -> Any:
         return None
 
 
-def read_submitted(path: Path) -> tuple[Any, list[Repair]]:
-    """The submitted notebook at `path` for nbgrader, and what reading it had to repair."""
+def read_submitted(path: Path, root: Path | None = None) -> tuple[Any, list[Repair]]:
+    """The submitted notebook at `path` for nbgrader, and what reading it had to repair. With `root`
+    (the folder of nbgrader's step: submitted/, autograded/), no link below it is followed: a
+    student's folder that is a link (to a classmate's, to the course's source) is not read."""
     import nbformat
 
     try:
-        raw = read_file(Path(path), MAX_NOTEBOOK_BYTES)
+        raw = read_below(root, Path(path), MAX_NOTEBOOK_BYTES)
         cells = parse_notebook(raw)["cells"]  # the kit's size and structure caps, first
     except Refused as exc:
         return nbformat.v4.new_notebook(), [Repair(UNREADABLE, detail=exc.reason)]
@@ -81,6 +85,14 @@ def read_submitted(path: Path) -> tuple[Any, list[Repair]]:
     if notebook is not None:
         return notebook, []
     return _rebuilt(cells), [Repair(REBUILT)]
+
+
+def _step_root(converter: Any) -> Path | None:
+    """The folder of the nbgrader step a converter reads from (submitted/, autograded/), if known."""
+    try:
+        return Path(os.path.abspath(converter.coursedir.format_path(converter._input_directory, ".", ".")))
+    except Exception:  # noqa: BLE001 - no converter (the exporter used alone): the file's folder is trusted
+        return None
 
 
 try:
@@ -101,6 +113,6 @@ else:
             folder, basename = os.path.split(filename)
             resources["metadata"]["name"] = os.path.splitext(basename)[0]
             resources["metadata"]["path"] = folder
-            notebook, repairs = read_submitted(Path(filename))
+            notebook, repairs = read_submitted(Path(filename), _step_root(self.parent))
             resources[READ_REPAIRS] = repairs
             return self.from_notebook_node(notebook, resources=resources, **kw)

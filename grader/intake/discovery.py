@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.intake.archives import ZIP_SUFFIX, opened
-from grader.intake.files import Folder, Refused, read_file
+from grader.intake.files import Folder, Refused, read_below
 from grader.intake.lms import Student, bulk_download
 from grader.intake.shown import decode_name, shown
 from grader.intake.submission import (
@@ -283,12 +283,13 @@ def _read_student(root: Level, candidate: Candidate) -> Submission:
     return assembly.submission()
 
 
-def notebook_submission(name: str, path: Path) -> Submission:
+def notebook_submission(name: str, path: Path, root: Path | None = None) -> Submission:
     """One notebook file as a whole submission (nbgrader's submitted copy of the assignment): read
-    by the rules above; a refused file is the submission's note."""
+    by the rules above, and with ROOT (nbgrader's submitted/ folder) no link followed below it; a
+    refused file is the submission's note."""
     path = Path(path)
     try:
-        files = {path.name: read_file(path, MAX_NOTEBOOK_BYTES)}
+        files = {path.name: read_below(root, path, MAX_NOTEBOOK_BYTES)}
         problems: list[IntegrityNote] = []
     except Refused as exc:
         files, problems = {}, [file_note(exc.reason, path.name, True)]

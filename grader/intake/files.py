@@ -214,3 +214,17 @@ def read_beneath(root: Path, parts: tuple[str, ...], cap: int) -> bytes:
         return folder.read(parts[-1], cap)
     finally:
         folder.close()
+
+
+def read_below(root: Path | None, path: Path, cap: int) -> bytes:
+    """The file at PATH, read by `read_beneath` when it lies below ROOT (nothing between ROOT and the
+    file may be a link: a student's folder that links to a classmate's is refused), else by
+    `read_file`."""
+    if root is not None:
+        try:
+            parts = Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).parts
+        except ValueError:
+            parts = ()
+        if parts:
+            return read_beneath(Path(root), parts, cap)
+    return read_file(path, cap)
