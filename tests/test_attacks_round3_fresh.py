@@ -29,6 +29,7 @@ KeyboardInterrupt, a failing __str__, notes, prints; reading the machine from th
 from __future__ import annotations
 
 import copy
+import csv
 import json
 import os
 import pty
@@ -220,11 +221,20 @@ def test_a_file_linked_to_the_terminal_does_not_stop_autograde(course):
     os.mkfifo(handed.parent / "notes.fifo")  # shutil.copy refused it: autograde exited 1
     nbgrader_e2e.hand_in(course, "hang_z", copy.deepcopy(good))
 
+    students = ("hang_a", "hang_b", "hang_c", "hang_d", "hang_z")
     assert _under_a_terminal(course, "hang_*") == 0  # it ends, and no student is an error
-    for student in ("hang_a", "hang_b", "hang_c", "hang_d", "hang_z"):
+    for student in students:
         assert (
             course / "autograded" / student / nbgrader_e2e.ASSIGNMENT / f"{nbgrader_e2e.NOTEBOOK_NAME}.ipynb"
         ).is_file(), student
+    nbgrader_e2e.nbgrader(course, "generate_feedback", nbgrader_e2e.ASSIGNMENT, "--student", "hang_*")
+    nbgrader_e2e.nbgrader(course, "export")
+    with open(course / "grades.csv", newline="") as handle:
+        scores = {row["student_id"]: (float(row["score"]), float(row["max_score"])) for row in csv.DictReader(handle)}
+    assert all(scores[student][0] == scores[student][1] > 0 for student in students), scores  # all correct work
+    notes = course / "feedback" / "hang_d" / nbgrader_e2e.ASSIGNMENT
+    assert (notes / "notes.fifo").read_text().startswith("attention-kit did not copy this file")
+    assert "notes.fifo is not a regular file" in (notes / f"{nbgrader_e2e.NOTEBOOK_NAME}.html").read_text()
 
 
 # -- grade export: a roster with two rows for one folder -----------------------------------------------

@@ -616,7 +616,7 @@ def test_a_timestamps_time_zone_never_names_a_file_to_open(zone, safe, monkeypat
     import dateutil.tz
     from nbgrader.utils import parse_utc
 
-    from grader.classroom.nbgrader_files import parse_timestamp
+    from grader.classroom.nbgrader_timestamp import parse_timestamp
 
     looked_up = []
     original = dateutil.tz.gettz
@@ -633,7 +633,7 @@ def test_a_timestamp_file_that_is_no_small_plain_file_is_no_timestamp(tmp_path, 
     import logging
     import os
 
-    from grader.classroom.nbgrader_files import read_timestamp
+    from grader.classroom.nbgrader_timestamp import read_timestamp
 
     path = tmp_path / "timestamp.txt"
     if make == "link-to-stdin":
@@ -655,6 +655,7 @@ def test_a_timestamp_file_that_is_no_small_plain_file_is_no_timestamp(tmp_path, 
 def test_the_course_config_guards_every_copy_and_timestamp_of_nbgrader(tmp_path, monkeypatch):
     from nbgrader.converters.base import BaseConverter
     from nbgrader.coursedir import CourseDirectory
+    from nbgrader.exchange.default.collect import ExchangeCollect
 
     from grader.classroom import nbgrader_files
     from grader.classroom.nbgrader_autograde import BOOK_ORDER
@@ -663,10 +664,12 @@ def test_the_course_config_guards_every_copy_and_timestamp_of_nbgrader(tmp_path,
 
     monkeypatch.setattr(BaseConverter, "init_assignment", BaseConverter.init_assignment)
     monkeypatch.setattr(CourseDirectory, "get_existing_timestamp", CourseDirectory.get_existing_timestamp)
+    monkeypatch.setattr(ExchangeCollect, "do_copy", ExchangeCollect.do_copy)
     write_course(tmp_path / "course", points={m: 2.0 for m in BOOK_ORDER})
     course_config(tmp_path / "course", monkeypatch)
     assert BaseConverter.init_assignment is nbgrader_files._init_assignment
     assert CourseDirectory.get_existing_timestamp is nbgrader_files._get_existing_timestamp
+    assert ExchangeCollect.do_copy is nbgrader_files._collect
 
 
 def test_the_courses_own_folders_are_copied_by_nbgrader_itself(monkeypatch):
@@ -681,3 +684,59 @@ def test_the_courses_own_folders_are_copied_by_nbgrader_itself(monkeypatch):
     generate_assignment = SimpleNamespace(_input_directory="source", coursedir=coursedir)
     nbgrader_files._init_assignment(generate_assignment, "ch3", ".")
     assert called == [("ch3", ".")]
+
+
+def test_nbgrader_collect_copies_only_plain_files_and_collects_the_whole_class(tmp_path):
+    """`nbgrader collect` copied a student's folder in the exchange with shutil.copytree, following
+    links (the course's source folder into submitted/, and from there into the feedback) and failing
+    for the class at a named pipe. A student can leave any of these in their inbound folder."""
+    import os
+
+    course = create_course(tmp_path)
+    inbound = tmp_path / "exchange" / "attention-kit-ch3" / "inbound"
+    inbound.mkdir(parents=True)
+    stamp = "2024-01-01 00:00:00.000000 UTC"
+
+    def submit(student: str) -> Path:
+        folder = inbound / f"{student}+{ASSIGNMENT}+{stamp}+0123"
+        folder.mkdir()
+        (folder / f"{NOTEBOOK_NAME}.ipynb").write_text(f'{{"a notebook of": "{student}"}}')
+        (folder / "timestamp.txt").write_text(stamp)
+        return folder
+
+    submit("alice")
+    mallory = submit("mallory")
+    source = course / "source" / ASSIGNMENT
+    source.mkdir(parents=True, exist_ok=True)
+    (source / "answers.txt").write_text("the answer key")
+    os.symlink(source / "answers.txt", mallory / "notes.txt")
+    os.symlink(source, mallory / "course")  # copytree copied the whole folder
+    os.symlink("/dev/stdin", mallory / "stdin.txt")
+    os.mkfifo(mallory / "pipe")  # copytree raised at it: collect stopped for everyone
+    os.symlink(source, inbound / f"eve+{ASSIGNMENT}+{stamp}+0123")  # a whole submission that is a link
+    submit("zed")
+
+    collected = nbgrader(course, "collect", ASSIGNMENT, f"--Exchange.root={tmp_path / 'exchange'}", check=False)
+    assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-3000:]
+    submitted = course / "submitted"
+    for student in ("alice", "zed", "mallory"):  # the class is collected, the plain files as they were
+        notebook = submitted / student / ASSIGNMENT / f"{NOTEBOOK_NAME}.ipynb"
+        assert notebook.read_text() == f'{{"a notebook of": "{student}"}}'
+        assert (submitted / student / ASSIGNMENT / "timestamp.txt").read_text() == stamp
+    everything = [path for path in submitted.rglob("*")]
+    assert not [path for path in everything if path.is_symlink()]
+    assert not [path for path in everything if path.is_file() and b"the answer key" in path.read_bytes()]
+    taken = submitted / "mallory" / ASSIGNMENT
+    assert sorted(path.name for path in taken.iterdir()) == [
+        f"{NOTEBOOK_NAME}.ipynb",
+        "course",
+        "notes.txt",
+        "pipe",
+        "stdin.txt",
+        "timestamp.txt",
+    ]
+    for name in ("course", "notes.txt", "pipe", "stdin.txt"):
+        assert (taken / name).read_text().startswith("attention-kit did not copy this file"), name
+    eve = submitted / "eve" / ASSIGNMENT
+    assert [path.name for path in eve.iterdir()] == ["attention-kit-not-collected.txt"]
+    assert "the submission folder itself is a link" in (eve / "attention-kit-not-collected.txt").read_text()

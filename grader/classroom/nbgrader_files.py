@@ -1,55 +1,45 @@
 """A submission's files in nbgrader: no link followed, no special file read, one student's files
 never stop the class.
 
-nbgrader's converters copy every file of a student's folder that is not a notebook
-(``BaseConverter.init_assignment``: ``shutil.copy``, which follows links and opens pipes and
-devices): ``nbgrader autograde`` from submitted/ into autograded/, ``nbgrader generate_feedback``
-from autograded/ into feedback/, which ``nbgrader release_feedback`` hands back. A link
+nbgrader copies a student's files with ``shutil``, which follows links and opens pipes and
+devices: ``nbgrader collect`` the student's folder in the exchange's inbound/ into submitted/
+(``copytree``), ``nbgrader autograde`` every file that is not a notebook from submitted/ into
+autograded/ and ``nbgrader generate_feedback`` from autograded/ into feedback/, which ``nbgrader
+release_feedback`` hands back (``BaseConverter.init_assignment``: ``shutil.copy``). A link
 ``notes.txt -> ../../../source/ch3/ch3_attention.ipynb`` put the answer key in the student's
-feedback, a link to /etc/passwd a file of the machine; a link to /dev/stdin made autograde wait for
-ever, a named pipe failed it. And nbgrader reads ``timestamp.txt`` with a plain ``open`` (a link to
-the terminal, a pipe: the same wait), then hands its time zone to dateutil, which opens a file of
-that name.
+feedback, a link to /etc/passwd a file of the machine; a link to /dev/stdin made the command wait
+for ever, a named pipe failed it for the class. nbgrader's timestamp.txt: see nbgrader_timestamp.
 
-The course's config calls `guard_submission_files` when nbgrader loads it, which makes both steps
-the kit's, in every nbgrader command:
-
-* `copy_extra_files`: the submission's files (those nbgrader would copy: not notebooks, not the
-  course's ignored names) are read by the kit's intake rules (grader.intake.files: no link
-  followed at any point, a regular file with one name only, at most MAX_EXTRA_BYTES) and written
-  with their permission bits. Anything else (a link, a hard link, a pipe, a device, a socket, a
-  file too large, a folder nested too deep, a submission folder that is itself a link) is never
-  read: a short note of the same name stands in its place, saying why (in the course's language),
-  and the first test cell's feedback lists it (`withheld_of`);
-* `read_timestamp`: timestamp.txt only as a regular file of at most MAX_TIMESTAMP_BYTES, and a time
-  zone only when it is an offset, a plain abbreviation or a name of the time zone database;
-  anything else is read as no timestamp (nbgrader's own answer to a missing one), with a warning.
+The course's config calls `guard_submission_files` when nbgrader loads it, which makes these steps
+the kit's, in every nbgrader command: the files nbgrader would copy (collect: all but the course's
+ignored names, its included names and size limit; autograde and generate_feedback: not
+notebooks either) are read by the kit's intake rules (grader.intake.files: no link followed at any
+point, a regular file with one name only, at most MAX_EXTRA_BYTES) and written with their
+permission bits (`copy_extra_files`). Anything else (a link, a hard link, a pipe, a device, a
+socket, a file too large, a folder nested too deep, a submission folder that is itself a link) is
+never read: a short note of the same name stands in its place, saying why (in the course's
+language), and the first test cell's feedback lists what autograde withheld (`withheld_of`).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
-import re
 import stat
 import tempfile
-import zoneinfo
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache
 from pathlib import Path
 from typing import Any
 
+from grader.classroom.nbgrader_timestamp import read_timestamp
 from grader.i18n import Catalog
-from grader.intake.files import Folder, Refused, read_file
+from grader.intake.files import Folder, Refused
 
 MAX_EXTRA_BYTES = 32 * 1024 * 1024  # one file of a submission copied
 MAX_EXTRA_FILES = 2000  # files of a submission copied (the rest stand as one note)
 MAX_DEPTH = 16  # folders within folders
-MAX_TIMESTAMP_BYTES = 256
-_ZONE_ABBREVIATION = re.compile(r"[A-Za-z]{1,10}")
-_OFFSET = re.compile(r"[+-]?\d{1,4}")
 
 
 @dataclass(frozen=True)
@@ -76,10 +66,17 @@ def withheld_text(item: Withheld, catalog: Catalog) -> str:
 # -- copying a submission's files ---------------------------------------------------------------
 
 
-def copy_extra_files(folder: Folder, dest: Path, ignored: Callable[[str], bool], catalog: Catalog) -> list[Withheld]:
+def copy_extra_files(
+    folder: Folder,
+    dest: Path,
+    ignored: Callable[[str], bool],
+    catalog: Catalog,
+    wanted: Callable[[str, int], bool] = lambda name, size: True,
+) -> list[Withheld]:
     """Copy the files of the open submission FOLDER into DEST as nbgrader would, by the kit's rules
-    (see the module); IGNORED(name) says which names nbgrader leaves out. Returns what was withheld."""
-    copy = _Copy(ignored, catalog)
+    (see the module); IGNORED(name) says which names nbgrader leaves out, WANTED(name, size) which
+    regular files it copies (collect's include globs and size limit). Returns what was withheld."""
+    copy = _Copy(ignored, catalog, wanted)
     copy.folder(folder, dest, "", 0)
     return copy.withheld
 
@@ -87,9 +84,10 @@ def copy_extra_files(folder: Folder, dest: Path, ignored: Callable[[str], bool],
 class _Copy:
     """One submission's copy: what was withheld, how many files so far (at most MAX_EXTRA_FILES)."""
 
-    def __init__(self, ignored: Callable[[str], bool], catalog: Catalog):
+    def __init__(self, ignored: Callable[[str], bool], catalog: Catalog, wanted: Callable[[str, int], bool]):
         self.ignored = ignored
         self.catalog = catalog
+        self.wanted = wanted
         self.withheld: list[Withheld] = []
         self.files = 0
         self.full = False  # MAX_EXTRA_FILES reached: nothing more is copied
@@ -114,8 +112,10 @@ class _Copy:
                     self.folder(inner, dest / entry.name, path, depth + 1)
             elif entry.kind == "folder":
                 self.withhold(dest / entry.name, path, "too-deep")
-            elif entry.kind == "file":
+            elif entry.kind == "file" and self.wanted(entry.name, folder.size(entry.name)):
                 self.file(folder, entry.name, dest / entry.name, path)
+            elif entry.kind == "file":
+                continue  # left out by the course's include globs or size limit, as nbgrader does
             else:  # a link, a pipe, a device, a socket: never opened
                 self.withhold(dest / entry.name, path, entry.kind)
 
@@ -180,59 +180,6 @@ def open_submission(step_root: Path, source: Path) -> Folder:
         raise
 
 
-# -- timestamp.txt ------------------------------------------------------------------------------
-
-
-@cache
-def _zone_names() -> frozenset[str]:
-    try:
-        return frozenset(zoneinfo.available_timezones())
-    except Exception:  # noqa: BLE001 - no time zone database: abbreviations and offsets only
-        return frozenset()
-
-
-def safe_zone(zone: str) -> bool:
-    """Whether a time zone of a timestamp can be looked up without opening a file it names: an
-    offset, a plain abbreviation (UTC, CET) or a name of the time zone database (Asia/Shanghai)."""
-    return bool(_OFFSET.fullmatch(zone) or _ZONE_ABBREVIATION.fullmatch(zone) or zone in _zone_names())
-
-
-def parse_timestamp(text: str) -> datetime | None:
-    """A timestamp as nbgrader parses it (nbgrader.utils.parse_utc), or None when it cannot be read
-    safely (a time zone that names a file, such as /dev/stdin) or at all."""
-    from nbgrader.utils import parse_utc
-
-    parts = text.split(" ")
-    if len(parts) == 3 and not safe_zone(parts[2]):  # parse_utc would hand it to dateutil's gettz
-        return None
-    try:
-        return parse_utc(text)
-    except (ValueError, OverflowError, TypeError, LookupError):
-        return None
-
-
-def read_timestamp(folder: str, log: Any) -> datetime | None:
-    """The time in FOLDER/timestamp.txt (see the module); None when there is none or it cannot be
-    read safely, with a warning."""
-    path = Path(folder) / "timestamp.txt"
-    try:
-        raw = read_file(path, MAX_TIMESTAMP_BYTES)
-    except Refused as exc:
-        if exc.reason != "gone":
-            log.warning(
-                "attention-kit: %s is not read (%s): the submission counts as having no timestamp", path, exc.reason
-            )
-        return None
-    text = raw.decode("utf-8", "replace").strip()
-    if not text:
-        log.warning("Empty timestamp file: %s", path)
-        return None
-    parsed = parse_timestamp(text)
-    if parsed is None:
-        log.warning("attention-kit: %s holds no time it can read: the submission counts as having no timestamp", path)
-    return parsed
-
-
 # -- nbgrader's side -------------------------------------------------------------------------------
 
 
@@ -286,13 +233,67 @@ def _get_existing_timestamp(self: Any, dest_path: str) -> datetime | None:
     return read_timestamp(dest_path, self.log)
 
 
+NOT_COLLECTED = "attention-kit-not-collected.txt"  # the note in a submission that was not collected
+
+
+def _collect(self: Any, src: str, dest: str, log: Any = None) -> None:
+    """ExchangeCollect.do_copy: the student's folder in the exchange's inbound/ into submitted/, by
+    `copy_extra_files` with the course's ignore and include globs and size limits (nbgrader's
+    copies it with shutil.copytree, following links). A folder that is a link, or larger than the
+    course's limit, is not read: a note (NOT_COLLECTED) stands in it, and the class is collected."""
+    coursedir, target = self.coursedir, Path(dest)
+    if any(part in (".", "..") for part in str(dest).split(os.sep)):  # a student id "..": outside submitted/
+        self.log.warning("attention-kit did not collect %s: its student id names no folder of submitted/", src)
+        return
+    catalog = Catalog(_lang(self.config))
+    include, max_file = list(coursedir.include or []), 1000 * (coursedir.max_file_size or 0)
+
+    def wanted(name: str, size: int) -> bool:
+        return (not include or any(fnmatch.fnmatch(name, g) for g in include)) and not (max_file and size > max_file)
+
+    try:
+        folder = open_submission(Path(os.path.abspath(self.inbound_path)), Path(os.path.abspath(src)))
+    except Refused as exc:
+        withheld = [Withheld(".", "folder-link" if exc.reason == "link" else exc.reason)]
+    else:
+        with folder:
+            if self.get_size(src) > 1000 * coursedir.max_dir_size:
+                withheld = [Withheld(".", "folder-too-large")]
+            else:
+                ignored = list(coursedir.ignore)
+                withheld = copy_extra_files(
+                    folder, target, lambda name: any(fnmatch.fnmatch(name, g) for g in ignored), catalog, wanted
+                )
+    target.mkdir(parents=True, exist_ok=True)
+    for item in withheld:
+        if item.path == ".":
+            note = catalog.t("classroom.nbgrader.withheld.note", why=withheld_text(item, catalog))
+            _write(target / NOT_COLLECTED, (note + "\n").encode("utf-8"), 0o644)
+        self.log.warning("attention-kit did not collect %s of %s (%s)", item.path, src, item.reason)
+    if coursedir.groupshared:
+        _share_with_group(target, self.log)
+
+
+def _share_with_group(target: Path, log: Any) -> None:
+    """What nbgrader's copy does in a group-shared course: folders ug+rwx (setgid), files ug+rw."""
+    for dirname, _, filenames in os.walk(target):
+        paths = [(Path(dirname), 0o2770, 0o2777)] + [(Path(dirname) / name, 0o660, 0o777) for name in filenames]
+        for path, wanted_bits, mask in paths:
+            try:
+                os.chmod(path, (path.stat().st_mode | wanted_bits) & mask)
+            except OSError:
+                log.warning("Could not update permissions of %s to make it groupshared", path)
+
+
 def guard_submission_files() -> None:
-    """Make nbgrader's copy of a submission's files and its reading of timestamp.txt the kit's (see
-    the module). Called by the course's config, so that it holds in every nbgrader command."""
+    """Make nbgrader's copies of a submission's files and its reading of timestamp.txt the kit's
+    (see the module). Called by the course's config, so that it holds in every nbgrader command."""
     from nbgrader.converters.base import BaseConverter
     from nbgrader.coursedir import CourseDirectory
+    from nbgrader.exchange.default.collect import ExchangeCollect
 
     if BaseConverter.init_assignment is not _init_assignment:
         _NBGRADERS["init_assignment"] = BaseConverter.init_assignment
     BaseConverter.init_assignment = _init_assignment
     CourseDirectory.get_existing_timestamp = _get_existing_timestamp
+    ExchangeCollect.do_copy = _collect
