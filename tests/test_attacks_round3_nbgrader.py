@@ -715,6 +715,8 @@ def test_nbgrader_collect_copies_only_plain_files_and_collects_the_whole_class(t
     os.mkfifo(mallory / "pipe")  # copytree raised at it: collect stopped for everyone
     os.symlink(source, inbound / f"eve+{ASSIGNMENT}+{stamp}+0123")  # a whole submission that is a link
     submit("zed")
+    (inbound / f"trudy+{ASSIGNMENT}+not a time+0123").mkdir()  # a name with no timestamp stopped collect
+    (inbound / f"alice+{ASSIGNMENT}+9999-99-99 99:99:99 UTC+0123").mkdir()  # nor hides alice's
 
     collected = nbgrader(course, "collect", ASSIGNMENT, f"--Exchange.root={tmp_path / 'exchange'}", check=False)
     assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-3000:]
@@ -737,6 +739,8 @@ def test_nbgrader_collect_copies_only_plain_files_and_collects_the_whole_class(t
     ]
     for name in ("course", "notes.txt", "pipe", "stdin.txt"):
         assert (taken / name).read_text().startswith("attention-kit did not copy this file"), name
+    assert not (submitted / "trudy").exists()
+    assert f"trudy+{ASSIGNMENT}+not a time+0123: its name holds no timestamp" in collected.stdout + collected.stderr
     eve = submitted / "eve" / ASSIGNMENT
     assert [path.name for path in eve.iterdir()] == ["attention-kit-not-collected.txt"]
     assert "the submission folder itself is a link" in (eve / "attention-kit-not-collected.txt").read_text()

@@ -33,7 +33,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from grader.classroom.nbgrader_timestamp import read_timestamp
+from grader.classroom.nbgrader_timestamp import inbound_record, read_timestamp, readable_records
 from grader.i18n import Catalog
 from grader.intake.files import Folder, Refused
 
@@ -274,6 +274,13 @@ def _collect(self: Any, src: str, dest: str, log: Any = None) -> None:
         _share_with_group(target, self.log)
 
 
+def _init_src(self: Any) -> None:
+    """ExchangeCollect.init_src, then without the inbound entries whose names hold no readable
+    timestamp (see grader.classroom.nbgrader_timestamp.inbound_record)."""
+    _NBGRADERS["init_src"](self)
+    self.src_records = readable_records(self.src_records, self.log)
+
+
 def _share_with_group(target: Path, log: Any) -> None:
     """What nbgrader's copy does in a group-shared course: folders ug+rwx (setgid), files ug+rw."""
     for dirname, _, filenames in os.walk(target):
@@ -297,3 +304,7 @@ def guard_submission_files() -> None:
     BaseConverter.init_assignment = _init_assignment
     CourseDirectory.get_existing_timestamp = _get_existing_timestamp
     ExchangeCollect.do_copy = _collect
+    if ExchangeCollect.init_src is not _init_src:
+        _NBGRADERS["init_src"] = ExchangeCollect.init_src
+    ExchangeCollect.init_src = _init_src
+    ExchangeCollect._path_to_record = inbound_record

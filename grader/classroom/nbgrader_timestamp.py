@@ -11,6 +11,7 @@ warning. The course's config installs `read_timestamp` (see grader.classroom.nbg
 
 from __future__ import annotations
 
+import os
 import re
 import zoneinfo
 from datetime import datetime
@@ -73,3 +74,26 @@ def read_timestamp(folder: str, log: Any) -> datetime | None:
     if parsed is None:
         log.warning("attention-kit: %s holds no time it can read: the submission counts as having no timestamp", path)
     return parsed
+
+
+_UNREADABLE = datetime.min  # sorts last: a readable entry of the same student is collected first
+
+
+def inbound_record(self: Any, path: str) -> dict:
+    """ExchangeCollect._path_to_record, the kit's way: an entry of the exchange's inbound/ whose name
+    holds no timestamp nbgrader can read (a folder a student made by hand) stopped `nbgrader collect`
+    for the class; here it is marked unreadable (see `readable_records`), read by `parse_timestamp`."""
+    filename = os.path.split(path)[1]
+    parts = filename.rsplit("+", 3)
+    timestamp = parse_timestamp(parts[2]) if len(parts) >= 3 else None
+    record = {"username": parts[0], "filename": filename, "timestamp": timestamp or _UNREADABLE}
+    return record | ({"unreadable": True} if timestamp is None else {})
+
+
+def readable_records(records: list[dict], log: Any) -> list[dict]:
+    """The records collect chose (each student's newest), without unreadable ones: a student with
+    only unreadable entries is not collected, with a warning, and the rest of the class is."""
+    for record in records:
+        if record.get("unreadable"):
+            log.warning("attention-kit did not collect %s: its name holds no timestamp", record["filename"])
+    return [record for record in records if not record.get("unreadable")]
