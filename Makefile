@@ -43,12 +43,14 @@ demo: setup
 	$(BIN)/grade examples/class --out reports/example-class --force
 
 # The linter, the formatter's check and the type checker first (pyproject.toml configures them),
-# then the tests. PYTEST_ARGS narrows the pytest run, e.g. make test PYTEST_ARGS="-k release".
+# then the tests. PYTEST_ARGS narrows the pytest run, e.g. make test PYTEST_ARGS="-k release"
+# (PYTEST_ARGS="-n 0" for one process). pytest-xdist runs one worker per core; a test file runs
+# whole on one worker (its module fixtures are made once), the longest files first (tests/conftest.py).
 test: setup mindspore
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n auto --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 benchmark: setup
 	$(BIN)/python benchmarks/throughput.py

@@ -5,9 +5,10 @@
     python benchmarks/report_identity.py compare A.json B.json # the reports that differ (exit 1 if any)
 
 The corpus: the example class, every single AST mutant of the reference (benchmarks/mutation.py),
-the hand-written buggy and correct submissions of tests/submissions/, and the MindSpore track's
-example class and test submissions. Each report file is hashed with what changes with every change
-to the kit's code (results.json's `content_hash`, which includes the kit's fingerprint) left out.
+the buggy submissions (tests/submissions/buggy.toml), the hand-written correct submissions and code
+shapes of tests/submissions/, and the MindSpore track's example class and test submissions. Each
+report file is hashed with what changes with every change to the kit's code (results.json's
+`content_hash`, which includes the kit's fingerprint) left out.
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]
 
 from mutation import MODULES, single_mutants, solution_sources
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.buggy import all_buggy
+
 SUBMISSIONS = ROOT / "tests" / "submissions"
 _CONTENT_HASH = re.compile(rb'"content_hash": "[0-9a-f]*"')
 
@@ -43,22 +46,28 @@ def write_corpus(out: Path) -> None:
         for module in MODULES:
             text = mutant.source if module == mutant.module else reference[module]
             (folder / f"{module}.py").write_text(text, encoding="utf-8")
-    for kind in ("buggy", "correct", "shapes"):
+    for buggy in all_buggy():
+        _write_case(ms_class if buggy.track == "mindspore" else torch_class, f"buggy-{buggy.name}", buggy.sources)
+    for kind in ("correct", "shapes"):
         for case in sorted((SUBMISSIONS / kind).rglob("*.py")):
             folder = case.parent
             name = f"{kind}-" + "-".join(folder.relative_to(SUBMISSIONS / kind).parts)
-            target = (ms_class if name.endswith("-ms") else torch_class) / name
-            if target.exists():
-                continue
-            base = _ms_reference() if name.endswith("-ms") else reference
-            target.mkdir(parents=True)
-            for module in MODULES:
-                own = folder / f"{module}.py"
-                text = own.read_text(encoding="utf-8") if own.is_file() else base[module]
-                (target / f"{module}.py").write_text(text, encoding="utf-8")
+            sources = {p.stem: p.read_text(encoding="utf-8") for p in folder.glob("*.py")}
+            _write_case(ms_class if name.endswith("-ms") else torch_class, name, sources)
     for student in sorted((ROOT / "examples" / "mindspore-class").iterdir()):
         if student.is_dir():
             shutil.copytree(student, ms_class / f"example-{student.name}")
+
+
+def _write_case(klass: Path, name: str, sources: dict[str, str]) -> None:
+    """A student of KLASS handing in SOURCES (module -> text), the reference in every other module."""
+    target = klass / name
+    if target.exists():
+        return
+    base = _ms_reference() if name.endswith("-ms") else solution_sources()
+    target.mkdir(parents=True)
+    for module in MODULES:
+        (target / f"{module}.py").write_text(sources.get(module, base[module]), encoding="utf-8")
 
 
 def _ms_reference() -> dict[str, str]:

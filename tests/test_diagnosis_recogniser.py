@@ -1,9 +1,9 @@
 """The recogniser on code it was not written for, graded in process with traces of what failed.
 
 - tests/submissions/shapes/<misconception>/<shape>/: each misconception written in code shapes that
-  tests/submissions/buggy/ does not have (einsum, SDPA, bmm, torch.where, position masks...), the
-  mistake's lines marked `# <- the mistake`: named, nothing else named, every failed check of the
-  module located on a marked line;
+  the buggy submissions (tests/submissions/buggy.toml) do not have (einsum, SDPA, bmm, torch.where,
+  position masks...), the mistake's lines marked `# <- the mistake`: named, nothing else named,
+  every failed check of the module located on a marked line;
 - every existing buggy submission still named (with traces now), nothing else named in its module;
 - the correct alternatives: full marks, no diagnosis;
 - a sample of the AST mutant corpus of benchmarks/diagnosis.py.
@@ -13,43 +13,29 @@ Student code runs in this process: these are all our own files.
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import diagnosis as benchmark
 import pytest
 from mutation import single_mutants
 
 from grader.diagnosis.catalogue import CATALOGUE
+from tests.buggy import all_buggy
 from tests.conftest import ROOT
 
 SHAPES = sorted(p for p in (ROOT / "tests" / "submissions" / "shapes").glob("*/*") if p.is_dir())
 # The MindSpore track is not traced (its code calls no torch op): its buggy submissions and its own
 # misconceptions are covered by tests/test_mindspore_grading.py and tests/test_mindspore_mutants.py.
-BUGGY = sorted(
-    p for p in (ROOT / "tests" / "submissions" / "buggy").iterdir() if p.is_dir() and not p.name.endswith("-ms")
-)
+BUGGY = all_buggy("pytorch")
 # traps of MindSpore's API, and the trainable mask (a parameter count, not a value): each in two
 # shapes on the MindSpore track (a buggy submission and a mutant)
 MINDSPORE_ONLY = {"dim-not-axis", "dropout-keep-prob", "torch-api", "mask-trainable"}
 
 
-def _cause(folder: Path) -> str:
-    return folder.name.rsplit("-", 1)[0] if folder.name[-1].isdigit() else folder.name
-
-
-def _buggy_cause(folder: Path) -> str:
-    name = folder.name
-    for suffix in ("-mha", "-ex3_2", "-ex3_3", "-3_3"):
-        name = name.split(suffix)[0]
-    return _cause(Path(name))
-
-
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     cases = benchmark.shape_cases() + benchmark.correct_cases()
-    for folder in BUGGY:
-        sources = {p.stem: p.read_text() for p in folder.glob("*.py")}
-        cases.append(benchmark.Case(f"buggy/{folder.name}", "buggy", sources, [_buggy_cause(folder)]))
+    for case in BUGGY:
+        cases.append(benchmark.Case(f"buggy/{case.name}", "buggy", dict(case.sources), [case.misconception]))
     return {g.case.name: g for g in benchmark.grade(cases, tmp_path_factory.mktemp("recogniser"))}
 
 
@@ -70,11 +56,11 @@ def test_a_new_code_shape_is_named_and_located(graded, folder):
     assert right == total, misses
 
 
-@pytest.mark.parametrize("folder", BUGGY, ids=lambda p: p.name)
-def test_existing_buggy_submissions_are_still_named_with_traces(graded, folder):
-    result = graded[f"buggy/{folder.name}"]
-    cause = _buggy_cause(folder)
-    modules = {p.stem for p in folder.glob("*.py")}
+@pytest.mark.parametrize("case", BUGGY, ids=lambda b: b.name)
+def test_existing_buggy_submissions_are_still_named_with_traces(graded, case):
+    result = graded[f"buggy/{case.name}"]
+    cause = case.misconception
+    modules = set(case.sources)
     named = [m for o in result.outcomes if o.module in modules and o.diagnosis for m in o.diagnosis.misconceptions]
     assert cause in named
     assert set(named) <= {cause}, named

@@ -20,15 +20,12 @@ from mutation import single_mutants
 from grader.diagnosis import Diagnoser
 from grader.probe_outputs import ProbeOutputs
 from grader.records import TestOutcome as Outcome
+from tests.buggy import all_buggy
 from tests.conftest import ROOT
 
 
 def _folders(tmp_path: Path) -> list[Path]:
-    buggy = [
-        p
-        for p in sorted((ROOT / "tests" / "submissions" / "buggy").iterdir())
-        if p.is_dir() and not p.name.endswith("-ms")
-    ]
+    buggy = [benchmark.Case(b.name, "buggy", dict(b.sources), []) for b in all_buggy("pytorch")]
     students = [p for p in sorted((ROOT / "examples" / "class").iterdir()) if p.is_dir()]
     mutants = random.Random(7).sample([m for m in single_mutants() if m.label], 40)
     singles = benchmark.single_cases(mutants)
@@ -40,7 +37,8 @@ def _folders(tmp_path: Path) -> list[Path]:
     original = benchmark.solution_sources()
     folders = []
     for case in (
-        [benchmark.Case(p.name, "buggy", {f.stem: f.read_text() for f in p.glob("*.py")}, []) for p in buggy + students]
+        buggy
+        + [benchmark.Case(p.name, "buggy", {f.stem: f.read_text() for f in p.glob("*.py")}, []) for p in students]
         + singles
         + pairs
     ):

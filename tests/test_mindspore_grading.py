@@ -18,6 +18,7 @@ import pytest
 pytest.importorskip("mindspore")
 
 from grader.run import grade
+from tests.buggy import buggy
 from tests.conftest import ROOT, mindspore_solutions_as_submission, solutions_as_submission
 
 EXAMPLES = ROOT / "examples" / "mindspore-class"
@@ -159,7 +160,7 @@ def test_chinese_reports_explain_the_mindspore_traps(graded, tmp_path):
         assert phrase in text, phrase
 
 
-# -- the MindSpore buggy submissions of tests/submissions/buggy/<misconception>-ms/ -----------------
+# -- the MindSpore buggy submissions of tests/submissions/buggy.toml (<misconception>-ms) -----------
 S33, S34, S35 = "sec3_3_simple_attention", "sec3_4_self_attention", "sec3_5_causal_attention"
 BUGGY = {
     "dim-not-axis-ms": {
@@ -201,7 +202,7 @@ BUGGY = {
 def graded_buggy(tmp_path_factory):
     base = tmp_path_factory.mktemp("ms-buggy")
     for name in BUGGY:
-        shutil.copytree(ROOT / "tests" / "submissions" / "buggy" / name, base / "class" / name)
+        buggy(name).write(base / "class" / name)
     return {r.submission: r for r in grade(base / "class", base / "reports", force=True).results}
 
 

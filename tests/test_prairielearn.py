@@ -39,6 +39,7 @@ from grader.classroom.prairielearn_question import DEFAULT_TIMEOUT, ENTRYPOINT, 
 from grader.i18n import Catalog
 from grader.records import MODULES, GradeResult, ProbeError, SectionScore, StudentFrame
 from grader.sandbox.pool import Limits
+from tests.buggy import buggy
 from tests.platforms import (
     NO_BWRAP_PATH,
     ROOT,
@@ -309,9 +310,7 @@ def test_the_dockerfiles_permission_step_puts_the_kit_out_of_reach(written):
 def submission(kind: str, places: list[str]) -> dict[str, str]:
     files = {f"{m}.py": sibling_imports((ROOT / "solutions" / f"{m}.py").read_text()) for m in MODULES}
     if kind == "buggy":
-        files["sec3_5_causal_attention.py"] = (
-            ROOT / "tests/submissions/buggy/mask-inverted/sec3_5_causal_attention.py"
-        ).read_text()
+        files["sec3_5_causal_attention.py"] = buggy("mask-inverted").sources["sec3_5_causal_attention"]
     elif kind == "unparseable":
         files = {f"{m}.py": f"def {m}(:\n    return\n" for m in MODULES}
         files["chapter.ipynb"] = '{"cells": [ {"cell_type": "code", "source": '

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grader.classroom.release import KIT_DIR, intake_closure
+from tests.buggy import all_buggy
 from tests.conftest import MODULES, ROOT, solutions_as_submission, stubs_as_submission
 
 SECRET_ROOTS = [
@@ -370,9 +371,10 @@ def test_every_correct_implementation_passes_every_public_check(checker, tmp_pat
 
 def test_buggy_implementations_get_a_reason_for_every_failure(checker, tmp_path):
     caught = []
-    for variant in sorted((ROOT / "tests" / "submissions" / "buggy").iterdir()):
-        changed = tuple(file.stem for file in variant.glob("*.py"))
-        results = statuses(checker, overlay(tmp_path / variant.name, variant), changed)
+    for variant in all_buggy():
+        changed = tuple(variant.sources)
+        folder = variant.write(solutions_as_submission(tmp_path / variant.name))
+        results = statuses(checker, folder, changed)
         failing = [r for r in results if r["status"] != "pass"]
         assert all(r["note"] for r in failing), variant.name
         if failing:

@@ -9,6 +9,7 @@ import pytest
 from grader.diagnosis.catalogue import CATALOGUE
 from grader.i18n import Catalog
 from grader.run import grade
+from tests.buggy import all_buggy, buggy
 from tests.conftest import ROOT
 
 S3 = "sec3_3_simple_attention::"
@@ -31,7 +32,7 @@ def graded(tmp_path_factory):
     base = tmp_path_factory.mktemp("sec3_3")
     klass = base / "class"
     for name in BUGGY:
-        shutil.copytree(ROOT / "tests" / "submissions" / "buggy" / name, klass / name)
+        buggy(name).write(klass / name)
     shutil.copytree(ROOT / "tests" / "submissions" / "correct" / "einsum-3_3", klass / "einsum-3_3")
     summary = grade(klass, base / "reports", jobs=2, force=True)
     return {r.submission: r for r in summary.results}
@@ -49,8 +50,8 @@ def test_a_correct_3_3_written_differently_earns_full_marks_without_diagnosis(gr
 
 
 def test_every_catalogue_entry_has_a_buggy_submission():
-    buggy = [p.name for p in (ROOT / "tests" / "submissions" / "buggy").iterdir()]
-    missing = [i for i in CATALOGUE if not any(b == i or b.startswith(i + "-") for b in buggy)]
+    named = {b.misconception for b in all_buggy()}
+    missing = [i for i in CATALOGUE if i not in named]
     assert missing == []
 
 

@@ -1,6 +1,6 @@
 """The hidden suites of 3.4, 3.5 and Exercise 3.1 against known submissions, in one grading run.
 
-Each buggy submission (tests/submissions/buggy/<misconception>[-n]/) holds only the module it breaks;
+Each buggy submission (tests/submissions/buggy.toml: <misconception>[-n]) holds only the module it breaks;
 its report must name its misconception on the tests where the mistake shows, and no other one.
 Each correct submission (tests/submissions/correct/<name>/) earns full marks on these sections with
 no diagnosis at all; so do the solutions; the stubs earn nothing, every test an error.
@@ -14,6 +14,7 @@ import shutil
 import pytest
 
 from grader.run import grade
+from tests.buggy import buggy
 from tests.conftest import ROOT, solutions_as_submission, stubs_as_submission
 
 SECTIONS = {"3.4", "3.5", "ex3.1"}
@@ -101,7 +102,7 @@ def graded(tmp_path_factory):
     base = tmp_path_factory.mktemp("s345")
     klass = base / "class"
     for name in BUGGY:
-        shutil.copytree(ROOT / "tests" / "submissions" / "buggy" / name, klass / f"buggy-{name}")
+        buggy(name).write(klass / f"buggy-{name}")
     for name in CORRECT:
         shutil.copytree(ROOT / "tests" / "submissions" / "correct" / name, klass / f"correct-{name}")
     solutions_as_submission(klass / "solutions")

@@ -10,6 +10,7 @@ import shutil
 import pytest
 
 from grader.run import grade
+from tests.buggy import all_buggy, buggy
 from tests.conftest import ROOT, stubs_as_submission
 
 SUBMISSIONS = ROOT / "tests" / "submissions"
@@ -78,7 +79,7 @@ def graded(tmp_path_factory):
     base = tmp_path_factory.mktemp("sec3_6_ex3_2_ex3_3")
     klass = base / "class"
     for name in EXPECTED:
-        shutil.copytree(SUBMISSIONS / "buggy" / name, klass / f"buggy-{name}")
+        buggy(name).write(klass / f"buggy-{name}")
     for name in CORRECT:
         shutil.copytree(SUBMISSIONS / "correct" / name, klass / f"correct-{name}")
     stubs_as_submission(klass / "stubs")
@@ -91,7 +92,7 @@ def _ours(result):
 
 
 def test_every_buggy_folder_is_expected():
-    folders = {p.name for p in (SUBMISSIONS / "buggy").iterdir() if p.is_dir()}
+    folders = {b.name for b in all_buggy()}
     ours = {f for f in folders if re.search(r"-(mha|ex3_2|ex3_3)(-\d+)?$", f)}
     assert ours <= set(EXPECTED), ours - set(EXPECTED)
 

@@ -1,6 +1,0 @@
-"""Exercise 3.2 with a bug: keeps the book's d_out=2 per head, so the output is 4-dimensional."""
-from sec3_6_multi_head_attention import MultiHeadAttentionWrapper
-
-
-def build_two_dim_wrapper(d_in, context_length, dropout=0.0):
-    return MultiHeadAttentionWrapper(d_in, 2, context_length, dropout, num_heads=2)

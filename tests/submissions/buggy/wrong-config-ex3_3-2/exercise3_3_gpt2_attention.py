@@ -1,6 +1,0 @@
-"""Exercise 3.3 with a bug: 8 heads instead of 12."""
-from sec3_6_multi_head_attention import MultiHeadAttention
-
-
-def build_gpt2_small_attention(dropout=0.0):
-    return MultiHeadAttention(d_in=768, d_out=768, context_length=1024, dropout=dropout, num_heads=8)
