@@ -25,7 +25,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from throughput import ROOT, build_class, run_baseline, run_grader
+from corpus import build_class
+from throughput import ROOT, run_baseline, run_grader
 
 
 def templates(work: Path) -> list[Path]:
@@ -54,9 +55,14 @@ def main() -> None:
     print(
         f"{len(students)} MindSpore submissions from {len(sources)} templates, {args.jobs} jobs, {os.cpu_count()} cores"
     )
-    seconds = run_grader(work / "class", work / "reports", args.jobs)
-    rate = len(students) / seconds
-    print(f"grader:   {len(students)} submissions in {seconds:.1f} s = {rate:.2f} submissions/s")
+    usage = run_grader(work / "class", work / "reports", args.jobs)
+    n = len(students)
+    seconds, rate = usage.wall, n / usage.wall
+    print(
+        f"grader:   {n} submissions in {seconds:.1f} s = {rate:.2f} submissions/s; CPU "
+        f"{1000 * usage.cpu / n:.0f} ms per submission (sandbox {1000 * usage.descendants / n:.0f}, "
+        f"trusted {1000 * usage.own / n:.0f}; {usage.source}; load average {os.getloadavg()[0]:.2f})"
+    )
     documents = [json.loads((work / "reports" / s.name / "results.json").read_text()) for s in students]
     reference = [d for d in documents if d["submission"].startswith("ms-reference-")]
     full = all(d["score"] == d["max_score"] and d.get("track") == "mindspore" for d in reference)
@@ -65,10 +71,11 @@ def main() -> None:
         + ("all earned full marks on the MindSpore track" if full else "did NOT all earn full marks")
     )
     sample = students[: args.baseline_samples]
-    baseline_seconds = run_baseline(sample, args.jobs)
+    baseline_seconds, baseline_cpu = run_baseline(sample, args.jobs)
     baseline_rate = len(sample) / baseline_seconds
     print(
-        f"baseline: {len(sample)} submissions in {baseline_seconds:.1f} s = {baseline_rate:.2f} submissions/s "
+        f"baseline: {len(sample)} submissions in {baseline_seconds:.1f} s = {baseline_rate:.2f} submissions/s; "
+        f"CPU {1000 * baseline_cpu / len(sample):.0f} ms per submission "
         f"(one fresh interpreter each: torch, MindSpore and the student's code imported)"
     )
     print(f"speed-up: {rate / baseline_rate:.1f}x")

@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from corpus import build_class, templates
 from cpu import machine_cpu, tree_cpu
-from throughput import build_class
 
 from grader.intake.discovery import read_submission
 from grader.probes import load_all
@@ -36,11 +36,12 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="sandbox-bench-"))
-    submissions = [read_submission(p) for p in build_class(work / "class", args.copies)]
+    mixed = templates(work)["mixed"]
+    submissions = [read_submission(p) for p in build_class(work / "class", args.copies, mixed)]
     probes = sorted(load_all())
     errors = 0
     with SandboxPool(args.jobs, probes=probes) as pool:
-        warm = [read_submission(p) for p in build_class(work / "warm", args.jobs)]
+        warm = [read_submission(p) for p in build_class(work / "warm", args.jobs, mixed)]
         for submission in warm:  # start every worker before timing
             pool.submit(submission)
         list(pool.results())

@@ -1,30 +1,38 @@
-"""Throughput: the grader on N submissions against the baseline of one fresh pytest per submission.
+"""Throughput: what grading a class costs, per submission, against one fresh interpreter per submission.
 
-    python benchmarks/throughput.py [--copies 1000] [--baseline-samples 8] [--jobs N] [--keep DIR]
-                                    [--uncached-drawings]
+    python benchmarks/throughput.py [--copies 1000] [--marginal 300] [--repeat 2] [--baseline-samples 8]
+                                    [--jobs N] [--keep DIR] [--uncached-drawings] [--skip-class]
 
-Builds a class of N students by cycling through the example class (examples/class/; the
-reference solutions when it is missing), each copy made unique with a comment so that nothing
-is answered from a cache; grades it with `python -m grader CLASS --out OUT --quiet --force`
-(fresh output folder: the reference and variant outputs are computed in the run); then runs
-the same hidden suites the way a course usually does, `python -m pytest grader/suites/hidden -p
-baseline_plugin --submission DIR` (benchmarks/baseline_plugin.py) once per submission (student
-code imported in-process), on a sample of the submissions, as many at a time as the grader has
-jobs. Prints submissions per second for both and their ratio.
+Every class is built from the realistic corpus (benchmarks/corpus.py: correct alternatives,
+hand-written bugs, AST mutants of the reference, broken files), each copy unique. Each grading run
+is `python -m grader CLASS --out OUT --quiet --force --jobs N` with a fresh output folder, and its
+CPU time is that of the whole process tree (a cgroup v2 of its own where one can be made, else
+/proc: benchmarks/cpu.py), split into the trusted process and the sandbox (everything it started).
+Printed, in one run:
 
-Copies of one student draw the same heatmaps, and the reports draw each distinct heatmap grid
-once per run, so copies find their drawings made more often than students of a real class do
-(where the reference grids and correct submissions' grids still repeat). --uncached-drawings
-turns that cache off: the worst case, every heatmap drawn anew. Not part of the test run. The
-sandbox alone (its CPU time per submission, without pytest and reports): benchmarks/sandbox.py.
+1. marginal CPU per added submission (a class of MARGINAL + 2 against one of 2, min and median of
+   REPEAT runs each), for correct, buggy (traced) and mixed code, split sandbox / trusted;
+2. the floors (benchmarks/floors.py, in a process warmed up as a worker is): the probes run in
+   process, a bare fork + _exit, fork + probes + _exit;
+3. a class of COPIES mixed submissions: wall-clock time and CPU per submission, against the
+   baseline of one fresh `python -m pytest grader/suites/hidden -p baseline_plugin --submission
+   DIR` per submission (benchmarks/baseline_plugin.py; student code imported in-process) on a
+   sample, as many at a time as the grader has jobs: the ratio of their rates (wall clock) and of
+   their CPU per submission.
+
+Wall-clock numbers depend on what else runs on the machine (the load average is printed with
+them); CPU numbers much less. --uncached-drawings draws every heatmap anew (the reports otherwise
+draw each distinct grid once per run). Not part of the test run; the sandbox alone:
+benchmarks/sandbox.py; one submission from cold: benchmarks/cold.py.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,131 +40,160 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from corpus import build_class, templates
+from cpu import Usage, measured
+
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = [
-    "sec3_3_simple_attention",
-    "sec3_4_self_attention",
-    "sec3_5_causal_attention",
-    "sec3_6_multi_head_attention",
-    "exercise3_1_weight_transfer",
-    "exercise3_2_two_dim_output",
-    "exercise3_3_gpt2_attention",
-]
-
-
-def templates() -> list[Path]:
-    example = ROOT / "examples" / "class"
-    students = sorted(p for p in example.iterdir() if p.is_dir()) if example.is_dir() else []
-    if students:
-        return students
-    target = Path(tempfile.mkdtemp(prefix="throughput-solutions-")) / "solutions"
-    target.mkdir()
-    for module in MODULES:
-        source = (ROOT / "solutions" / f"{module}.py").read_text()
-        (target / f"{module}.py").write_text(re.sub(r"^from \.(\w+) import", r"from \1 import", source, flags=re.M))
-    return [target]
-
-
-def build_class(target: Path, copies: int, sources: list[Path] | None = None) -> list[Path]:
-    sources = sources or templates()
-    students = []
-    for index in range(copies):
-        template = sources[index % len(sources)]
-        student = target / f"{template.name}-{index:05d}"
-        student.mkdir(parents=True)
-        for file in template.iterdir():
-            if file.suffix == ".py":
-                (student / file.name).write_text(file.read_text() + f"\n# copy {index}\n")
-        students.append(student)
-    return students
-
+sys.path.insert(0, str(ROOT))
 
 UNCACHED_DRAWINGS = """
 import sys
-import grader.report as report
-report._attention_grid = report._attention_grid.__wrapped__
-report._grid_of_rows = report._grid_of_rows.__wrapped__
+import grader.report.heatmaps as heatmaps
+import grader.report.render as render
+render._attention_grid = render._attention_grid.__wrapped__
+heatmaps._grid_of_rows = heatmaps._grid_of_rows.__wrapped__
 from grader.cli import main
 sys.exit(main())
 """
 
 
-def run_grader(cls: Path, out: Path, jobs: int, uncached_drawings: bool = False) -> float:
+def run_grader(cls: Path, out: Path, jobs: int, uncached_drawings: bool = False) -> Usage:
+    """Grade CLS into a fresh OUT; what it cost."""
+    shutil.rmtree(out, ignore_errors=True)
     command = ["-c", UNCACHED_DRAWINGS] if uncached_drawings else ["-m", "grader"]
-    started = time.perf_counter()
-    subprocess.run(
+    usage = measured(
         [sys.executable, *command, str(cls), "--out", str(out), "--quiet", "--force", "--jobs", str(jobs)],
         cwd=ROOT,
-        check=True,
         stdout=subprocess.DEVNULL,
     )
-    return time.perf_counter() - started
+    if usage.returncode != 0:
+        raise SystemExit(f"grading {cls} failed with status {usage.returncode}")
+    return usage
 
 
-def run_baseline(students: list[Path], jobs: int) -> float:
-    def one(student: Path) -> None:
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                "grader/suites/hidden",
-                "-p",
-                "baseline_plugin",
-                "--submission",
-                str(student),
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                "-c",
-                "grader/suites/hidden/pytest.ini",
-                "--rootdir",
-                "grader/suites/hidden",
-            ],
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONPATH=str(ROOT / "benchmarks")),
+def baseline_command(student: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        "grader/suites/hidden",
+        "-p",
+        "baseline_plugin",
+        "--submission",
+        str(student),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-c",
+        "grader/suites/hidden/pytest.ini",
+        "--rootdir",
+        "grader/suites/hidden",
+    ]
+
+
+def run_baseline(students: list[Path], jobs: int) -> tuple[float, float]:
+    """One fresh interpreter per submission, JOBS at a time: (wall seconds, CPU seconds in all)."""
+    environment = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONPATH=str(ROOT / "benchmarks"))
+
+    def one(student: Path) -> Usage:
+        return measured(
+            baseline_command(student), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=environment
         )
 
     started = time.perf_counter()
     with ThreadPoolExecutor(jobs) as executor:
-        list(executor.map(one, students))
-    return time.perf_counter() - started
+        usages = list(executor.map(one, students))
+    return time.perf_counter() - started, sum(u.cpu for u in usages)
+
+
+def marginal(work: Path, kind: str, sources: list[Path], count: int, jobs: int, repeat: int) -> dict[str, list[float]]:
+    """Milliseconds of CPU per added submission of KIND (COUNT + 2 against 2), REPEAT times:
+    {"all": [...], "sandbox": [...], "trusted": [...]}."""
+    small = build_class(work / f"{kind}-small", 2, sources)
+    large = build_class(work / f"{kind}-large", count + 2, sources)
+    found: dict[str, list[float]] = {"all": [], "sandbox": [], "trusted": []}
+    for _ in range(repeat):
+        few = run_grader(work / f"{kind}-small", work / "out-small", jobs)
+        many = run_grader(work / f"{kind}-large", work / "out-large", jobs)
+        added = len(large) - len(small)
+        found["all"].append(1000 * (many.cpu - few.cpu) / added)
+        found["sandbox"].append(1000 * (many.descendants - few.descendants) / added)
+        found["trusted"].append(1000 * (many.own - few.own) / added)
+    return found
+
+
+def floors(students: list[Path]) -> dict[str, float]:
+    """benchmarks/floors.py in the workers' environment."""
+    from grader.sandbox.connection import environment
+
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "floors.py"), *map(str, students)],
+        env=environment(),
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def spread(values: list[float]) -> str:
+    return f"min {min(values):.1f}, median {statistics.median(values):.1f}"
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=1000)
+    parser.add_argument("--marginal", type=int, default=300, help="submissions added for the marginal CPU (0: skip)")
+    parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--baseline-samples", type=int, default=8)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--keep", type=Path, help="build the class and reports here and keep them")
-    parser.add_argument(
-        "--uncached-drawings",
-        action="store_true",
-        help="draw every heatmap anew (no reuse of identical grids): the worst case",
-    )
+    parser.add_argument("--keep", type=Path, help="build the classes and reports here and keep them")
+    parser.add_argument("--kinds", default="correct,buggy,mixed", help="kinds for the marginal CPU")
+    parser.add_argument("--skip-class", action="store_true", help="no class of COPIES, no baseline")
+    parser.add_argument("--uncached-drawings", action="store_true", help="draw every heatmap anew: the worst case")
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="throughput-"))
-    shutil.rmtree(work / "class", ignore_errors=True)
-    shutil.rmtree(work / "reports", ignore_errors=True)
-    sources = templates()
-    students = build_class(work / "class", args.copies, sources)
-    print(f"{len(students)} submissions from {len(sources)} templates, {args.jobs} jobs, {os.cpu_count()} cores")
-    seconds = run_grader(work / "class", work / "reports", args.jobs, args.uncached_drawings)
-    rate = len(students) / seconds
+    kinds = templates(work)
+    print(f"{os.cpu_count()} cores, {args.jobs} jobs; corpus: " + ", ".join(f"{len(v)} {k}" for k, v in kinds.items()))
+    if args.marginal:
+        for kind in args.kinds.split(","):
+            found = marginal(work, kind, kinds[kind], args.marginal, args.jobs, args.repeat)
+            print(
+                f"marginal CPU per {kind} submission ({args.marginal} + 2 vs 2, {args.repeat} runs): "
+                f"{spread(found['all'])} ms; sandbox {spread(found['sandbox'])}, trusted {spread(found['trusted'])}"
+            )
+    floor = floors(kinds["correct"][:20])
     print(
-        f"grader:   {len(students)} submissions in {seconds:.1f} s = {rate:.2f} submissions/s"
-        + (" (every heatmap drawn anew)" if args.uncached_drawings else "")
+        "floors per correct submission, in a warm worker: probes in process {in_process_ms:.1f} ms; "
+        "bare fork + _exit {bare_fork_ms:.1f} ms; fork + probes + _exit {fork_probes_ms:.1f} ms".format(**floor)
     )
-    sample = students[: args.baseline_samples]
-    baseline_seconds = run_baseline(sample, args.jobs)
-    baseline_rate = len(sample) / baseline_seconds
-    print(
-        f"baseline: {len(sample)} submissions in {baseline_seconds:.1f} s = {baseline_rate:.2f} submissions/s "
-        f"(one fresh pytest process each, in-process student code)"
-    )
-    print(f"speed-up: {rate / baseline_rate:.1f}x")
+    if not args.skip_class:
+        students = build_class(work / "class", args.copies, kinds["mixed"])
+        usage = run_grader(work / "class", work / "reports", args.jobs, args.uncached_drawings)
+        n = len(students)
+        print(
+            f"grader:   {n} mixed submissions in {usage.wall:.1f} s = {n / usage.wall:.2f} submissions/s; CPU "
+            f"{1000 * usage.cpu / n:.1f} ms per submission (sandbox {1000 * usage.descendants / n:.1f}, trusted "
+            f"{1000 * usage.own / n:.1f}; {usage.source}; {load()})"
+            + (" (every heatmap drawn anew)" if args.uncached_drawings else "")
+        )
+        sample = students[: args.baseline_samples]
+        seconds, cpu = run_baseline(sample, args.jobs)
+        print(
+            f"baseline: {len(sample)} submissions in {seconds:.1f} s = {len(sample) / seconds:.2f} submissions/s; "
+            f"CPU {1000 * cpu / len(sample):.0f} ms per submission (one fresh pytest process each; {load()})"
+        )
+        print(
+            f"ratio at {n}: {(n / usage.wall) / (len(sample) / seconds):.1f}x (wall clock), "
+            f"{(cpu / len(sample)) / (usage.cpu / n):.1f}x (CPU per submission)"
+        )
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
 
