@@ -207,7 +207,7 @@ def {last}(*args, **kwargs):
     spent = []
 
     def wait_and_measure(pool):
-        time.sleep(0.5)  # the job process has ended the child by now (it found it not alone)
+        time.sleep(0.5)  # the watcher has ended the child by now (it found it not alone)
         before = tree_cpu(os.getpid())
         time.sleep(2.0)
         spent.append(tree_cpu(os.getpid()) - before)
@@ -216,7 +216,7 @@ def {last}(*args, **kwargs):
         submission_with(tmp_path, "hidden", hidden), probes, [SCORES], wait_and_measure
     )
     assert spent[0] < 0.5, spent  # a spinning thread would have spent two seconds
-    # the SIGCONTs never keep the job process waiting for a stop (it once waited out the job's time)
+    # the SIGCONTs never keep the watcher waiting for a stop (it once waited out the job's time)
     assert grade_run.seconds < LIMITS.submission_seconds / 2, grade_run.seconds
     graded_pid = float(grade_run.results[SCORES]["book"].flatten()[0])
     assert pid_in_trace(trace_run.results[SCORES]["trace"]) != graded_pid

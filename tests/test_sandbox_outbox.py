@@ -1,4 +1,4 @@
-"""The job process's outbox (grader.sandbox.channel.Outbox: post/send/flush): results wait and go
+"""The watcher's outbox (grader.sandbox.channel.Outbox: post/send/flush): results wait and go
 to the pool in one write, in the order they were given, never after a frame sent at once."""
 
 from __future__ import annotations
@@ -92,8 +92,18 @@ if pid == 0:
 os.read(ready, 1)
 read_fd, write_fd = os.pipe()
 outbox.post({"id": 1, "probe": "p", "status": "ok"}, b"x")
+
+
+class Reaper:  # the fork server's part: this process is the child's parent
+    server_pid = os.getpid()
+
+    def ended(self):
+        return os.waitpid(pid, 0)[1]
+
+
+slot = job.Slot(int(sys.argv[1]), False, Reaper(), frozenset(), frozenset(), frozenset({os.getpid()}))
 try:
-    job.JobProcess(outbox, int(sys.argv[1]), tempfile.mkdtemp(), False).end(job.Child(pid, read_fd, -1))
+    job.JobProcess(outbox, slot, tempfile.mkdtemp()).end(job.Child(pid, read_fd, -1))
 except BrokenPipeError:
     pass
 else:

@@ -52,7 +52,7 @@ def write_all(fd: int, data: bytes) -> None:
 
 
 class Outbox:
-    """Frames written to a pipe in batches: the job process's results go to the trusted pool
+    """Frames written to a pipe in batches: the watcher's results go to the trusted pool
     through one (see `grader.sandbox.job`), so that a child's results reach the pool in about one
     write (one wake-up of the pool's reader thread), not one per probe."""
 
@@ -68,10 +68,10 @@ class Outbox:
         self.flush()
 
     def post(self, header: dict, payload: bytes | bytearray = b"") -> None:
-        """A frame, written later with the ones that follow: when the outbox is flushed (the job
-        process flushes it once a child is dead, see `job.JobProcess.end`), with any frame that is
-        `send` at once (a job's "done"), and as soon as it holds `limit` bytes. A job process
-        killed by a signal loses what it holds: the pool runs those probes again, as it runs every
+        """A frame, written later with the ones that follow: when the outbox is flushed (the watcher
+        flushes it once a child is dead, see `job.JobProcess.end`), with any frame that is `send`
+        at once (a job's "done"), and as soon as it holds `limit` bytes. A watcher killed by a
+        signal loses what it holds: the pool runs those probes again, as it runs every
         probe a dead worker never answered."""
         data = frame(header, payload)
         self.frames.append(data)

@@ -1,12 +1,13 @@
-"""The restricted child: forked from the warm worker for one submission, it drops every privilege
-and every shared resource before any student code runs, then runs the probes and writes one
-frame per probe to the worker (see `worker`).
+"""The restricted child: forked from the warm worker's fork server for one submission, it reads its
+job from its command pipe (written by the watcher), drops every privilege and every shared
+resource before any student code runs, then runs the probes and writes one frame per probe to the
+watcher (see `worker`).
 
 Frames to the worker, in this order per probe: {"kind": "start", "name": probe}, any number of
 {"kind": "import", "name": module} / {"kind": "imported", ...} pairs, then {"kind": "result",
 "name": probe} with the probe's record (`driver.serialise`) as payload.
 
-A child given a command pipe (a job the trusted side may follow up, `worker`) does not end after
+A child whose job says "park" (a job the trusted side may follow up, `worker`) does not end after
 its last probe: it sends {"kind": "parked"} and waits, every signal blocked, for one command line
 {"mode", "probes", "park"} (the same submission's next probes, e.g. the failed ones traced), or
 for the end of the pipe. The worker stops it (SIGSTOP) while it waits.
@@ -25,6 +26,7 @@ import threading
 from grader.frameworks import namespace_for
 from grader.sandbox import driver, seccomp
 from grader.sandbox.channel import frame, frame_head, write_all
+from grader.sandbox.forks import FAILED, NO_NAMESPACE, NOT_DROPPED
 
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_DUMPABLE = 4
@@ -34,8 +36,19 @@ CLONE_NEWUSER = 0x10000000
 LIBC = ctypes.CDLL(None, use_errno=True)  # loaded once in the worker, not in every child
 SMALL = 64 * 1024
 KEYRINGS_BLOCKED = False  # set by `block_keyrings` in the worker, whose filter every child inherits
-# Exit statuses of a child whose own (the kit's) code failed: reported as a crash, not as an exit.
-FAILED, NOT_DROPPED, NO_NAMESPACE = 70, 71, 72
+__all__ = ["FAILED", "NOT_DROPPED", "NO_NAMESPACE", "run", "serve"]
+
+
+def serve(write_fd: int, command_fd: int, uid: int, probes: dict) -> None:
+    """A freshly forked child: its job is the first line of its command pipe, {"job": {"id", "mode",
+    "track", "limits", "files": [file names]}, "probes": [...], "poisoned": {module: failure},
+    "scratch": folder, "park": bool} (from the watcher, the trusted side of the sandbox); then
+    `run`. Never returns."""
+    first = json.loads(_read_line(command_fd))
+    if not first["park"]:
+        os.close(command_fd)
+        command_fd = -1
+    run(first["job"], first["probes"], first["poisoned"], first["scratch"], write_fd, uid, probes, command_fd)
 
 
 def run(
@@ -133,14 +146,20 @@ def _wait_for_command(write_fd: int, command_fd: int) -> dict:
     command is in (the worker stops this child while it waits, and continues it with the command)."""
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
     write_all(write_fd, frame({"kind": "parked"}))
+    line = _read_line(command_fd)
+    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    return json.loads(line)
+
+
+def _read_line(fd: int) -> bytes:
+    """One command line (EOFError at the end of the pipe)."""
     line = b""
     while not line.endswith(b"\n"):
-        chunk = os.read(command_fd, 1 << 16)
+        chunk = os.read(fd, 1 << 16)
         if not chunk:
             raise EOFError
         line += chunk
-    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-    return json.loads(line)
+    return line
 
 
 def left_behind() -> bool:

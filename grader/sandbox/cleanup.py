@@ -1,5 +1,7 @@
 """After a child: every process it started is killed and reaped, and what it left where the next
-student's child could find it is removed. Runs in the warm worker; copied into the sandbox."""
+student's child could find it is removed. The watcher kills and clears, the fork server (the
+children's parent, and the subreaper of their orphans) reaps (see `worker`). Copied into the
+sandbox: standard library only."""
 
 from __future__ import annotations
 
@@ -13,45 +15,42 @@ import time
 SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")
 
 
-def kill_all(uid: int, pid: int, pid_namespace: bool) -> None:
+def kill_all(uid: int, pid: int, pid_namespace: bool, spared: set[int]) -> None:
     """Kill the child and everything it spawned, without forking (a fork of a torch process is slow).
 
-    Called in the job process (a fork of the warm worker, see `worker`), before the child is
-    reaped (so that `pid` is still the child's). In bubblewrap's pid namespace, every process of
-    the namespace but bubblewrap's init, the warm worker and this job process is the child or one
-    of its descendants, whatever session or process group they moved to: all are killed, pass
-    after pass, until none is left. Without a pid namespace, as root, every process of the slot's
-    uid is. A fork bomb is bounded by RLIMIT_NPROC. Without either, only the child's session is
-    reachable (reported as a missing protection).
+    Called in the watcher, before the child is reaped (so that `pid` is still the child's). In
+    bubblewrap's pid namespace, every process of the namespace but the `spared` ones (bubblewrap's
+    init, the watcher, the fork server) is the child or one of its descendants, whatever session or
+    process group they moved to: all are killed, pass after pass, until none is left. Without a pid
+    namespace, as root, every process of the slot's uid is. A fork bomb is bounded by RLIMIT_NPROC.
+    Without either, only the child's session is reachable (reported as a missing protection).
     """
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    _kill_descendants(uid, pid_namespace)
+    _kill_descendants(uid, pid_namespace, spared)
 
 
-def strays(child: int) -> bool:
+def strays(child: int, parent: int) -> bool:
     """Whether a process the child started has left its family (a double fork: its orphans come
-    to this job process, their subreaper) while the child lives on; see `child.left_behind`."""
-    try:  # the job process has one thread; asked after every result, so its list stays open
-        listed = os.pread(_own_children(), 1 << 16, 0)
+    to the fork server `parent`, their subreaper) while the child lives on; see `child.left_behind`."""
+    try:  # asked after every result: the list stays open
+        listed = os.pread(_children_of(parent), 1 << 16, 0)
         return any(int(pid) != child for pid in listed.split())
     except (OSError, ValueError):
         return False  # a kernel without the children list: found when the child ends
 
 
-_children = (-1, -1)  # (pid, descriptor) of this process's list of children
+_children: dict[int, int] = {}  # pid -> a descriptor of its list of children
 
 
-def _own_children() -> int:
-    """A descriptor of this process's /proc children list (read again from its start each time),
-    opened once per process (a fork opens its own; the children close every inherited one)."""
-    global _children
-    me = os.getpid()
-    if _children[0] != me:
-        _children = (me, os.open(f"/proc/{me}/task/{me}/children", os.O_RDONLY | os.O_CLOEXEC))
-    return _children[1]
+def _children_of(pid: int) -> int:
+    """A descriptor of a (single-threaded) process's /proc children list, read again from its start
+    each time, opened once (the children close every descriptor they inherit)."""
+    if pid not in _children:
+        _children[pid] = os.open(f"/proc/{pid}/task/{pid}/children", os.O_RDONLY | os.O_CLOEXEC)
+    return _children[pid]
 
 
 def alone(pid: int) -> bool:
@@ -66,12 +65,11 @@ def alone(pid: int) -> bool:
         return False  # cannot tell: as if it were not
 
 
-def _kill_descendants(uid: int, pid_namespace: bool) -> None:
+def _kill_descendants(uid: int, pid_namespace: bool, spared: set[int]) -> None:
     if pid_namespace:
-        spared = {1, os.getpid(), os.getppid()}
         _kill_until_none(lambda entry: int(entry) not in spared)
     elif os.getuid() == 0:
-        _kill_until_none(lambda entry: int(entry) != os.getpid() and os.stat(f"/proc/{entry}").st_uid == uid)
+        _kill_until_none(lambda entry: int(entry) not in spared and os.stat(f"/proc/{entry}").st_uid == uid)
 
 
 def _kill_until_none(chosen) -> None:
@@ -105,6 +103,15 @@ def _is_zombie(entry: str) -> bool:
     return all(_state(f"/proc/{entry}/task/{task}/stat") == b"Z" for task in os.listdir(f"/proc/{entry}/task"))
 
 
+def state_of(pid: int) -> bytes:
+    """The process's state letter (R, S, D, T, Z...); X once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return b"X"
+
+
 def _state(path: str) -> bytes:
     try:
         with open(path, "rb") as stat:
@@ -113,8 +120,8 @@ def _state(path: str) -> bytes:
         return b"Z"
 
 
-def reap_orphans(uid: int, pid_namespace: bool, seconds: float = 2.0) -> None:
-    """Collect every descendant of the child (the job process is their subreaper), waiting for
+def reap_orphans(uid: int, pid_namespace: bool, spared: set[int], seconds: float = 2.0) -> None:
+    """Collect every descendant of the child (the fork server is their subreaper), waiting for
     those still dying. Until it is reaped, a killed process counts against the slot uid's
     RLIMIT_NPROC: left behind, a fork bomb's processes would leave the next child of the same
     submission no room for the threads its framework starts (MindSpore's first op), costing
@@ -130,7 +137,7 @@ def reap_orphans(uid: int, pid_namespace: bool, seconds: float = 2.0) -> None:
             continue
         if time.monotonic() >= deadline:
             return
-        _kill_descendants(uid, pid_namespace)  # one forked between the last pass and its kill
+        _kill_descendants(uid, pid_namespace, spared)  # one forked between the last pass and its kill
         time.sleep(0.001)
 
 

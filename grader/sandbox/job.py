@@ -1,6 +1,6 @@
-"""The job process: a fork of the warm worker (`worker`) for one job. It reads the job, writes
-the submission's files, forks the restricted children (`child`) that run its probes, watches them
-and forwards their frames, then exits.
+"""One job in the watcher (see `worker`): it writes the submission's files, has the fork server
+fork the restricted children (`child`) that run its probes, hands each its job through its command
+pipe, watches them and forwards their frames.
 
 What a child sends never moves a deadline: each probe has its own clock, started once when the
 probe starts (the child's CPU time, with a wall-clock backstop), and the submission's deadline is
@@ -10,16 +10,17 @@ sleeps uses up its own time, never that of the student's other modules; once it 
 module's remaining probes are reported as "module-timeout" without being run.
 
 A job with "follow": true (a grade job whose failed probes the trusted side may want traced) does
-not end its job process at "done": it reads one more line, either {"id", "end": true} (answered
-with "done") or the same submission's next job (its probes, e.g. in "trace" mode), which runs in
-the child that ran the first job's last probes: that child parks after them (`child`), stopped
-with SIGSTOP until it is given the next probes. No fork and no restrictions again (the child
-imports the student's modules afresh, as a new child would); a child that could not park (it
-left something behind, died or timed out) is replaced by a fresh one, as within a job.
+not end at "done": the watcher reads one more line, either {"id", "end": true} (answered with
+"done") or the same submission's next job (its probes, e.g. in "trace" mode), which runs in the
+child that ran the first job's last probes: that child parks after them (`child`), stopped with
+SIGSTOP until it is given the next probes. No fork and no restrictions again (the child imports
+the student's modules afresh, as a new child would); a child that could not park (it left
+something behind, died or timed out) is replaced by a fresh one, as within a job.
 
-The job process's state is one `JobProcess` (the outbox its results go through, the slot's uid,
-the submission's files, the imports that failed); each job's run is a `RunningJob` (its deadline
-and what it may still use) and each child's frames are read by a `Watch` (both in `watch`).
+A job's state is one `JobProcess` (the outbox its results go through, the slot's uid, the
+submission's files, the imports that failed, the fork server); each job's run is a `RunningJob`
+(its deadline and what it may still use) and each child's frames are read by a `Watch` (both in
+`watch`). Copied into the sandbox: standard library only (the watcher never imports torch).
 """
 
 from __future__ import annotations
@@ -31,15 +32,30 @@ import shutil
 import signal
 import tempfile
 import time
+from dataclasses import dataclass
 
-from grader.probes import PROBES
-from grader.sandbox import child, cleanup, driver
+from grader.sandbox import cleanup
 from grader.sandbox.channel import ChannelError, FrameReader, Outbox
 from grader.sandbox.clocks import ProbeClock, cpu_clock, module_of
+from grader.sandbox.forks import FAILED, NO_NAMESPACE, NOT_DROPPED, Forker
 from grader.sandbox.watch import RunningJob, Watch
 
-NO_MORE_JOBS = 3  # a job process's exit status: stdin is closed
+NO_MORE_JOBS = 3  # the watcher's exit status: stdin is closed
 STOP_SECONDS = 1.0  # for a parked child to be seen stopped (it takes microseconds); else it is not kept
+
+
+@dataclass(frozen=True)
+class Slot:
+    """What every job of a watcher shares: the slot's uid, whether the worker has a pid namespace
+    of its own (see `cleanup`), the fork server, what its children can run, and the processes
+    that clean-up spares (bubblewrap's init, the watcher, the fork server)."""
+
+    uid: int
+    pid_namespace: bool
+    forker: Forker
+    probes: frozenset[str]
+    modes: frozenset[str]
+    spared: frozenset[int]
 
 
 class Child:
@@ -51,13 +67,12 @@ class Child:
         self.reader = FrameReader(read_fd)
 
 
-def run_job(job: dict, uid: int, outbox: Outbox, pid_namespace: bool) -> int:
-    """One job (and, for a job to follow up, the next one of the same submission); the job
-    process's exit status. Its results go through `outbox` (the warm worker's result pipe);
-    `pid_namespace`: the warm worker runs in a pid namespace of its own (see `cleanup`)."""
-    scratch = _write_files(job["files"], uid)
+def run_job(job: dict, slot: Slot, outbox: Outbox) -> int:
+    """One job (and, for a job to follow up, the next one of the same submission); 0, or
+    NO_MORE_JOBS once stdin is closed. Its results go through `outbox` (the worker's result pipe)."""
+    scratch = _write_files(job["files"], slot.uid)
     try:
-        last, status = JobProcess(outbox, uid, scratch, pid_namespace).run(job)
+        last, status = JobProcess(outbox, slot, scratch).run(job)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if last is not None:
@@ -89,13 +104,12 @@ def _next_job(job: dict) -> dict | None:
 
 
 class JobProcess:
-    """What the job process holds while it runs a submission's jobs: the outbox its results go
-    through, the slot's uid, the submission's files (`scratch`), whether the worker has a pid
-    namespace of its own, and the modules whose import failed in a child (`poisoned`: module ->
-    failure), which its later children do not import again."""
+    """What the watcher holds while it runs a submission's jobs: the outbox its results go
+    through, the slot, the submission's files (`scratch`), and the modules whose import failed in
+    a child (`poisoned`: module -> failure), which its later children do not import again."""
 
-    def __init__(self, outbox: Outbox, uid: int, scratch: str, pid_namespace: bool):
-        self.outbox, self.uid, self.scratch, self.pid_namespace = outbox, uid, scratch, pid_namespace
+    def __init__(self, outbox: Outbox, slot: Slot, scratch: str):
+        self.outbox, self.slot, self.uid, self.scratch = outbox, slot, slot.uid, scratch
         self.poisoned: dict[str, str] = {}
 
     def run(self, job: dict) -> tuple[dict | None, int]:
@@ -122,8 +136,8 @@ class JobProcess:
         """The job's probes, in `parked` (a child of this job process that waits for them) and then
         in fresh children; returns the last child if it parked (`park`) after the last probe."""
         run = RunningJob(job)
-        remaining = [name for name in job["probes"] if name in PROBES]
-        if job.get("mode") not in driver.MODES:  # a grader bug: no probe can run
+        remaining = [name for name in job["probes"] if name in self.slot.probes]
+        if job.get("mode") not in self.slot.modes:  # a grader bug: no probe can run
             for name in remaining:
                 self.outbox.post(run.status(name, "crash"))
             remaining = []
@@ -167,8 +181,8 @@ class JobProcess:
         started_with = len(remaining)
         kept = None
         try:
-            failure, current, importing = Watch(its.reader, clock, run, remaining, self.outbox).watch()
-            if park and failure is None and not remaining and _parked(its, clock):
+            failure, current, importing = Watch(its.reader, clock, run, remaining, self.outbox, self._strays).watch()
+            if park and failure is None and not remaining and self._parked(its, clock):
                 kept = its
         finally:
             status = self.end(its) if kept is None else 0
@@ -207,74 +221,85 @@ class JobProcess:
             self.poisoned[importing] = failure
 
     def _fork(self, job: dict, remaining: list[str], park: bool) -> Child:
+        """A fresh child from the fork server, its job already in its command pipe (a few kB:
+        within the pipe's buffer)."""
+        first = {
+            "job": {key: job[key] for key in ("id", "mode", "limits", "track") if key in job}
+            | {"files": list(job["files"])},
+            "probes": remaining,
+            "poisoned": self.poisoned,
+            "scratch": self.scratch,
+            "park": park,
+        }
         read_fd, write_fd = os.pipe()
-        command_read, command_write = os.pipe() if park else (-1, -1)
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.close(read_fd)
-                if park:
-                    os.close(command_write)
-                child.run(job, remaining, self.poisoned, self.scratch, write_fd, self.uid, PROBES, command_read)
-            finally:
-                os._exit(child.FAILED)
-        os.close(write_fd)
-        if park:
+        command_read, command_write = os.pipe()
+        try:
+            command = json.dumps(first).encode() + b"\n"
+            if os.write(command_write, command) != len(command):
+                raise OSError("the child's job did not fit its command pipe")
+            if not park:
+                os.close(command_write)
+                command_write = -1
+            pid = self.slot.forker.fork(write_fd, command_read)
+        except BaseException:
+            for fd in (read_fd, command_write):
+                if fd >= 0:
+                    os.close(fd)
+            raise
+        finally:
+            os.close(write_fd)
             os.close(command_read)
         return Child(pid, read_fd, command_write)
 
     def end(self, its: Child) -> int:
-        """Kill the child and everything it started, reap them, clear what they left; its exit
-        status. The outbox is written once the child is dead, before the slower clean-up; a write
-        that fails (the pool gone) still leaves nothing of the child's behind."""
+        """Kill the child and everything it started, have them reaped, clear what they left; its
+        wait status. The outbox is written once the child is dead and reaped; a write that fails
+        (the pool gone) still leaves nothing of the child's behind."""
         os.close(its.read_fd)
         if its.command_fd >= 0:
             os.close(its.command_fd)
-        status = 0
         try:
-            if its.pid > 0:
-                cleanup.kill_all(self.uid, its.pid, self.pid_namespace)
-                _, status = os.waitpid(its.pid, 0)
+            cleanup.kill_all(self.uid, its.pid, self.slot.pid_namespace, set(self.slot.spared))
+            return self.slot.forker.ended()  # reaped by the fork server, with every orphan
         finally:
             try:
                 self.outbox.flush()
             finally:
-                cleanup.reap_orphans(self.uid, self.pid_namespace)
                 cleanup.clear_leftovers(self.uid, self.scratch)
                 cleanup.clear_ipc(self.uid)
-        return status
 
+    def _strays(self, child: int) -> bool:
+        return cleanup.strays(child, self.slot.forker.server_pid)
 
-def _parked(its: Child, clock: ProbeClock) -> bool:
-    """Whether the child, after its last result, parked (see `child`) with nothing of its own
-    left running (one thread, no process); if so it stays stopped (SIGSTOP) until `_continue`."""
-    try:
-        header = its.reader.header(clock)
-    except (TimeoutError, ChannelError, OSError):
-        return False
-    if (
-        header is None
-        or header.get("kind") != "parked"
-        or header["size"]
-        or not cleanup.alone(its.pid)
-        or cleanup.strays(its.pid)
-    ):
-        return False
-    os.kill(its.pid, signal.SIGSTOP)
-    stop_by = time.monotonic() + STOP_SECONDS
-    while True:  # never a blocking wait: a SIGCONT from elsewhere could undo the stop before it is seen
-        pid, status = os.waitpid(its.pid, os.WUNTRACED | os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() >= stop_by:
+    def _parked(self, its: Child, clock: ProbeClock) -> bool:
+        """Whether the child, after its last result, parked (see `child`) with nothing of its own
+        left running (one thread, no process); if so it stays stopped (SIGSTOP) until `_continue`."""
+        try:
+            header = its.reader.header(clock)
+        except (TimeoutError, ChannelError, OSError):
             return False
-        time.sleep(0.0002)
-    if not os.WIFSTOPPED(status):
-        its.pid = -its.pid  # ended meanwhile, and reaped: `end` must not wait for it again
-        return False
-    # stopped: nothing of it can start a thread or a process any more; with none, nothing but the
-    # worker can continue it (the slot's other processes are its descendants)
-    return cleanup.alone(its.pid) and not cleanup.strays(its.pid)
+        if (
+            header is None
+            or header.get("kind") != "parked"
+            or header["size"]
+            or not cleanup.alone(its.pid)
+            or self._strays(its.pid)
+        ):
+            return False
+        os.kill(its.pid, signal.SIGSTOP)
+        stop_by = time.monotonic() + STOP_SECONDS
+        while True:  # never a blocking wait: a SIGCONT from elsewhere could undo the stop before it is seen
+            state = cleanup.state_of(its.pid)
+            if state != b"R" and state != b"S" and state != b"D":
+                break
+            if time.monotonic() >= stop_by:
+                return False
+            time.sleep(0.0002)
+        if state != b"T":
+            return False  # ended meanwhile
+        # stopped: nothing of it can start a thread or a process any more; with none, nothing but the
+        # watcher can continue it (the slot's other processes are its descendants)
+        return cleanup.alone(its.pid) and not self._strays(its.pid)
 
 
 def _continue(its: Child, job: dict, remaining: list[str], park: bool) -> bool:
@@ -299,7 +324,7 @@ def _continue(its: Child, job: dict, remaining: list[str], park: bool) -> bool:
 
 
 def _outcome_of_exit(status: int) -> str:
-    if os.WIFEXITED(status) and os.WEXITSTATUS(status) in (child.FAILED, child.NOT_DROPPED, child.NO_NAMESPACE):
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) in (FAILED, NOT_DROPPED, NO_NAMESPACE):
         return "crash"
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)

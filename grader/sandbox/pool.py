@@ -48,6 +48,8 @@ SANDBOX_FILES = [
     "sandbox/clocks.py",
     "sandbox/codec.py",
     "sandbox/driver.py",
+    "sandbox/forks.py",
+    "sandbox/forkserver.py",
     "sandbox/private_view.py",
     "sandbox/seccomp.py",
     "sandbox/warmup.py",
@@ -313,7 +315,7 @@ class SandboxPool:
                 worker.kill()  # died, hung or spoke garbage: a fresh worker retries the rest
                 worker = None
             if follow and worker is not None and sent and not done:
-                worker.kill()  # its job process is in no known state: what follows goes to a fresh worker
+                worker.kill()  # its watcher is in no known state: what follows goes to a fresh worker
                 worker = None
             out_of_time = time.monotonic() >= deadline - GRACE_SECONDS
             for name in remaining:
@@ -348,7 +350,7 @@ class SandboxPool:
         seconds: float,
     ) -> WorkerConnection | None:
         """What follows a job to follow (see `submit`): the next job of the same submission, which
-        the worker's job process (if still there) runs in the job's parked child, or its end."""
+        the worker's watcher (if still there) runs in the job's parked child, or its end."""
         if decision is not None:
             next_id, next_probes, next_mode, next_seconds = decision
             return self._run_job(slot, worker, next_id, submission, next_probes, next_mode, track, next_seconds)

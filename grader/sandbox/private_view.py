@@ -69,7 +69,7 @@ def make(roots: list[str], covers: list[str], hidden: list[str], keep: list[str]
     """Enter a mount namespace of this process's own (see the module's docstring). `covers` and
     the folders other users cannot pass on the way to `roots` become empty folders (mode 0711,
     read-only); /tmp becomes an empty tmpfs of `tmp_bytes` that only root may write to (where the
-    job processes make each submission's scratch folder), as in bubblewrap; `roots` and `keep` (the
+    watcher makes each submission's scratch folder), as in bubblewrap; `roots` and `keep` (the
     staged probe code) are bound back at their paths, read-only; `hidden` folders and the other
     folders every process may write to become empty and read-only. Raises ViewFailed."""
     if LIBC.unshare(CLONE_NEWNS) != 0:

@@ -1,4 +1,4 @@
-"""The job process's watch over its children (see `job`): what a job may still use as its probes
+"""The watcher's watch over its children (see `job`): what a job may still use as its probes
 run (`RunningJob`), and one child's frames, checked for order, forwarded and charged (`Watch`).
 
 Copied into the sandbox with `job`: it imports only the standard library and the sandbox's own
@@ -8,8 +8,8 @@ modules.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
-from grader.sandbox import cleanup
 from grader.sandbox.channel import ChannelError, FrameReader, Outbox
 from grader.sandbox.clocks import ModuleTime, ProbeClock
 
@@ -46,8 +46,17 @@ class Watch:
     or the child's end (no time between two probes is nobody's: a child that sends a result of its
     own and goes on sleeping pays for the sleep)."""
 
-    def __init__(self, reader: FrameReader, clock: ProbeClock, run: RunningJob, remaining: list[str], outbox: Outbox):
+    def __init__(
+        self,
+        reader: FrameReader,
+        clock: ProbeClock,
+        run: RunningJob,
+        remaining: list[str],
+        outbox: Outbox,
+        strays: Callable[[int], bool],
+    ):
         self.reader, self.clock, self.run, self.remaining, self.outbox = reader, clock, run, remaining, outbox
+        self.strays = strays  # whether a process the child started has left its family (`cleanup.strays`)
         self.current: str | None = None  # the probe in progress
         self.importing: str | None = None  # the module it is importing
         self.notices = 0  # import notices of the probe in progress
@@ -114,7 +123,7 @@ class Watch:
             self.outbox.post(self.run.status(name, "ok"), payload)
         self.remaining.remove(name)
         self.current = self.importing = None
-        if self.remaining and cleanup.strays(self.clock.pid):
+        if self.remaining and self.strays(self.clock.pid):
             return None, None, None  # the rest goes to a fresh child, with all its room
         return None
 

@@ -1,38 +1,41 @@
-"""The warm worker: warmed up once (`warmup`), then forks one restricted child (`child`) per
-submission and watches it.
+"""A sandbox worker: two processes, started by a fresh exec (never a fork of the grader, which holds
+the solutions), inside bubblewrap where available.
 
-Started by a fresh exec (never a fork of the grader, which holds the solutions), inside bubblewrap
-where available. The warm worker itself never reads a job: for each one it forks a job process
-(`job`) that reads it, writes the files, forks the children and forwards their frames, then exits. So
-nothing of a student (the files as they arrived, the results forwarded, the frames' headers) is
-ever in the memory that the next student's children start with a copy of.
+- The watcher (the process started, bubblewrap's pid 2) reads the jobs, writes each submission's
+  files, hands each child its job, watches the children (`job`, `watch`) and forwards their
+  results. It never imports torch and never forks a child of its own: what it holds of a student
+  is in no child's memory.
+- The fork server (`forkserver`, forked from the watcher before anything else) warms up once
+  (`warmup`: torch, the probes), then forks one restricted child (`child`) per submission when the
+  watcher asks, and reaps it. It never reads a job or a result: nothing of a student (the files as
+  they arrived, the results forwarded, the frames' headers) is ever in the memory that the next
+  student's children start with a copy of. One fork per child, and no other fork per submission.
 
-Protocol with the trusted pool:
+Protocol with the trusted pool (the watcher's stdin and result fd):
   stdin  <- one JSON line per job: {"id", "files": {name: base64}, "probes": [...], "mode", "limits"}
   result fd -> frames (`channel`): {"status": "ready"} once, then per job {"id", "probe", "status":
   "ok"} with the child's serialised record as payload, or {"id", "probe", "status": "timeout" |
   "crash" | "resource" | "exit" | "too-large" | "module-timeout", "module"} with none, and {"id",
   "status": "done"}.
-The worker never deserialises what a child sends: it checks the frames' order and sizes and
+The watcher never deserialises what a child sends: it checks the frames' order and sizes and
 forwards the payload for the trusted side to decode (JSON plus raw tensor bytes: no pickle).
 
-A job with "follow": true keeps its job process for one more line: {"id", "end": true}, or the same
+A job with "follow": true is followed by one more line: {"id", "end": true}, or the same
 submission's next job, run in the child that ran the first one's last probes (see `job`).
+Between the watcher and the fork server: `forks`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import select
 import signal
 import sys
 
-from grader.sandbox import child, job, private_view, warmup
+from grader.sandbox import forks, private_view
 from grader.sandbox.channel import Outbox
-from grader.sandbox.job import NO_MORE_JOBS
 
-PR_SET_CHILD_SUBREAPER = 36
+READY_SECONDS = 600  # the fork server's warm-up (the pool gives up on a worker well before)
 
 
 def _argument(name: str, default: str) -> str:
@@ -41,7 +44,7 @@ def _argument(name: str, default: str) -> str:
 
 def main() -> None:
     uid = int(_argument("--uid", "65534"))
-    outbox = Outbox(int(_argument("--result-fd", "3")))
+    result_fd = int(_argument("--result-fd", "3"))
     # bubblewrap's init is pid 1 of the new namespace and this worker pid 2; outside a pid
     # namespace pid 2 is never a Python process, so kill(-1) can never reach the host
     pid_namespace = "--pid-namespace" in sys.argv and os.getpid() <= 2
@@ -52,38 +55,51 @@ def main() -> None:
             private_view.make(**json.loads(view))
         except OSError:
             pass  # e.g. a container without CAP_SYS_ADMIN: as exposed as without it (reported as no bubblewrap)
-    child.LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    warmup.warm_up(_argument("--flavour", "torch"))
-    child.block_keyrings()
+    watcher_end, server_end = forks.socket_pair()
+    server = os.fork()
+    if server == 0:
+        watcher_end.close()
+        os.close(result_fd)  # the pool's result pipe is the watcher's alone
+        from grader.sandbox import forkserver
+
+        try:
+            forkserver.serve(server_end, uid, _argument("--flavour", "torch"), pid_namespace)
+        finally:
+            os._exit(0)
+    server_end.close()
+    watch(Outbox(result_fd), forks.Forker(watcher_end, server), uid, pid_namespace)
+
+
+def watch(outbox: Outbox, forker: forks.Forker, uid: int, pid_namespace: bool) -> None:
+    """The watcher: once the fork server is warm, one job after another until stdin is closed."""
+    from grader.sandbox import job
+
+    try:
+        can = forker.ready(READY_SECONDS)
+    except forks.ForkServerGone:
+        return  # the pool sees this worker end without saying it is ready
+    slot = job.Slot(
+        uid,
+        pid_namespace,
+        forker,
+        frozenset(can["probes"]),
+        frozenset(can["modes"]),
+        frozenset({1, os.getpid(), forker.server_pid}),
+    )
     outbox.send({"status": "ready"})
-    while True:
-        select.select([0], [], [])  # a job (or the end of the pool) is waiting: never read here
-        pid = os.fork()
-        if pid == 0:
-            status = NO_MORE_JOBS
-            try:
-                status = job_process(uid, outbox, pid_namespace)
-            finally:
-                try:
-                    outbox.flush()  # the results of a job process that ended by an exception still reach the pool
-                finally:
-                    os._exit(status)
-        _, status = os.waitpid(pid, 0)
-        if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
-            return  # the pool closed stdin, or the job process failed: the pool sees this worker end
-
-
-def job_process(uid: int, outbox: Outbox, pid_namespace: bool) -> int:
-    """One job, in a fork of the warm worker (see the module's docstring); its exit status."""
-    child.LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # the children's orphans come back here
-    line = job.read_line(0)
-    if not line.strip():
-        return NO_MORE_JOBS
-    record = json.loads(line)
-    if record.get("end"):  # the end of a job to follow up whose job process is gone: nothing to end
-        outbox.send({"id": record["id"], "status": "done"})
-        return 0
-    return job.run_job(record, uid, outbox, pid_namespace)
+    status = 0
+    try:
+        while status == 0:
+            line = job.read_line(0)
+            if not line.strip():
+                break  # the pool closed stdin
+            record = json.loads(line)
+            if record.get("end"):  # the end of a job to follow up that ended already: nothing to end
+                outbox.send({"id": record["id"], "status": "done"})
+                continue
+            status = job.run_job(record, slot, outbox)
+    finally:
+        outbox.flush()  # the results of a job that ended by an exception still reach the pool
 
 
 if __name__ == "__main__":
