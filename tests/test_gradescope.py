@@ -145,7 +145,7 @@ def test_setup_installs_dependencies_only_and_locks_the_kit(autograder_zip, tmp_
     ]
     assert calls[1][:5] == ["-m", "pip", "install", "--quiet", "--no-cache-dir"]
     assert calls[1][5:] == runtime_requirements()  # the dependencies; never the kit
-    assert calls[2:] == [["-m", "compileall", "-q", str(root / "source" / "kit")]]
+    assert calls[2:] == [["-s", "-m", "grader.answer_key"], ["-m", "compileall", "-q", str(root / "source" / "kit")]]
     assert readable_by_others(root / "source" / "kit") is None
     assert all(not p.stat().st_mode & 0o077 for p in (root / "source").rglob("*") if not p.is_symlink())
 

@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from grader.answer_key import KIT_CACHE
 from grader.i18n import Catalog
 from grader.intake.discovery import read_submission
 from grader.probes import PROBES, load_all
@@ -128,7 +129,6 @@ def hostile(tmp_path_factory):
         summary = grade(cls, out, jobs=2, limits=LIMITS, force=True)
         seconds = time.perf_counter() - started
         leftover = slot_processes()
-        shutil.copytree(out / CACHE_DIR, clean_out / CACHE_DIR)
         clean = grade(clean_cls, clean_out, jobs=2, limits=LIMITS, force=True)
         yield {
             "summary": summary,
@@ -226,10 +226,11 @@ def test_nothing_outside_the_sandbox_was_written(hostile):
 
 def test_the_reference_cache_is_readable_by_the_grader_only(hostile):
     """The cached outputs of the reference are the answer key in another form: where nothing hides
-    the reports from student code (no bubblewrap, no mount namespace), the sandbox's uid still
-    cannot read them."""
+    the kit from student code (no bubblewrap, no mount namespace), the sandbox's uid still cannot
+    read them; and a run leaves no copy of them in the reports, which are handed out."""
+    assert KIT_CACHE.stat().st_mode & 0o777 == 0o700
     for out in (hostile["out"], hostile["clean_out"]):
-        assert (out / CACHE_DIR).stat().st_mode & 0o777 == 0o700
+        assert not (out / CACHE_DIR).exists()
 
 
 def test_no_student_process_survives(hostile):
@@ -308,7 +309,6 @@ def test_a_machine_without_bubblewrap_says_so(hostile, tmp_path, monkeypatch, st
     cls = tmp_path / "class"
     _submission(cls, "alice")
     out = tmp_path / "reports"
-    shutil.copytree(hostile["out"] / CACHE_DIR, out / CACHE_DIR)
     summary = grade(cls, out, jobs=1, limits=LIMITS)
     assert kind in {note.kind for note in summary.protections}
     document = json.loads((out / "alice" / "results.json").read_text())
@@ -327,7 +327,6 @@ def test_rerun_grades_only_new_or_changed_submissions(hostile, tmp_path):
     cls, out = tmp_path / "class", tmp_path / "reports"
     for name in ("a", "b", "c"):
         _submission(cls, name)
-    shutil.copytree(hostile["out"] / CACHE_DIR, out / CACHE_DIR)
     first = grade(cls, out, jobs=2, limits=LIMITS)
     assert (first.graded, first.reused) == (3, 0)
     before = {name: (out / name / "results.json").stat().st_mtime_ns for name in ("a", "c")}
@@ -343,7 +342,6 @@ def test_an_interrupted_run_resumes(hostile, tmp_path):
     cls, out = tmp_path / "class", tmp_path / "reports"
     for name in ("a", "b", "c", "d"):
         _submission(cls, name)
-    shutil.copytree(hostile["out"] / CACHE_DIR, out / CACHE_DIR)
 
     def interrupt(done: int, count: int) -> None:
         if done == 2:
@@ -364,7 +362,7 @@ def test_an_interrupted_run_resumes(hostile, tmp_path):
 def test_the_reference_cache_is_readable_by_the_grader_alone(hostile):
     """The cached reference outputs are the answer key: without bubblewrap a child runs as another
     user on the same file system, so the cache folder and files are the grader's only."""
-    cache = hostile["out"] / CACHE_DIR
+    cache = KIT_CACHE
     files = list(cache.glob("answer-key-*.bin"))
     assert files
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700

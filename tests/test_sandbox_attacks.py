@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from grader.answer_key import KIT_CACHE
 from grader.i18n import Catalog
 from grader.intake.discovery import read_submission
 from grader.probes import book_inputs, load_all
@@ -176,6 +177,7 @@ def test_the_answer_key_the_class_and_the_reports_are_out_of_reach(tmp_path, mon
     solutions_as_submission(klass / "classmate")
     (out / ".grader-cache").mkdir(parents=True)
     (out / ".grader-cache" / "answer-key-test.bin").write_bytes(b"the reference's outputs")
+    KIT_CACHE.mkdir(mode=0o700, exist_ok=True)  # where every run finds the reference's outputs
     git = mounts.git_folders(ROOT)[-1]
     paths = {"REPO": str(ROOT), "CLASS": str(klass), "OUT": str(out), "GIT": str(git), "GRADER": str(os.getpid())}
     thief = attacked(klass, "thief", "reach_answer_key.py", **paths)

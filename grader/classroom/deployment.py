@@ -46,15 +46,20 @@ STARTUP_SECONDS = 30
 
 
 def kit_files(root: Path = ROOT) -> list[tuple[Path, str]]:
-    """(file, path inside the kit) for every file the grader needs at run time; no caches, no links."""
-    files = []
+    """(file, path inside the kit) for every file the grader needs at run time, with the answer key's
+    outputs computed now (`answer_key.bake`: a platform's image built with the same torch finds
+    them; setup.sh and the Dockerfile bake them again where it is another); no other caches, no links."""
+    # here, not at the top: the answer key imports torch, which only building a platform's kit needs
+    from grader.answer_key import KIT_CACHE, bake
+
+    files = [(path, f"grader/.cache/{path.name}") for path in bake(KIT_CACHE)] if root == ROOT else []
     for part in KIT_PARTS:
         path = root / part
         if path.is_file() and not path.is_symlink():
             files.append((path, part))
         elif path.is_dir() and not path.is_symlink():
             for folder, dirs, names in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", ".cache"))
                 for name in sorted(names):
                     file = Path(folder) / name
                     if file.suffix != ".pyc" and file.is_file() and not file.is_symlink():

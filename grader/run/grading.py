@@ -23,9 +23,10 @@ from pathlib import Path
 
 import torch
 
-from grader.answer_key import AnswerKey
+from grader.answer_key import KIT_CACHE, AnswerKey
 from grader.diagnosis import Diagnoser
 from grader.diagnosis.trace_documents import documents_of
+from grader.fingerprint import code_fingerprint
 from grader.frameworks import PYTORCH
 from grader.i18n import Catalog, section_key
 from grader.intake.shown import shown
@@ -58,7 +59,9 @@ class Grading:
             self.suites = collect()
         except SuitesCannotRun as exc:
             raise GraderError(f"the hidden suites could not run ({exc})") from None
-        self.answer_key = AnswerKey(cache_dir, plan.fingerprint)
+        # the kit's own cache (where the build of a platform's image put it, or an earlier run),
+        # else the output folder's
+        self.answer_key = AnswerKey([KIT_CACHE, cache_dir], code_fingerprint())
         self.diagnosers: dict[str, Diagnoser] = {}
         self.probes = sorted(load_all())
         self.to_submit: deque[Planned] = deque(plan.to_grade)

@@ -9,14 +9,12 @@ sources are held at a time, however many students and whatever their files hold.
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import grader
-import solutions
+from grader.fingerprint import code_fingerprint, tree_digest
 from grader.i18n import TEMPLATES_DIR
 from grader.intake.names import display_names, folder_names
 from grader.records import GradeResult, Submission
@@ -24,7 +22,7 @@ from grader.report.results_file import read_results
 from grader.sandbox.runs import Limits
 from grader.sandbox.tracks import planned_track
 
-CACHE_DIR = ".grader-cache"  # in the output folder: the answer key's outputs, per kit fingerprint
+CACHE_DIR = ".grader-cache"  # in the output folder: the answer key's outputs where the kit's own cache cannot take them
 # What a class run writes at the top of its output folder: no student's folder may take these names.
 # (`grade export` writes its LMS gradebooks there too, by default.)
 CLASS_OUTPUTS = {
@@ -69,8 +67,11 @@ class Plan:
 
     def workers(self, jobs: int) -> dict[str, int]:
         """Warm workers per track: as many as `jobs`, fewer for a track with fewer submissions."""
-        per_track = Counter(planned.track for planned in self.to_grade)
-        return {track: min(jobs, count) for track, count in per_track.items()}
+        return {track: min(jobs, count) for track, count in self.per_track().items()}
+
+    def per_track(self) -> dict[str, int]:
+        """Submissions to grade per track."""
+        return dict(Counter(planned.track for planned in self.to_grade))
 
     def load(self, planned: Planned) -> Submission:
         """The submission read again, as it is now, named and keyed for grading."""
@@ -146,22 +147,10 @@ def distinct_names(raw: list[str]) -> list[str]:
     return distinct
 
 
-def _version(package: str) -> str:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return ""
-
-
 def kit_fingerprint(lang: str, limits: Limits = Limits()) -> str:
     """Changes whenever anything that decides a grade or a report changes: all of the grader's code,
     the templates and catalogues, the solutions, the language, the sandbox's limits and the versions
     of torch and MindSpore."""
-    digest = hashlib.sha256(
-        f"{lang}\0{limits!r}\0{importlib.metadata.version('torch')}\0{_version('mindspore')}".encode()
-    )
-    for root in (Path(grader.__file__).parent, TEMPLATES_DIR, Path(solutions.__file__).parent):
-        for file in sorted(root.rglob("*")):
-            if file.is_file() and "__pycache__" not in file.parts and file.suffix != ".pyc":
-                digest.update(str(file.relative_to(root)).encode() + file.read_bytes())
+    digest = hashlib.sha256(f"{lang}\0{limits!r}\0{code_fingerprint()}".encode())
+    digest.update(tree_digest(TEMPLATES_DIR))
     return digest.hexdigest()[:16]

@@ -1,12 +1,13 @@
 """Appended to a correct module: attention_scores tries to reach what student code must never
 see, with or without bubblewrap: the kit's checkout (the solutions, the hidden suites, its git
-folder), the class (a classmate's files), the reports (the reference's cached outputs) and the
+folder, the kit's cache of the reference's outputs), the class (a classmate's files), the reports (the reference's cached outputs) and the
 grading process's command line (a process of the host: /proc shows a child its own only). It
 raises with what it reached; nothing reached, the correct scores."""
 import os as _os
 
 _REACH = ["{REPO}/solutions/sec3_3_simple_attention.py", "{REPO}/grader/suites/hidden",
-          "{REPO}/.git", "{GIT}", "{REPO}", "{CLASS}", "{CLASS}/classmate/sec3_3_simple_attention.py",
+          "{REPO}/.git", "{GIT}", "{REPO}", "{REPO}/grader/.cache",
+          "{CLASS}", "{CLASS}/classmate/sec3_3_simple_attention.py",
           "{OUT}", "{OUT}/.grader-cache", "{OUT}/.grader-cache/answer-key-test.bin",
           "/proc/{GRADER}/cmdline"]
 
