@@ -11,6 +11,7 @@ from grader import commands
 from grader.i18n import LANGUAGES, Catalog
 from grader.intake.discovery import DiscoveryError
 from grader.intake.shown import shown
+from grader.quick_exit import exit_now
 
 
 def _grade_parser() -> argparse.ArgumentParser:
@@ -35,13 +36,17 @@ def _grade_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `grade` command; without `argv` (the command itself, not a caller in Python) the process
+    ends as soon as grading is done (`exit_now`)."""
+    command = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in commands.SUBCOMMANDS:
         return commands.SUBCOMMANDS[argv[0]](argv[1:])
     args = _grade_parser().parse_args(argv)
     if args.jobs < 1:
         _grade_parser().error("--jobs must be at least 1")
-    return run_grade(args)
+    code = run_grade(args)
+    return exit_now(code) if command else code
 
 
 def run_grade(args: argparse.Namespace) -> int:
