@@ -150,7 +150,7 @@ def run_grading(
         # the workers start at once (a track's only if the class has submissions of it); this
         # process imports torch, the suites and the answer key meanwhile
         workers = plan.workers(min(jobs or os.cpu_count() or 1, SLOTS_PER_TRACK))
-        with TrackPools(workers, limits, hide=hide) as pools:
+        with TrackPools(workers, limits, hide=hide, submissions=plan.per_track()) as pools:
             protections = pools.protections()
             from grader.run.grading import Grading  # torch: once the workers are starting
 

@@ -40,6 +40,7 @@ from grader.sandbox.tracks import TrackPools
 from grader.suites.hidden_suites import SuitesCannotRun, collect
 
 log = logging.getLogger("grader.run")
+FREEZE_FROM = 8  # submissions from which the long-lived objects are frozen out of the collector's view
 
 
 class Grading:
@@ -55,6 +56,12 @@ class Grading:
         self.plan, self.pools, self.catalog, self.protections = plan, pools, catalog, protections
         self.on_result = on_result
         self.titles = {s: catalog.t(section_key(s)) for s in SECTIONS}
+        self.probes = sorted(load_all())
+        self.to_submit: deque[Planned] = deque(plan.to_grade)
+        # the first submissions go to the sandbox at once: their probes run while this process
+        # collects the suites and reads the answer key
+        for _ in range(min(len(self.to_submit), 2 * self.pools.jobs)):
+            self.submit_next()
         try:
             self.suites = collect()
         except SuitesCannotRun as exc:
@@ -63,8 +70,6 @@ class Grading:
         # else the output folder's
         self.answer_key = AnswerKey([KIT_CACHE, cache_dir], code_fingerprint())
         self.diagnosers: dict[str, Diagnoser] = {}
-        self.probes = sorted(load_all())
-        self.to_submit: deque[Planned] = deque(plan.to_grade)
         self.awaiting_trace: dict[int, tuple[stages.Graded, stages.TracePlan]] = {}  # trace job -> its grade run
         self.traced: deque[SandboxRun] = deque()  # trace runs back from the sandbox, not yet finished
 
@@ -76,13 +81,13 @@ class Grading:
         torch.set_num_threads(1)
         try:
             self.answer_key.reference(PYTORCH)
-            # what lives for the whole run (torch, pytest, the answer key) leaves the cyclic
-            # collector's view: its collections were about a tenth of this process's CPU time,
-            # walking it again and again (refcounting still frees what is frozen)
-            gc.collect()
-            gc.freeze()
-            for _ in range(min(len(self.to_submit), 2 * self.pools.jobs)):
-                self.submit_next()
+            if len(self.plan.to_grade) >= FREEZE_FROM:
+                # what lives for the whole run (torch, pytest, the answer key) leaves the cyclic
+                # collector's view: its collections were about a tenth of this process's CPU time,
+                # walking it again and again (refcounting still frees what is frozen); for a few
+                # submissions the collection that comes first costs more than it saves
+                gc.collect()
+                gc.freeze()
             for run in self.pools.results():
                 if run.mode == "trace":
                     self.traced.append(run)

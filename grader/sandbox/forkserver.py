@@ -16,15 +16,16 @@ PR_SET_CHILD_SUBREAPER = 36
 PR_SET_PDEATHSIG = 1
 
 
-def serve(end: socket.socket, uid: int, flavour: str, pid_namespace: bool) -> None:
-    """Warm up, say so, then fork children until the watcher closes its end."""
+def serve(end: socket.socket, uid: int, flavour: str, pid_namespace: bool, expected: int = 0) -> None:
+    """Warm up (for about `expected` submissions; 0: not known), say so, then fork children until the
+    watcher closes its end."""
     watcher = os.getppid()
     child.LIBC.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)  # the watcher gone (killed): nothing is left to watch children
     if os.getppid() != watcher:
         return
     child.LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # the children's orphans come back here
     _detach_from_the_pool()
-    warmup.warm_up(flavour)
+    warmup.warm_up(flavour, expected)
     child.block_keyrings()
     from grader.probes import PROBES
     from grader.sandbox import driver

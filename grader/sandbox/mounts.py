@@ -188,12 +188,13 @@ def _holds(path: Path, keep: list[Path]) -> bool:
 
 
 def worker_command(
-    kit: Path, uid: int, result_fd: int, flavour: str, bwrap: list[str] | None, view: str = ""
+    kit: Path, uid: int, result_fd: int, flavour: str, bwrap: list[str] | None, view: str = "", forks: int = 0
 ) -> list[str]:
     """The whole command line of a warm worker: inside `bwrap` (its part from `bwrap_command`), or
-    directly when bubblewrap is unavailable (in a private view of the host, `view`, if given)."""
+    directly when bubblewrap is unavailable (in a private view of the host, `view`, if given);
+    `forks`: the submissions it will grade, when known (0: not known)."""
     python = [sys.executable, "-E", "-s", "-B", "-c", BOOT]
-    arguments = ["--uid", str(uid), "--result-fd", str(result_fd), "--flavour", flavour]
+    arguments = ["--uid", str(uid), "--result-fd", str(result_fd), "--flavour", flavour, "--forks", str(forks)]
     if bwrap is None:
         return python + [str(kit), *arguments, *(["--private-view", view] if view else [])]
     return bwrap + python + ["/tmp/kit", *arguments, "--pid-namespace"]

@@ -66,8 +66,10 @@ class SandboxPool:
 
     The workers start as soon as the pool exists (each imports torch: about two seconds), so that
     their start-up overlaps whatever the caller does before submitting. `flavour` selects the
-    workers' warm-up (`warmup.FLAVOURS`). Pools that work side by side (`tracks.TrackPools`) share
-    one `results` queue and take different `first_slot`s (each slot has its own uid).
+    workers' warm-up (`warmup.FLAVOURS`); `forks`, when known (not 0), how many submissions each
+    worker will grade (a worker for a few skips what pays off over many: `warmup.finish`). Pools that
+    work side by side (`tracks.TrackPools`) share one `results` queue and take different
+    `first_slot`s (each slot has its own uid).
     """
 
     def __init__(
@@ -80,8 +82,10 @@ class SandboxPool:
         results: queue.Queue | None = None,
         first_slot: int = 0,
         ids: Iterator[int] | None = None,
+        forks: int = 0,
     ):
         self.jobs = max(1, jobs)
+        self.forks = forks
         self.limits = limits
         self.probes = list(probes)
         self.flavour = flavour
@@ -241,7 +245,7 @@ class SandboxPool:
         kit = self.staging / "kit"
         bwrap = mounts.bwrap_command(kit, self.roots, self.hidden) if self.use_bwrap else None
         worker = WorkerConnection(
-            lambda fd: mounts.worker_command(kit, self.uid_base + slot, fd, self.flavour, bwrap, self.view),
+            lambda fd: mounts.worker_command(kit, self.uid_base + slot, fd, self.flavour, bwrap, self.view, self.forks),
             environment(),
         )
         self._workers[slot] = worker

@@ -49,10 +49,16 @@ def planned_track(sources: Mapping[str, str]) -> str:
 
 
 class TrackPools:
-    """`workers[track]` warm workers per track (tracks with none start no pool)."""
+    """`workers[track]` warm workers per track (tracks with none start no pool); `submissions[track]`,
+    when known, how many submissions the track's pool will grade (`SandboxPool`'s `forks`)."""
 
     def __init__(
-        self, workers: dict[str, int], limits: Limits = Limits(), hide: Sequence[Path] = (), probes: Sequence[str] = ()
+        self,
+        workers: dict[str, int],
+        limits: Limits = Limits(),
+        hide: Sequence[Path] = (),
+        probes: Sequence[str] = (),
+        submissions: dict[str, int] | None = None,
     ):
         unknown = set(workers) - set(TRACKS)
         if unknown:
@@ -61,6 +67,7 @@ class TrackPools:
         if sum(counts.values()) > SLOTS_PER_RUN:
             raise ValueError(f"at most {SLOTS_PER_RUN} workers per grading run")
         self.limits, self.hide, self.probes = limits, list(hide), list(probes)
+        self.submissions = dict(submissions or {})  # per track, when known: how warm its workers need to be
         self._results: queue.Queue = queue.Queue(maxsize=sum(counts.values()))
         self._next_slot = 0
         self._ids = itertools.count(1)  # job ids unique across the tracks' pools: one results stream
@@ -87,6 +94,7 @@ class TrackPools:
             results=self._results,
             first_slot=self._next_slot,
             ids=self._ids,
+            forks=-(-self.submissions[track] // count) if self.submissions.get(track) else 0,
         )
         self._next_slot += count
         self.pools[track] = pool

@@ -63,7 +63,8 @@ def main() -> None:
         from grader.sandbox import forkserver
 
         try:
-            forkserver.serve(server_end, uid, _argument("--flavour", "torch"), pid_namespace)
+            expected = int(_argument("--forks", "0"))
+            forkserver.serve(server_end, uid, _argument("--flavour", "torch"), pid_namespace, expected)
         finally:
             os._exit(0)
     server_end.close()
