@@ -297,7 +297,7 @@ def test_a_module_that_sleeps_uses_up_its_own_time_only(tmp_path):
     skipped = next(error for error in sleeping.values() if error.key == "sandbox.module-timeout")
     assert skipped.params == {"module": MODULE, "seconds": 6}
     text = Catalog("en").t(skipped.key, **skipped.params)
-    assert f"{MODULE}.py" in text and "6 s" in text
+    assert MODULE in text and "6 s" in text  # the module by name: it may be a notebook's code
     others = {name: result for name, result in results.items() if not name.startswith(MODULE + ":")}
     assert len(others) > 40 and all(isinstance(result, dict) for result in others.values()), {
         name: result for name, result in others.items() if not isinstance(result, dict)
@@ -335,7 +335,7 @@ def test_a_module_whose_allowance_ends_during_its_import_is_still_imported_by_th
     # the one stopped while importing says so, in the student's terms (it was "took too long")
     (stopped,) = [error for error in own if error.key == "sandbox.import-timeout"]
     for lang in ("en", "zh"):
-        assert "sec3_5_causal_attention.py" in Catalog(lang).t(stopped.key, **stopped.params)
+        assert "sec3_5_causal_attention" in Catalog(lang).t(stopped.key, **stopped.params)
     others = {name: results[name] for name in probes if not name.startswith("sec3_5")}
     assert all(isinstance(result, dict) for result in others.values()), {
         name: result for name, result in others.items() if not isinstance(result, dict)
