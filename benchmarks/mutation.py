@@ -25,6 +25,7 @@ from mutation_expressions import (
     slices,
     untransposes,
 )
+from mutation_operations import extra_layers, normalisation_sets, projection_reuse, score_operations, wrong_keywords
 from mutation_source import MODULES, Mutant, Place, Source, solution_sources
 from mutation_statements import discards, drops, reorders
 
@@ -43,6 +44,11 @@ OPERATORS = (
     init_calls,
     constants,
     slices,
+    score_operations,
+    normalisation_sets,
+    projection_reuse,
+    extra_layers,
+    wrong_keywords,
 )
 
 
@@ -70,10 +76,18 @@ def single_mutants() -> list[Mutant]:
                         source,
                         frozenset(lines),
                         label,
-                        (min(lines), max(lines)),
+                        _span(text, source, lines),
+                        f"{place.function.name}:{place.function.lineno}",
                     )
                 )
     return mutants
+
+
+def _span(original: str, mutated: str, lines: frozenset[int]) -> tuple[int, int]:
+    """The first and last line the mutation touched (its mistake's lines, and any other line it edited)."""
+    changed = {i for i, (a, b) in enumerate(zip(original.splitlines(), mutated.splitlines()), 1) if a != b}
+    every = changed | set(lines)
+    return min(every), max(every)
 
 
 def _neighbours(place: Place) -> frozenset[int]:
