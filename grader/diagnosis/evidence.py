@@ -196,8 +196,8 @@ class Evidence:
                 )
                 found.name("wrong-config", "parameters", self.frame(outer), "construction")
                 return
-            if difference.kind == "sizes":
-                return  # other sizes than asked: not how the parameters were made
+            if difference.kind in ("sizes", "extra"):
+                return  # other sizes than asked, or a layer of its own: not how the parameters were made
             if difference.kind == "bias":
                 found.name("qkv-bias-ignored", "parameters", self.frame(difference.site), "construction")
             elif difference.kind in ("order", "kind") and finding.seeded and unexplained:

@@ -14,8 +14,8 @@ At each checkpoint it computes, from the values the student has produced so far:
    the student got right.
 Dropout is followed through the student's own ops: its random values cannot be recomputed, but
 which checkpoint a dropout consumes, and whether it is active when the reference's is not, can.
-Constructors are compared statement by statement (`locate.init_difference`). Every finding carries
-the student's line.
+Constructors are compared statement by statement (`constructors.init_difference`). Every finding
+carries the student's line.
 
 The walk decides, stage by stage, and records what it decided (`walk_progress.Progress`). What it
 asks, each in a module of its own: where a value is among the student's tensors (`walk_search`),
@@ -68,6 +68,8 @@ class Walk:
                 step = misplaced(self.student, name, self.progress.nodes.get(name))
                 if step is not None:
                     self.progress.record(name, step)
+        else:
+            self.progress.departure = self.sites.after_last(self.progress)
         return self.progress
 
     # -- one stage: the evidence in order ------------------------------------------------------------
@@ -187,7 +189,7 @@ class Walk:
         """Stage `name` done `alternative`'s wrong way; the walk goes on from the student's value."""
         progress = self.progress
         site = self.sites.of_mistake(index, name, alternative, nodes, later, progress.nodes)
-        mistake = Mistake(name, alternative.misconception, alternative.key, site)
+        mistake = Mistake(name, alternative.misconception, alternative.key, site, inferred=nodes is None)
         progress.mistakes.append(mistake)
         if name == "masked" and alternative.key == "hides-nothing":
             progress.pending_mask = mistake

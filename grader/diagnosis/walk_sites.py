@@ -10,7 +10,16 @@ import torch
 
 from grader.diagnosis import locate
 from grader.diagnosis.checkpoints import Instance
-from grader.diagnosis.findings import MASK_STAGES, PROJECTIONS, SKIPPED_OPS, Departure, call_nodes, is_result
+from grader.diagnosis.constructors import parameter_origin
+from grader.diagnosis.findings import (
+    MASK_STAGES,
+    PROJECTIONS,
+    SKIPPED_OPS,
+    Departure,
+    call_nodes,
+    is_result,
+    rearranged,
+)
 from grader.diagnosis.layout import ORDERED, Finder, close, comparable, same_tensor
 from grader.diagnosis.pipeline import MASKS, STAGES, Alternative
 from grader.diagnosis.trace_documents import Node, Op, Ref, Site, Trace
@@ -114,7 +123,7 @@ class Sites:
         order = self.instance.order
         previous = next((progress.nodes[n] for n in reversed(order[:index]) if progress.nodes.get(n)), None)
         if name in PROJECTIONS and self.instance.seeded:  # the constructor's own parameters, or their use
-            return Departure("parameters", projection_site(self.student), self._projection_op())
+            return Departure("parameters", projection_site(self.student), self._projection_op(), name)
         site = progress.unused
         if site is None and name in PROJECTIONS:  # siblings, not a chain: the projection that differs
             site = self._projection_op()
@@ -136,6 +145,33 @@ class Sites:
             start = previous or self._call_inputs()
             site = locate.frontier(self.student, start, self._known) if start else None
         return Departure(name, site)
+
+    def after_last(self, progress: Progress) -> Departure | None:
+        """Every step found, but the student's call returns something computed from the last one
+        (an extra layer, an extra operation) where the reference's returns it as it is."""
+        order = [name for name in self.instance.order if name in STAGES]
+        last = order[-1] if order else None
+        nodes = progress.nodes.get(last) if last else None
+        if not nodes or not progress.on_track or not 0 <= self.call < len(self.student.calls):
+            return None
+        reference_call = (
+            self.reference.calls[self.instance.call] if 0 <= self.instance.call < len(self.reference.calls) else None
+        )
+        reference_last = self.instance.checkpoints.get(last)  # type: ignore[arg-type]
+        if (
+            reference_call is None
+            or reference_last is None
+            or not set(reference_call.result) & rearranged(self.reference, [reference_last])
+        ):
+            return None  # the reference's call returns something else (the walk covers part of it)
+        result = self.student.calls[self.call].result
+        if not result or set(result) & rearranged(self.student, nodes):
+            return None
+        site = locate.frontier(self.student, nodes)
+        return Departure("returned", self.in_call_site(site)) if site is not None else None
+
+    def in_call_site(self, site: Site) -> Site:
+        return site
 
     def _broken_layout(self, index: int, progress: Progress) -> Site | None:
         """A view or transpose after the last checkpoint the student got right that no longer holds
@@ -214,5 +250,5 @@ def projection_site(student: Trace) -> Site | None:
         if op.name in ("linear", "matmul", "einsum", "mm", "bmm") and not any(
             frame.function == "__init__" for frame in op.stack
         ):
-            return locate.parameter_origin(student, op) or op.site
+            return parameter_origin(student, op) or op.site
     return None

@@ -1,0 +1,132 @@
+"""The diagnosis of one submission (`Diagnoser.diagnose_submission`): blame, then for each failing
+test its causes (error pattern, the student's traces, a known-buggy variant, behaviour signatures),
+the checkpoint where its values first depart and the student's line there.
+
+Every diagnosis carries its line when one is known, an exception's included: the line the
+recogniser found, else (for a cause an exception names) the exception's own line in the student's
+code, else (a constructor refusing a keyword of the contract, raised before any line of theirs
+runs) the constructor's `def __init__` (`keywords`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from grader.diagnosis.blame import BUILDERS, decide_blame, dependencies_pass, located_in_own_module
+from grader.diagnosis.catalogue import CATALOGUE
+from grader.diagnosis.consolidate import consolidate
+from grader.diagnosis.keywords import constructor, named_otherwise
+from grader.diagnosis.signatures import configuration_differs, signatures
+from grader.diagnosis.trace_plan import departs_where_it_relies, trace_plan
+from grader.probe_outputs import ProbeOutputs
+from grader.records import Diagnosis, StudentFrame, TestOutcome
+
+if TYPE_CHECKING:
+    from grader.diagnosis import Diagnoser
+    from grader.diagnosis.evidence import Evidence, Found
+
+
+def diagnose_submission(
+    diagnoser: Diagnoser,
+    outcomes: list[TestOutcome],
+    student: ProbeOutputs,
+    uses: Mapping[str, tuple[str, ...]] | None = None,
+    sources: Mapping[str, str] | None = None,
+    traces: Mapping[str, Any] | None = None,
+    shared: Mapping[str, str] | None = None,
+) -> list[TestOutcome]:
+    """See `Diagnoser.diagnose_submission`."""
+    from grader.diagnosis.evidence import Evidence
+
+    uses = uses or {}
+    outcomes, moved = decide_blame(outcomes, uses)
+    healthy = dependencies_pass(outcomes, uses)
+    if traces and shared is None:
+        shared = trace_plan(diagnoser, outcomes, student, uses, sources)[1]
+    evidence = (
+        Evidence(traces or {}, sources or {}, healthy, diagnoser.findings, shared)
+        if diagnoser.traced
+        else Evidence({}, {}, healthy, diagnoser.findings)
+    )
+    untraced: list[int] = []  # left untraced as they rely on a broken section (`trace_plan`)
+    for index, outcome in enumerate(outcomes):  # each replaced by its diagnosed self, in order
+        if outcome.status == "passed" or outcome.blocked_by:
+            continue
+        if diagnoser.traced and departs_where_it_relies(diagnoser, outcome, outcomes, student, uses, sources):
+            untraced.append(index)  # that section's own tests name the cause
+        outcomes[index] = _diagnosed(
+            diagnoser, outcome, outcomes, student, evidence, outcome.id in moved, index in untraced, sources or {}
+        )
+    outcomes = consolidate(outcomes)
+    for index in untraced:  # the line the tests it relies on found, in their own module
+        relied = located_in_own_module(uses.get(outcomes[index].id, ()), outcomes)
+        if outcomes[index].diagnosis is None and relied is not None:
+            outcomes[index] = replace(outcomes[index], diagnosis=relied.diagnosis)
+    return outcomes
+
+
+def _diagnosed(
+    diagnoser: Diagnoser,
+    outcome: TestOutcome,
+    outcomes: list[TestOutcome],
+    student: ProbeOutputs,
+    evidence: Evidence,
+    moved: bool,
+    relies: bool,
+    sources: Mapping[str, str],
+) -> TestOutcome:
+    """One failing test with its causes, checkpoint and line."""
+    named: list[str] = []
+    pattern = diagnoser.pattern(outcome)
+    if pattern == "qkv-bias-ignored" and named_otherwise(outcome, sources):
+        pattern = None  # the class takes the setting, under another name than the contract's
+    if moved and outcome.module in BUILDERS:
+        named.append("wrong-config")  # a builder's only task is the configuration
+    if pattern:
+        named.append(pattern)
+    found = evidence.for_outcome(outcome, outcomes)
+    named += found.misconceptions  # the student's own values say it
+    variant = diagnoser.variant(outcome, student) if outcome.probes else None
+    if variant and not found.misconceptions:
+        named.append(variant)  # else a variant equal on few, small outputs is the weaker evidence
+    if not relies and outcome.error is None and not named:
+        named += signatures(outcome, student, diagnoser.reference)
+        if (
+            outcome.module in BUILDERS
+            and evidence.healthy(outcome)
+            and configuration_differs(outcome, student, diagnoser.reference)
+        ):
+            named.append("wrong-config")
+    named = [m for m in dict.fromkeys(named) if m in CATALOGUE]
+    location, signature = _location(outcome, found, named, sources)
+    evidence_kind = (
+        "error"
+        if pattern or moved
+        else "variant"
+        if variant == (named or [None])[0] and variant not in found.misconceptions
+        else found.kind or "behaviour"
+    )
+    kind = evidence_kind if named else found.kind or ("error" if outcome.error is not None else "")
+    diagnosis = outcome.diagnosis
+    if named or found.checkpoint or location:
+        checkpoint = found.checkpoint_of(named[0]) if named else found.checkpoint or signature
+        diagnosis = Diagnosis(tuple(named), checkpoint, location, kind)
+    return replace(outcome, misconception=named[0] if named else None, diagnosis=diagnosis)
+
+
+def _location(
+    outcome: TestOutcome, found: Found, named: list[str], sources: Mapping[str, str]
+) -> tuple[StudentFrame | None, str | None]:
+    """The student's line of the diagnosis (see the module's docstring), and "signature" when it is
+    a constructor's `def __init__` that refused a keyword of the contract."""
+    location = found.location_of(named[0]) if named else found.location
+    error = outcome.error
+    if location is None and error is not None and named:
+        location = error.location
+    if location is None and error is not None:
+        refused = constructor(outcome, sources)
+        if refused is not None:
+            return refused[0], "signature"
+    return location, None
