@@ -45,7 +45,9 @@ class Diagnoser:
         self.patterns = all_patterns()
         self._differs: dict[tuple[int, tuple[str, ...]], bool] = {}  # (run, probes) -> unlike the reference
         self._candidates: dict[tuple[str, ...], list[tuple[VariantRun, tuple[str, ...]]]] = {}  # `_unlike_reference`
-        self._variants: weakref.WeakKeyDictionary[ProbeOutputs, dict[tuple, str | None]] = weakref.WeakKeyDictionary()
+        self._variants: weakref.WeakKeyDictionary[ProbeOutputs, dict[tuple, VariantRun | None]] = (
+            weakref.WeakKeyDictionary()
+        )
         from grader.diagnosis.evidence import Findings
 
         self.findings = Findings()  # the recogniser's, per distinct trace of this run
@@ -70,16 +72,21 @@ class Diagnoser:
         """The known-buggy variant whose outputs the student's equal on the test's probes, where it
         differs from the reference; worked out once per test of a submission (`trace_plan` asks
         first, the diagnosis again), and forgotten with the submission's outputs."""
+        run = self.variant_run(outcome, student)
+        return run.variant.id if run is not None else None
+
+    def variant_run(self, outcome: TestOutcome, student: ProbeOutputs) -> VariantRun | None:
+        """`variant`'s run: which modules the variant changes, too."""
         known = self._variants.setdefault(student, {})
         key = (outcome.id, outcome.probes)
         if key not in known:
             known[key] = self._variant(outcome, student)
         return known[key]
 
-    def _variant(self, outcome: TestOutcome, student: ProbeOutputs) -> str | None:
+    def _variant(self, outcome: TestOutcome, student: ProbeOutputs) -> VariantRun | None:
         for run, relevant in self._unlike_reference(outcome.probes):
             if all(same(student.results.get(name), run.results[name]) for name in relevant):
-                return run.variant.id
+                return run
         return None
 
     def _unlike_reference(self, probes: tuple[str, ...]) -> list[tuple[VariantRun, tuple[str, ...]]]:

@@ -99,10 +99,23 @@ def _attributed(
     elsewhere = location.file.removesuffix(".py") if location is not None else ""
     if elsewhere != outcome.module and elsewhere in failing and elsewhere not in broken:
         return replace(outcome, blocked_by=elsewhere, misconception=None)  # the cause is in that module's code
+    charged = next((m for m in broken if outcome.misconception in _named(m, outcomes)), None)
+    if charged is not None:  # the cause its module's own tests name: charged there, once
+        return replace(outcome, blocked_by=charged, misconception=None)
     if not broken or outcome.misconception and not (elsewhere != outcome.module and elsewhere in broken):
         return outcome
     # that section's own tests name it; the diagnosis shows its line
     return replace(outcome, blocked_by=elsewhere if elsewhere in broken else broken[0], misconception=None)
+
+
+def _named(module: str, outcomes: list[TestOutcome]) -> set[str]:
+    """The causes the failing tests of `module` (not blocked by another) name."""
+    return {
+        m
+        for o in outcomes
+        if o.module == module and o.status != "passed" and not o.blocked_by and o.diagnosis is not None
+        for m in o.diagnosis.misconceptions
+    }
 
 
 def charged_once(outcomes: list[TestOutcome]) -> list[TestOutcome]:

@@ -6,7 +6,6 @@ built the first module (`built_at`)."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -118,7 +117,10 @@ def init_difference(reference: Trace, student: Trace) -> InitDifference | None:
         if not got:
             continue
         difference = _difference(want, got, lambda signature: signature)
-        if difference is None:
+        if difference is None:  # the same statements, one for one: the first whose values differ
+            other = _other_values(reference, ref_call, student, st_call)
+            if other is not None:
+                return InitDifference("order", other[0], other[1])
             continue
         site, outer = difference
         extra = _appended(want, got)
@@ -137,6 +139,32 @@ def init_difference(reference: Trace, student: Trace) -> InitDifference | None:
     return None
 
 
+def _other_values(reference: Trace, ref_call: int, student: Trace, st_call: int) -> tuple[Site, Site] | None:
+    """Constructors that create tensors of the same kinds and shapes in the same order (the random
+    generator draws the same numbers, run after run): the student's first parameter-creating
+    statement whose tensor holds other values than the reference's at the same place (two layers of
+    the same size created in another order), if the student's tensors are the reference's, reordered."""
+    ours, theirs = _created(reference, ref_call), _created(student, st_call)
+    if len(ours) != len(theirs):
+        return None
+    for (_, _, want), (site, outer, got) in zip(ours, theirs):
+        if want.shape == got.shape and not torch.equal(want, got):
+            reordered = any(w.shape == got.shape and torch.equal(w, got) for _, _, w in ours)
+            return (site, outer) if reordered else None
+    return None
+
+
+def _created(trace: Trace, call: int) -> list[tuple[Site, Site, torch.Tensor]]:
+    """The parameters a constructor call creates with recorded values, in order: (site, outer, value)."""
+    found = []
+    for op in trace.ops:
+        if op.call == call and op.name in PARAMETER_INIT and op.outputs:
+            value = trace.nodes[op.outputs[0]].value
+            if value is not None:
+                found.append((_constructor_frame(op), op.stack[-1], value))
+    return found
+
+
 def _appended(want: list, got: list) -> tuple[Site, Site] | None:
     """The student's first statement after every tensor the reference creates, created the same way
     and in the same order: what the student creates besides (an extra layer), if anything."""
@@ -148,14 +176,14 @@ def _appended(want: list, got: list) -> tuple[Site, Site] | None:
 
 
 def _difference(want: list, got: list, key: Callable) -> tuple[Site, Site] | None:
-    """The student's first statement where the two sequences of statements part."""
-    if not got:
+    """The student's first statement where the two sequences of statements part: the first that
+    creates other tensors than the reference's statement at the same place (what it creates
+    departs there, whatever the later statements do)."""
+    ours, theirs = [key(w[2]) for w in want], [key(g[2]) for g in got]
+    if not got or ours == theirs:
         return None
-    matcher = difflib.SequenceMatcher(None, [key(w[2]) for w in want], [key(g[2]) for g in got], autojunk=False)
-    changes = [code for code in matcher.get_opcodes() if code[0] != "equal"]
-    if not changes:
-        return None
-    first = min(changes[0][3], len(got) - 1)
+    first = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
+    first = min(first, len(got) - 1)
     return got[first][0], got[first][1]
 
 
@@ -175,6 +203,15 @@ def _constructor_frame(op: Op) -> Site:
         if frame.function == "__init__":
             return frame
     return op.stack[-1]
+
+
+def constructed_at(trace: Trace) -> Site | None:
+    """A line of the first constructor that created a tensor (its first such statement)."""
+    calls = init_calls(trace)
+    for op in trace.ops:
+        if calls and op.call == calls[0] and op.name in RANDOM_INIT:
+            return _constructor_frame(op)
+    return None
 
 
 def built_at(trace: Trace) -> Site | None:

@@ -53,6 +53,7 @@ class Finding:
     seeded: bool = False  # the probe uses the parameters as the constructor made them
     parameters: Site | None = None  # where the first projection's parameter was created
     built_at: Site | None = None  # the outermost line that constructed the first module
+    constructed_at: Site | None = None  # a line of the first constructor that created a tensor
     failure: Mistake | None = None  # the op the code stopped at, when the probe raised
 
     @property

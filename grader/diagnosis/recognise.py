@@ -52,6 +52,7 @@ def analyse(reference: Reference, student: Trace) -> Finding:
         construction=constructors.init_difference(reference.trace, student),
         seeded=any(instance.seeded for instance in reference.instances),
         built_at=constructors.built_at(student),
+        constructed_at=constructors.constructed_at(student),
         failure=failure(student),
     )
     walks: list[tuple[str, Progress]] = []

@@ -5,7 +5,8 @@ the checkpoint where its values first depart and the student's line there.
 Every diagnosis carries its line when one is known, an exception's included: the line the
 recogniser found, else (for a cause an exception names) the exception's own line in the student's
 code, else (a constructor refusing a keyword of the contract, raised before any line of theirs
-runs) the constructor's `def __init__` (`keywords`).
+runs) the constructor's `def __init__` (`keywords`); for a check of parameter or buffer names, the
+constructor statement that assigns another name than the reference's (`attributes`).
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from grader.diagnosis.attributes import differing_names, names_line
 from grader.diagnosis.blame import BUILDERS, decide_blame, dependencies_pass, located_in_own_module
 from grader.diagnosis.catalogue import CATALOGUE
 from grader.diagnosis.consolidate import consolidate
+from grader.diagnosis.fixed_sizes import fixed_size_line
 from grader.diagnosis.keywords import constructor, named_otherwise
-from grader.diagnosis.signatures import configuration_differs, signatures
+from grader.diagnosis.quotes import frame
+from grader.diagnosis.signatures import class_mishandles_bias, configuration_differs, signatures
 from grader.diagnosis.trace_plan import departs_where_it_relies, trace_plan
 from grader.probe_outputs import ProbeOutputs
 from grader.records import Diagnosis, StudentFrame, TestOutcome
@@ -45,10 +49,13 @@ def diagnose_submission(
     healthy = dependencies_pass(outcomes, uses)
     if traces and shared is None:
         shared = trace_plan(diagnoser, outcomes, student, uses, sources)[1]
-    evidence = (
-        Evidence(traces or {}, sources or {}, healthy, diagnoser.findings, shared)
-        if diagnoser.traced
-        else Evidence({}, {}, healthy, diagnoser.findings)
+    evidence = Evidence(
+        traces or {} if diagnoser.traced else {},
+        sources or {} if diagnoser.traced else {},
+        healthy,
+        diagnoser.findings,
+        shared if diagnoser.traced else None,
+        lambda module: class_mishandles_bias(module, student, diagnoser.reference),
     )
     untraced: list[int] = []  # left untraced as they rely on a broken section (`trace_plan`)
     for index, outcome in enumerate(outcomes):  # each replaced by its diagnosed self, in order
@@ -82,14 +89,19 @@ def _diagnosed(
     pattern = diagnoser.pattern(outcome)
     if pattern == "qkv-bias-ignored" and named_otherwise(outcome, sources):
         pattern = None  # the class takes the setting, under another name than the contract's
+    fixed = fixed_size_line(outcome, sources) if pattern == "hardcoded-shape" else None
+    if pattern == "hardcoded-shape" and sources and fixed is None:
+        pattern = None  # the telltale message, but no size fixed (a view's arguments swapped)
     if moved and outcome.module in BUILDERS:
         named.append("wrong-config")  # a builder's only task is the configuration
     if pattern:
         named.append(pattern)
     found = evidence.for_outcome(outcome, outcomes)
     named += found.misconceptions  # the student's own values say it
-    variant = diagnoser.variant(outcome, student) if outcome.probes else None
-    if variant and not found.misconceptions:
+    run = diagnoser.variant_run(outcome, student) if outcome.probes else None
+    variant = run.variant.id if run is not None else None
+    elsewhere = run is not None and outcome.module not in run.variant.modules  # a mistake of a module it uses
+    if variant and not found.misconceptions and not elsewhere:
         named.append(variant)  # else a variant equal on few, small outputs is the weaker evidence
     if not relies and outcome.error is None and not named:
         named += signatures(outcome, student, diagnoser.reference)
@@ -101,6 +113,13 @@ def _diagnosed(
             named.append("wrong-config")
     named = [m for m in dict.fromkeys(named) if m in CATALOGUE]
     location, signature = _location(outcome, found, named, sources)
+    if fixed is not None and location is not None and named == ["hardcoded-shape"]:
+        location = frame(location.file, fixed, location.function, sources)  # where the size is fixed
+    names = differing_names(outcome, student, diagnoser.reference) if outcome.error is None else None
+    within = location if location is not None and location.function == "__init__" else found.constructed_at
+    if names is not None and within is not None:
+        line = names_line(within, names, sources)  # a check of names: the statement that names another
+        location = frame(within.file, line, "__init__", sources) if line is not None else location
     evidence_kind = (
         "error"
         if pattern or moved
@@ -112,6 +131,7 @@ def _diagnosed(
     diagnosis = outcome.diagnosis
     if named or found.checkpoint or location:
         checkpoint = found.checkpoint_of(named[0]) if named else found.checkpoint or signature
+        checkpoint = checkpoint or ("parameters" if names is not None and location is not None else None)
         diagnosis = Diagnosis(tuple(named), checkpoint, location, kind)
     return replace(outcome, misconception=named[0] if named else None, diagnosis=diagnosis)
 

@@ -30,7 +30,7 @@ import torch
 
 from grader.diagnosis.checkpoints import Instance, Reference
 from grader.diagnosis.findings import MASK_STAGES, Mistake, _safely
-from grader.diagnosis.layout import Finder, close, comparable
+from grader.diagnosis.layout import ORDERED, Finder, close, comparable
 from grader.diagnosis.pipeline import AFTER_SOFTMAX, COPIES, STAGES, Alternative
 from grader.diagnosis.trace_documents import Trace
 from grader.diagnosis.walk_copies import copied
@@ -99,6 +99,9 @@ class Walk:
                 return True
         # (a fused op that also does a later stage a wrong way: the later stage will say which)
         if self._right_later(index, name, right, wrongs=1):
+            return True
+        # a rearrangement (heads split) seen only past two later stages done wrong (no mask, no scaling)
+        if STAGES[name].kind == ORDERED and self._right_later(index, name, right, wrongs=2):
             return True
         if self._done_wrong(index, name, values, skips=False) or self._done_wrong(index, name, values, skips=True):
             return True

@@ -15,13 +15,14 @@ from grader.diagnosis.findings import (
     MASK_STAGES,
     PROJECTIONS,
     SKIPPED_OPS,
+    WRITES,
     Departure,
     call_nodes,
     is_result,
     rearranged,
 )
 from grader.diagnosis.layout import ORDERED, Finder, close, comparable, same_tensor
-from grader.diagnosis.pipeline import MASKS, STAGES, Alternative
+from grader.diagnosis.pipeline import COPIES, MASKS, STAGES, Alternative
 from grader.diagnosis.trace_documents import Node, Op, Ref, Site, Trace
 from grader.diagnosis.walk_progress import Nodes, Progress
 
@@ -141,10 +142,22 @@ class Sites:
                 site = self.in_call(dead[0])  # what should have come next was computed, then dropped
         if site is None and previous and STAGES[name].kind == ORDERED:
             site = locate.last_rearrangement(self.student, previous)
+        if site is None and name in COPIES:  # never written: after the last matrix that was
+            writes = [op for op in self.student.ops if op.name in WRITES and op.call == self.call]
+            site = self.in_call(writes[-1]) if writes else None
         if site is None:
             start = previous or self._call_inputs()
             site = locate.frontier(self.student, start, self._known) if start else None
+        if site is None:  # everything computed from it is what the reference computes too: what is returned differs
+            site = self._returned()
         return Departure(name, site)
+
+    def _returned(self) -> Site | None:
+        """The line the matching call returned from."""
+        if not 0 <= self.call < len(self.student.calls):
+            return None
+        call = self.student.calls[self.call]
+        return Site(call.file, call.returned, call.function) if call.returned and call.file else None
 
     def after_last(self, progress: Progress) -> Departure | None:
         """Every step found, but the student's call returns something computed from the last one
