@@ -36,7 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mutation import MODULES, Mutant, combine, single_mutants, solution_sources
 
 ROOT = Path(__file__).resolve().parents[1]
-SHAPES = ROOT / "tests" / "submissions" / "shapes"
+SHAPES = ROOT / "tests" / "submissions" / "shapes"  # <cause>/<shape>/: one catalogued mistake
+STACKED = ROOT / "tests" / "submissions" / "stacked"  # <cause>+<cause>/<shape>/: two on one path
+UNNAMED = ROOT / "tests" / "submissions" / "unnamed"  # <mistake>/<shape>/: one the catalogue has no name for
 CORRECT = ROOT / "tests" / "submissions" / "correct"
 
 
@@ -128,16 +130,25 @@ def pair_cases(
 
 
 def shape_cases() -> list[Case]:
-    """Hand-written submissions: tests/submissions/shapes/<misconception>/<shape>/ (one mistake each)."""
+    """Hand-written submissions, their mistakes' lines marked `# <- the mistake`:
+    tests/submissions/shapes/<misconception>/<shape>/ (one mistake each), stacked/<a>+<b>/<shape>/
+    (two mistakes on one path), unnamed/<mistake>/<shape>/ (one the catalogue has no name for)."""
     cases = []
-    for folder in sorted(SHAPES.glob("*/*")) if SHAPES.is_dir() else []:
-        sources = {p.stem: p.read_text() for p in folder.glob("*.py")}
-        lines = {}
-        for module, text in sources.items():
-            marked = frozenset(i for i, line in enumerate(text.splitlines(), 1) if "# <- the mistake" in line)
-            if marked:
-                lines[module] = marked
-        cases.append(Case(f"{folder.parent.name}/{folder.name}", "shape", sources, [folder.parent.name], lines))
+    for root, kind in ((SHAPES, "shape"), (STACKED, "stacked-shape"), (UNNAMED, "shape")):
+        for folder in sorted(root.glob("*/*")) if root.is_dir() else []:
+            sources = {p.stem: p.read_text() for p in folder.glob("*.py")}
+            lines = {}
+            for module, text in sources.items():
+                marked = frozenset(i for i, line in enumerate(text.splitlines(), 1) if "# <- the mistake" in line)
+                if marked:
+                    lines[module] = marked
+            labels = [None] if root == UNNAMED else folder.parent.name.split("+")
+            name = (
+                f"{root.name}/{folder.parent.name}/{folder.name}"
+                if root != SHAPES
+                else f"{folder.parent.name}/{folder.name}"
+            )
+            cases.append(Case(name, kind, sources, labels, lines))
     return cases
 
 
@@ -225,9 +236,9 @@ def report(graded: list[Graded], verbose: bool) -> None:
         "value failures located to the mutated file:line: "
         f"{percent(sum(t[1] for t in totals), sum(t[0] for t in totals))}"
     )
-    pairs = [g for g in graded if g.case.kind in ("pair", "stacked") and g.loses_points]
+    pairs = [g for g in graded if g.case.kind in ("pair", "stacked", "stacked-shape") and g.loses_points]
     both = [g for g in pairs if all(label in g.named for label in g.case.labels)]
-    stacked = [g for g in pairs if g.case.kind == "stacked"]
+    stacked = [g for g in pairs if g.case.kind in ("stacked", "stacked-shape")]
     print(
         f"two-mistake mutants losing points: {len(pairs)}; both causes named: {percent(len(both), len(pairs))} "
         f"(of them stacked in one function: {percent(sum(g in both for g in stacked), len(stacked))})"

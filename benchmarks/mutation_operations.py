@@ -44,10 +44,10 @@ def normalisation_sets(src: Source):
         name = _call_name(node)
         if name == "softmax" and node.args:
             x = _grouped(node.args[0])
-            for detail, text in (
-                ("softmax over all entries", f"torch.softmax({x}.flatten(), dim=0).view({x}.shape)"),
-                ("softmax over each matrix", f"torch.softmax({x}.flatten(-2), dim=-1).view({x}.shape)"),
-            ):
+            ways = [("softmax over all entries", f"torch.softmax({x}.flatten(), dim=0).view({x}.shape)")]
+            if "for_query" not in place.function.name:  # its scores are one vector: no matrix to flatten
+                ways.append(("softmax over each matrix", f"torch.softmax({x}.flatten(-2), dim=-1).view({x}.shape)"))
+            for detail, text in ways:
                 yield "normalisation", detail, src.replace(node, text), place, "softmax-wrong-dim"
         if name == "sum" and place.function.name == "softmax_naive" and isinstance(node.func, ast.Attribute):
             receiver = _grouped(node.func.value)
