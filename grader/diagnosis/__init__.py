@@ -24,6 +24,7 @@ from typing import Any
 from grader.diagnosis import submission, trace_plan
 from grader.diagnosis.catalogue import CATALOGUE, Misconception
 from grader.diagnosis.consolidate import consolidate
+from grader.diagnosis.evidence import Findings
 from grader.diagnosis.matching import MATCH_ATOL, same
 from grader.diagnosis.patterns import all_patterns
 from grader.diagnosis.quotes import frame
@@ -48,8 +49,6 @@ class Diagnoser:
         self._variants: weakref.WeakKeyDictionary[ProbeOutputs, dict[tuple, VariantRun | None]] = (
             weakref.WeakKeyDictionary()
         )
-        from grader.diagnosis.evidence import Findings
-
         self.findings = Findings()  # the recogniser's, per distinct trace of this run
 
     def _differs_from_reference(self, index: int, relevant: tuple[str, ...]) -> bool:

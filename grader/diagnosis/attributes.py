@@ -33,7 +33,7 @@ def _attributes(value: object) -> list[str] | None:
     names = [item[0] if isinstance(item, (list, tuple)) and item else item for item in value]
     if not all(isinstance(n, str) for n in names):
         return None
-    return list(dict.fromkeys(n.split(".")[0] for n in names))  # type: ignore[union-attr]
+    return list(dict.fromkeys(str(n).split(".")[0] for n in names))
 
 
 def differing_names(outcome: TestOutcome, student: ProbeOutputs, reference: ProbeOutputs) -> tuple[list, list] | None:
@@ -72,8 +72,9 @@ def _constructor(tree: ast.Module, line: int) -> tuple[str, ast.FunctionDef] | N
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
             for item in node.body:
-                inside = isinstance(item, ast.FunctionDef) and item.lineno <= line <= (item.end_lineno or item.lineno)
-                if inside and item.name == "__init__":
+                if not isinstance(item, ast.FunctionDef) or item.name != "__init__":
+                    continue
+                if item.lineno <= line <= (item.end_lineno or item.lineno):
                     return node.name, item
     return None
 

@@ -40,7 +40,10 @@ def fixed_size_line(outcome: TestOutcome, sources: Mapping[str, str]) -> int | N
         for node in (ast.walk(tree) if tree is not None else ())
         if isinstance(node, ast.FunctionDef) and node.lineno <= location.line <= (node.end_lineno or node.lineno)
     ]
-    lines = {node.lineno for node in ast.walk(functions[-1]) if _fixes(node)}  # the innermost function
+    if not functions:
+        return None
+    innermost = ast.walk(functions[-1])
+    lines = {node.lineno for node in innermost if isinstance(node, (ast.Call, ast.Slice)) and _fixes(node)}
     if location.line in lines:
         return location.line
     before = [line for line in lines if line < location.line]

@@ -19,6 +19,7 @@ from grader.diagnosis.attributes import differing_names, names_line
 from grader.diagnosis.blame import BUILDERS, decide_blame, dependencies_pass, located_in_own_module
 from grader.diagnosis.catalogue import CATALOGUE
 from grader.diagnosis.consolidate import consolidate
+from grader.diagnosis.evidence import Evidence, Found
 from grader.diagnosis.fixed_sizes import fixed_size_line
 from grader.diagnosis.keywords import constructor, named_otherwise
 from grader.diagnosis.quotes import frame
@@ -29,7 +30,6 @@ from grader.records import Diagnosis, StudentFrame, TestOutcome
 
 if TYPE_CHECKING:
     from grader.diagnosis import Diagnoser
-    from grader.diagnosis.evidence import Evidence, Found
 
 
 def diagnose_submission(
@@ -42,8 +42,6 @@ def diagnose_submission(
     shared: Mapping[str, str] | None = None,
 ) -> list[TestOutcome]:
     """See `Diagnoser.diagnose_submission`."""
-    from grader.diagnosis.evidence import Evidence
-
     uses = uses or {}
     outcomes, moved = decide_blame(outcomes, uses)
     healthy = dependencies_pass(outcomes, uses)
@@ -124,7 +122,7 @@ def _diagnosed(
         "error"
         if pattern or moved
         else "variant"
-        if variant == (named or [None])[0] and variant not in found.misconceptions
+        if variant == (named[0] if named else None) and variant not in found.misconceptions
         else found.kind or "behaviour"
     )
     kind = evidence_kind if named else found.kind or ("error" if outcome.error is not None else "")

@@ -7,6 +7,7 @@ import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from grader.diagnosis import checkpoints
 from grader.diagnosis.blame import caller_is_blamed, failing_modules_relied_on
 from grader.diagnosis.matching import same
 from grader.diagnosis.paths import same_lines_for_every_input, uses_modules
@@ -109,9 +110,7 @@ def departs_where_it_relies(
 def code_path(probe: str) -> tuple[frozenset[tuple[str | None, str, int]], bool]:
     """The functions of the code under test that `probe` runs (file, name, first line) on the
     reference, and whether it uses parameters as the constructors made them (a seeded run)."""
-    from grader.diagnosis.checkpoints import reference
-
-    known = reference(probe)
+    known = checkpoints.reference(probe)
     return (
         frozenset((call.file, call.function, call.line) for call in known.trace.calls),
         any(instance.seeded for instance in known.instances),
@@ -120,6 +119,4 @@ def code_path(probe: str) -> tuple[frozenset[tuple[str | None, str, int]], bool]
 
 def reference_ops(probe: str) -> int:
     """How many ops the reference's trace of `probe` has (what tracing it costs, roughly)."""
-    from grader.diagnosis.checkpoints import reference
-
-    return len(reference(probe).trace.ops)
+    return len(checkpoints.reference(probe).trace.ops)

@@ -253,7 +253,7 @@ def _next_step(
     that is not complete, and its first check that did not pass."""
     first = first_to_fix(list(tests), skip)
     for section in sections if first is not None else ():
-        view = next((t for t in section.tests if t.id == first.id), None)
+        view = next((t for t in section.tests if first is not None and t.id == first.id), None)
         if view is not None:
             return Guidance(
                 say(catalog, "report.next-step", section_title=words(section.title), test=words(view.title))
@@ -261,10 +261,10 @@ def _next_step(
     for section in sections:
         if not section.max_score or section.score >= section.max_score:
             continue
-        first = next((t for t in section.tests if not t.passed and t.id not in skip), None)
-        if first is None:
+        failing = next((t for t in section.tests if not t.passed and t.id not in skip), None)
+        if failing is None:
             continue
-        return Guidance(say(catalog, "report.next-step", section_title=words(section.title), test=words(first.title)))
+        return Guidance(say(catalog, "report.next-step", section_title=words(section.title), test=words(failing.title)))
     return None
 
 
