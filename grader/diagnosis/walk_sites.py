@@ -23,6 +23,7 @@ from grader.diagnosis.findings import (
 )
 from grader.diagnosis.layout import ORDERED, Finder, close, comparable, same_tensor
 from grader.diagnosis.pipeline import COPIES, MASKS, STAGES, Alternative
+from grader.diagnosis.projection_roles import roles
 from grader.diagnosis.trace_documents import Node, Op, Ref, Site, Trace
 from grader.diagnosis.walk_progress import Nodes, Progress
 
@@ -227,11 +228,12 @@ class Sites:
         if not inputs:
             return None
         projections = [
-            self.reference.nodes[self.instance.ops[p].outputs[0]].value
+            (p, self.reference.nodes[self.instance.ops[p].outputs[0]].value)
             for p in self.instance.order
             if p in PROJECTIONS and self.instance.ops[p].outputs
         ]
-        wanted = [comparable(w) for w in projections if w is not None]
+        names = [p for p, w in projections if w is not None]
+        wanted = [comparable(w) for _, w in projections if w is not None]
         theirs = [op for op in self.student.consumers(inputs[0]) if op.name not in locate.LAYOUT_OPS and op.outputs]
         holds: list[set[int]] = []
         for op in theirs:
@@ -240,6 +242,11 @@ class Sites:
             holds.append(
                 {i for i, want in enumerate(wanted) if got is not None and want.shape == got.shape and close(want, got)}
             )
+        used_as = roles(self.student, theirs)
+        for op, held in zip(theirs, holds):  # one used as another projection than the one it computes
+            role = used_as.get(op.index)
+            if held and role in names and names.index(role) not in held and len(used_as) >= 2:
+                return op.site
         # suspects: an op holding no projection, or one another op holds too (both, for now)
         suspects = [
             k
