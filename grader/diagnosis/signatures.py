@@ -127,6 +127,21 @@ def class_mishandles_bias(module: str, student: ProbeOutputs, reference: ProbeOu
     return got.get("parameters") != want.get("parameters")
 
 
+def bias_charged_to_class(
+    outcome: TestOutcome, outcomes: list[TestOutcome], student: ProbeOutputs, reference: ProbeOutputs
+) -> str | None:
+    """The class module an exercise's failing test is charged to: the class mishandles qkv_bias, fails
+    tests of its own, and the exercise asked for the right sizes and heads (its configuration differs
+    only where the class's biases change it). None otherwise."""
+    probe = BIAS_PROBES.get(outcome.module)
+    owner = probe.split(":")[0] if probe else None
+    if owner is None or not class_mishandles_bias(outcome.module, student, reference):
+        return None
+    if not any(o.module == owner and o.status != "passed" and not o.blocked_by for o in outcomes):
+        return None
+    return None if configuration_differs(outcome, student, reference) else owner
+
+
 def configuration_differs(outcome: TestOutcome, student: ProbeOutputs, reference: ProbeOutputs) -> bool:
     """An exercise built a module whose sizes, heads or biases differ from those asked for (seen by
     its module's configuration probe, whichever test failed); biases and the parameter count only

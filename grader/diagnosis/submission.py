@@ -23,7 +23,7 @@ from grader.diagnosis.evidence import Evidence, Found
 from grader.diagnosis.fixed_sizes import fixed_size_line
 from grader.diagnosis.keywords import constructor, named_otherwise
 from grader.diagnosis.quotes import frame
-from grader.diagnosis.signatures import class_mishandles_bias, configuration_differs, signatures
+from grader.diagnosis.signatures import bias_charged_to_class, class_mishandles_bias, configuration_differs, signatures
 from grader.diagnosis.trace_plan import departs_where_it_relies, trace_plan
 from grader.probe_outputs import ProbeOutputs
 from grader.records import Diagnosis, StudentFrame, TestOutcome
@@ -58,6 +58,10 @@ def diagnose_submission(
     untraced: list[int] = []  # left untraced as they rely on a broken section (`trace_plan`)
     for index, outcome in enumerate(outcomes):  # each replaced by its diagnosed self, in order
         if outcome.status == "passed" or outcome.blocked_by:
+            continue
+        owner = bias_charged_to_class(outcome, outcomes, student, diagnoser.reference)
+        if owner is not None:  # the class's own tests name it; charged there, once
+            outcomes[index] = replace(outcome, blocked_by=owner, misconception=None)
             continue
         if diagnoser.traced and departs_where_it_relies(diagnoser, outcome, outcomes, student, uses, sources):
             untraced.append(index)  # that section's own tests name the cause
