@@ -198,6 +198,9 @@ class Walk:
             progress.pending_mask = mistake
         if alternative.key == "no-softmax":  # a dropout on the scores was on the student's "weights"
             progress.mistakes = [m for m in progress.mistakes if not m.key.startswith("dropout-on-")]
+        if name == "context" and alternative.key.startswith("from-"):  # the context from the scores: so is its dropout
+            used = "dropout-on-" + alternative.key.removeprefix("from-")
+            progress.mistakes = [m for m in progress.mistakes if m.key != used]
         progress.accept(name, value, nodes, stays_on_track=False)
 
     # -- stages found in a special way ---------------------------------------------------------------
