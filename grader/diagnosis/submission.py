@@ -21,7 +21,7 @@ from grader.diagnosis.catalogue import CATALOGUE
 from grader.diagnosis.consolidate import consolidate
 from grader.diagnosis.evidence import Evidence, Found
 from grader.diagnosis.fixed_sizes import fixed_size_line
-from grader.diagnosis.keywords import constructor, named_otherwise
+from grader.diagnosis.keywords import caller_misnamed, constructor, named_otherwise
 from grader.diagnosis.quotes import frame
 from grader.diagnosis.signatures import bias_charged_to_class, class_mishandles_bias, configuration_differs, signatures
 from grader.diagnosis.trace_plan import departs_where_it_relies, trace_plan
@@ -147,6 +147,8 @@ def _location(
     error = outcome.error
     if location is None and error is not None and named:
         location = error.location
+    if location is None and error is not None and error.location is not None and caller_misnamed(outcome):
+        return error.location, None  # a keyword the contract does not name: the call that gives it
     if location is None and error is not None:
         refused = constructor(outcome, sources)
         if refused is not None:
