@@ -14,7 +14,7 @@ def project_qkv(x, W_query, W_key, W_value):
 
 
 def scaled_attention_weights(queries, keys):
-    return _attention(queries, keys)
+    return _attention(queries, keys)  # <- the mistake (the helper it calls: a helper's line is shown where it is called)
 
 
 class SelfAttention_v1(nn.Module):
@@ -26,7 +26,7 @@ class SelfAttention_v1(nn.Module):
 
     def forward(self, x):
         queries, keys, values = project_qkv(x, self.W_query, self.W_key, self.W_value)
-        return _attention(queries, keys) @ values
+        return _attention(queries, keys) @ values  # <- the mistake (the helper it calls)
 
 
 class SelfAttention_v2(nn.Module):
@@ -37,4 +37,4 @@ class SelfAttention_v2(nn.Module):
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
 
     def forward(self, x):
-        return _attention(self.W_query(x), self.W_key(x)) @ self.W_value(x)
+        return _attention(self.W_query(x), self.W_key(x)) @ self.W_value(x)  # <- the mistake (the helper it calls)
