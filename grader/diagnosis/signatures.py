@@ -130,16 +130,28 @@ def class_mishandles_bias(module: str, student: ProbeOutputs, reference: ProbeOu
 def bias_charged_to_class(
     outcome: TestOutcome, outcomes: list[TestOutcome], student: ProbeOutputs, reference: ProbeOutputs
 ) -> str | None:
-    """The class module an exercise's failing test is charged to: the class mishandles qkv_bias, fails
-    tests of its own, and the exercise asked for the right sizes and heads (its configuration differs
-    only where the class's biases change it). None otherwise."""
+    """The class module an exercise's failing test is charged to: the class fails tests of its own and
+    the exercise asked for the right sizes, heads and biases (what it built differs only in what the
+    class's own code decides: its parameter count, a layer more or less, and the biases when the class
+    mishandles qkv_bias). None otherwise."""
     probe = BIAS_PROBES.get(outcome.module)
     owner = probe.split(":")[0] if probe else None
-    if owner is None or not class_mishandles_bias(outcome.module, student, reference):
+    if owner is None or not any(o.module == owner and o.status != "passed" and not o.blocked_by for o in outcomes):
         return None
-    if not any(o.module == owner and o.status != "passed" and not o.blocked_by for o in outcomes):
-        return None
-    return None if configuration_differs(outcome, student, reference) else owner
+    mishandled = class_mishandles_bias(outcome.module, student, reference)
+    if mishandled and not configuration_differs(outcome, student, reference):
+        return owner
+    return owner if _differs_in(outcome, student, reference) == {"num_parameters"} else None
+
+
+def _differs_in(outcome: TestOutcome, student: ProbeOutputs, reference: ProbeOutputs) -> set[str]:
+    """The fields of the exercise's configuration probe that differ from the reference's."""
+    differs: set[str] = set()
+    for probe in CONFIGURATION_PROBES:
+        got, want = student.outputs(probe), reference.outputs(probe)
+        if probe.split(":")[0] == outcome.module and got is not None and want is not None:
+            differs |= {k for k in set(got) | set(want) if got.get(k) != want.get(k)}
+    return differs
 
 
 def configuration_differs(outcome: TestOutcome, student: ProbeOutputs, reference: ProbeOutputs) -> bool:
