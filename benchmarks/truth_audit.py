@@ -15,8 +15,8 @@ operator gives it, and the reference's checkpoint declarations on those lines. A
   declared step for a line that declares none, the step that uses what a constructor line creates,
   "parameters" for a constructor or an exercise's configuration, "returned" for an extra layer,
   "signature" for a keyword the contract does not name, the step that next uses a rearrangement
-  left out or what a discarded call's line assigns, for Exercise 3.1 the matrix a changed line
-  writes or reads);
+  left out or what a discarded call's line assigns, for Exercise 3.1 the matrix the mutated line
+  writes);
 - the line ("file, line N, in function: code"): true when it is one of the mutant's lines;
 - "This check uses your X.py, which does not work yet": true when X is a mutated module that fails
   a check of its own;
@@ -56,6 +56,7 @@ ATTRIBUTE_STAGES = {
 }
 # Exercise 3.1: the matrix each attribute of SelfAttention_v1 receives
 COPY_STAGES = {"W_query": "copied_query", "W_key": "copied_key", "W_value": "copied_value"}
+WRITES_COPY = re.compile(r"\.(W_query|W_key|W_value)\.copy_\(")
 # a check's message that names a cause: the cause it names (the dropout checks' messages name none:
 # they ask to check the weights' dropout and what follows it)
 CLAIMS = {"check.mha-heads-registered": "heads-not-registered"}
@@ -100,12 +101,10 @@ def stages(mutant: Mutant) -> set[str]:
                     names = {node.value}
                 for name in names:
                     found |= ATTRIBUTE_STAGES.get(name, set())
-        if mutant.module == "exercise3_1_weight_transfer":  # the matrix a changed line writes or reads
-            found |= {
-                COPY_STAGES[n.attr]
-                for n in ast.walk(statement)
-                if isinstance(n, ast.Attribute) and n.attr in COPY_STAGES
-            }
+        if mutant.module == "exercise3_1_weight_transfer":  # the matrix the mutated line writes
+            mutated = mutant.source.splitlines()
+            for line in changed & set(range(statement.lineno, statement.end_lineno + 1)):
+                found |= {COPY_STAGES[name] for name in WRITES_COPY.findall(mutated[line - 1])}
         if _ends_in_layout(statement) or mutant.operator == "discard":  # `y = x`: the next use computes anew
             for line in _next_line(place):
                 found |= next((src.checkpoints(s) for s, _ in src.statements() if s.lineno == line), set())
