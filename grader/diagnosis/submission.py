@@ -56,12 +56,14 @@ def diagnose_submission(
         lambda module: class_mishandles_bias(module, student, diagnoser.reference),
     )
     untraced: list[int] = []  # left untraced as they rely on a broken section (`trace_plan`)
+    charged: list[int] = []  # blocked by the class they configure (`bias_charged_to_class`)
     for index, outcome in enumerate(outcomes):  # each replaced by its diagnosed self, in order
         if outcome.status == "passed" or outcome.blocked_by:
             continue
         owner = bias_charged_to_class(outcome, outcomes, student, diagnoser.reference)
         if owner is not None:  # the class's own tests name it; charged there, once
             outcomes[index] = replace(outcome, blocked_by=owner, misconception=None)
+            charged.append(index)
             continue
         if diagnoser.traced and departs_where_it_relies(diagnoser, outcome, outcomes, student, uses, sources):
             untraced.append(index)  # that section's own tests name the cause
@@ -71,6 +73,12 @@ def diagnose_submission(
     outcomes = consolidate(outcomes)
     for index in untraced:  # the line the tests it relies on found, in their own module
         relied = located_in_own_module(uses.get(outcomes[index].id, ()), outcomes)
+        if outcomes[index].diagnosis is None and relied is not None:
+            outcomes[index] = replace(outcomes[index], diagnosis=relied.diagnosis)
+    for index in charged:  # the diagnosis the class's own tests found
+        owner = outcomes[index].blocked_by
+        own = [o for o in outcomes if o.module == owner and o.status != "passed" and not o.blocked_by]
+        relied = next((o for o in own if o.diagnosis is not None and o.diagnosis.location is not None), None)
         if outcomes[index].diagnosis is None and relied is not None:
             outcomes[index] = replace(outcomes[index], diagnosis=relied.diagnosis)
     return outcomes
