@@ -31,6 +31,7 @@ from grader.report.heatmaps import heatmap_view
 from grader.report.messages import outcome_message
 from grader.report.next_step import first_to_fix
 from grader.run.stages import heatmaps
+from tests.buggy import buggy
 from tests.conftest import MODULES, ROOT
 
 SUBMISSIONS = ROOT / "tests" / "submissions"
@@ -136,9 +137,8 @@ def _marked(sources: dict[str, str]) -> dict[str, frozenset[int]]:
 def graded(tmp_path_factory):
     cases = [case for case in benchmark.shape_cases() if case.kind == "stacked-shape" or case.labels == [None]]
     cases += [benchmark.Case(name, "truth", sources, [], _marked(sources)) for name, sources in CASES.items()]
-    for folder in ("buggy/mask-not-sliced", "buggy/hardcoded-shape-mha"):
-        sources = {p.stem: p.read_text() for p in (SUBMISSIONS / folder).glob("*.py")}
-        cases.append(benchmark.Case(folder, "truth", sources, []))
+    for name in ("mask-not-sliced", "hardcoded-shape-mha"):
+        cases.append(benchmark.Case(f"buggy/{name}", "truth", dict(buggy(name).sources), []))
     return {g.case.name: g for g in benchmark.grade(cases, tmp_path_factory.mktemp("truth"))}
 
 
