@@ -36,7 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mutation import MODULES, Mutant, combine, single_mutants, solution_sources
 
 ROOT = Path(__file__).resolve().parents[1]
-SHAPES = ROOT / "tests" / "submissions" / "shapes"
+SHAPES = ROOT / "tests" / "submissions" / "shapes"  # <cause>/<shape>/: one catalogued mistake
+STACKED = ROOT / "tests" / "submissions" / "stacked"  # <cause>+<cause>/<shape>/: two on one path
+UNNAMED = ROOT / "tests" / "submissions" / "unnamed"  # <mistake>/<shape>/: one the catalogue has no name for
 CORRECT = ROOT / "tests" / "submissions" / "correct"
 
 
@@ -79,9 +81,12 @@ def single_cases(mutants: list[Mutant]) -> list[Case]:
     ]
 
 
-def pair_cases(graded: list[Graded], mutants: dict[str, Mutant], count: int, seed: int) -> list[Case]:
+def pair_cases(
+    graded: list[Graded], mutants: dict[str, Mutant], count: int, seed: int, stacked: bool = False
+) -> list[Case]:
     """Two catalogued mutants that each lose points with value failures only (no error), with
-    different causes, on lines that do not touch."""
+    different causes, on lines that do not touch; `stacked`: both in one function (on one path:
+    a mask left out and the softmax too), drawn from every such pair."""
     original = solution_sources()
     usable = [
         g.case
@@ -93,45 +98,57 @@ def pair_cases(graded: list[Graded], mutants: dict[str, Mutant], count: int, see
         and any(o.status == "failed" for o in g.outcomes)
     ]
     rng = random.Random(seed)
+    if stacked:
+        together = [
+            (a, b)
+            for i, a in enumerate(usable)
+            for b in usable[i + 1 :]
+            if (mutants[a.name].module, mutants[a.name].function) == (mutants[b.name].module, mutants[b.name].function)
+            and a.labels[0] != b.labels[0]
+        ]
+        candidates = iter(rng.sample(together, len(together)))
+    else:
+        candidates = (tuple(rng.sample(usable, 2)) for _ in range(20 * count))
     cases, tried = [], set()
-    while len(cases) < count and len(tried) < 20 * count:
-        a, b = rng.sample(usable, 2)
+    for a, b in candidates:
+        if len(cases) >= count:
+            break
         key = tuple(sorted((a.name, b.name)))
         if key in tried or a.labels[0] == b.labels[0]:
-            tried.add(key)
             continue
         tried.add(key)
         sources = combine(mutants[a.name], mutants[b.name], original)
         if sources is None:
             continue
-        lines = defaultdict(frozenset)
+        lines: dict[str, frozenset[int]] = defaultdict(frozenset)
         for case in (a, b):
             for module, where in case.lines.items():
                 lines[module] |= where
-        cases.append(
-            Case(
-                f"{a.name}+{b.name}",
-                "pair",
-                sources,
-                [a.labels[0], b.labels[0]],
-                dict(lines),
-                f"{a.detail} + {b.detail}",
-            )
-        )
+        name, kind = f"{a.name}+{b.name}", "stacked" if stacked else "pair"
+        cases.append(Case(name, kind, sources, [a.labels[0], b.labels[0]], dict(lines), f"{a.detail} + {b.detail}"))
     return cases
 
 
 def shape_cases() -> list[Case]:
-    """Hand-written submissions: tests/submissions/shapes/<misconception>/<shape>/ (one mistake each)."""
+    """Hand-written submissions, their mistakes' lines marked `# <- the mistake`:
+    tests/submissions/shapes/<misconception>/<shape>/ (one mistake each), stacked/<a>+<b>/<shape>/
+    (two mistakes on one path), unnamed/<mistake>/<shape>/ (one the catalogue has no name for)."""
     cases = []
-    for folder in sorted(SHAPES.glob("*/*")) if SHAPES.is_dir() else []:
-        sources = {p.stem: p.read_text() for p in folder.glob("*.py")}
-        lines = {}
-        for module, text in sources.items():
-            marked = frozenset(i for i, line in enumerate(text.splitlines(), 1) if "# <- the mistake" in line)
-            if marked:
-                lines[module] = marked
-        cases.append(Case(f"{folder.parent.name}/{folder.name}", "shape", sources, [folder.parent.name], lines))
+    for root, kind in ((SHAPES, "shape"), (STACKED, "stacked-shape"), (UNNAMED, "shape")):
+        for folder in sorted(root.glob("*/*")) if root.is_dir() else []:
+            sources = {p.stem: p.read_text() for p in folder.glob("*.py")}
+            lines = {}
+            for module, text in sources.items():
+                marked = frozenset(i for i, line in enumerate(text.splitlines(), 1) if "# <- the mistake" in line)
+                if marked:
+                    lines[module] = marked
+            labels = [None] if root == UNNAMED else folder.parent.name.split("+")
+            name = (
+                f"{root.name}/{folder.parent.name}/{folder.name}"
+                if root != SHAPES
+                else f"{folder.parent.name}/{folder.name}"
+            )
+            cases.append(Case(name, kind, sources, labels, lines))
     return cases
 
 
@@ -219,9 +236,13 @@ def report(graded: list[Graded], verbose: bool) -> None:
         "value failures located to the mutated file:line: "
         f"{percent(sum(t[1] for t in totals), sum(t[0] for t in totals))}"
     )
-    pairs = [g for g in graded if g.case.kind == "pair" and g.loses_points]
+    pairs = [g for g in graded if g.case.kind in ("pair", "stacked", "stacked-shape") and g.loses_points]
     both = [g for g in pairs if all(label in g.named for label in g.case.labels)]
-    print(f"two-mistake mutants losing points: {len(pairs)}; both causes named: {percent(len(both), len(pairs))}")
+    stacked = [g for g in pairs if g.case.kind in ("stacked", "stacked-shape")]
+    print(
+        f"two-mistake mutants losing points: {len(pairs)}; both causes named: {percent(len(both), len(pairs))} "
+        f"(of them stacked in one function: {percent(sum(g in both for g in stacked), len(stacked))})"
+    )
     correct = [g for g in graded if g.case.kind == "correct"]
     equivalent = [g for g in singles if not g.loses_points]
     false = [g for g in correct + equivalent if any(o.diagnosis or o.misconception for o in g.outcomes)]
@@ -251,6 +272,7 @@ def report(graded: list[Graded], verbose: bool) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=120, help="two-mistake mutants to build")
+    parser.add_argument("--stacked", type=int, default=60, help="of them, two mistakes in one function")
     parser.add_argument("--seed", type=int, default=10)
     parser.add_argument("--only", help="only single mutants of this operator (and no pairs)")
     parser.add_argument("--limit", type=int, help="at most this many single mutants (a sample, for a quick look)")
@@ -268,7 +290,9 @@ def main() -> None:
         graded = grade(cases, work / "singles")
         if args.pairs and not args.only:
             by_name = {case.name: mutant for case, mutant in zip(cases, mutants)}
-            graded += grade(pair_cases(graded, by_name, args.pairs, args.seed), work / "pairs")
+            pairs = pair_cases(graded, by_name, args.pairs - args.stacked, args.seed)
+            pairs += pair_cases(graded, by_name, args.stacked, args.seed, stacked=True)
+            graded += grade(pairs, work / "pairs")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     report(graded, args.verbose)

@@ -25,6 +25,7 @@ from mutation_expressions import (
     slices,
     untransposes,
 )
+from mutation_operations import extra_layers, normalisation_sets, projection_reuse, score_operations, wrong_keywords
 from mutation_source import MODULES, Mutant, Place, Source, solution_sources
 from mutation_statements import discards, drops, reorders
 
@@ -43,6 +44,11 @@ OPERATORS = (
     init_calls,
     constants,
     slices,
+    score_operations,
+    normalisation_sets,
+    projection_reuse,
+    extra_layers,
+    wrong_keywords,
 )
 
 
@@ -62,6 +68,8 @@ def single_mutants() -> list[Mutant]:
                 lines = item[5] if len(item) > 5 else frozenset(range(statement.lineno, statement.end_lineno + 1))
                 if kind == "drop":  # the missing step belongs between its neighbours
                     lines = lines | _neighbours(place)
+                if kind in ("untranspose", "discard") and _ends_in_layout(statement):  # its line's values stay
+                    lines = lines | _next_line(place)  # right: the next use is the first op whose output departs
                 mutants.append(
                     Mutant(
                         module,
@@ -70,10 +78,42 @@ def single_mutants() -> list[Mutant]:
                         source,
                         frozenset(lines),
                         label,
-                        (min(lines), max(lines)),
+                        _span(text, source, lines),
+                        f"{place.function.name}:{place.function.lineno}",
                     )
                 )
     return mutants
+
+
+def _span(original: str, mutated: str, lines: frozenset[int]) -> tuple[int, int]:
+    """The first and last line the mutation touched (its mistake's lines, and any other line it edited)."""
+    changed = {i for i, (a, b) in enumerate(zip(original.splitlines(), mutated.splitlines()), 1) if a != b}
+    every = changed | set(lines)
+    return min(every), max(every)
+
+
+def _ends_in_layout(statement: ast.stmt) -> bool:
+    """`x = <computation>.transpose(...)`: a statement whose last step only rearranges. Left out, the
+    values its line computes stay right, and the statement that next uses them is where they first
+    depart."""
+    value = getattr(statement, "value", None)
+    if isinstance(value, ast.Attribute):
+        return value.attr in ("T", "mT")
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in ("transpose", "permute", "contiguous")
+    )
+
+
+def _next_line(place: Place) -> frozenset[int]:
+    """The line of the next statement that reads what `place`'s statement assigns."""
+    body, statement = place.body, place.statement
+    targets = {t.id for t in getattr(statement, "targets", []) if isinstance(t, ast.Name)}
+    for later in body[body.index(statement) + 1 :]:
+        if any(isinstance(n, ast.Name) and n.id in targets and isinstance(n.ctx, ast.Load) for n in ast.walk(later)):
+            return frozenset({later.lineno})
+    return frozenset()
 
 
 def _neighbours(place: Place) -> frozenset[int]:

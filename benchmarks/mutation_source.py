@@ -41,6 +41,7 @@ class Mutant:
     lines: frozenset[int]  # where the mistake is: what "located to the right line" means
     label: str | None
     span: tuple[int, int]  # first and last line touched (two mutants may combine if they do not overlap)
+    function: str = ""  # the function it changes ("name:line"): two mutants of one function stack on one path
 
 
 @dataclass

@@ -75,7 +75,9 @@ def reorders(src: Source):
         )
 
 
-def _discard_label(place: Place) -> str | None:
+def _discard_label(place: Place, call: ast.Call | None = None) -> str | None:
+    if call is not None and _call_name(call) in ("transpose", "permute") and "context" in place.checkpoints:
+        return "heads-merged-wrong"  # the heads merged back without moving them next to head_dim
     if "masked" in place.checkpoints:
         return "mask-not-applied"
     if "output" in place.checkpoints:
@@ -115,7 +117,7 @@ def discards(src: Source):
                 f"result of line {statement.lineno} discarded",
                 src.replace(statement, text),
                 place,
-                _discard_label(place),
+                _discard_label(place, call) if src.module == "sec3_6_multi_head_attention" else _discard_label(place),
             )
         elif (
             isinstance(statement, ast.Expr)

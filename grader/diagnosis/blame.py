@@ -77,20 +77,68 @@ def attribute_to_earlier_sections(
 ) -> list[TestOutcome]:
     """A failure in a test that also runs code of an earlier section that fails its own tests is
     blamed on that section ("blocked by") when it has no diagnosis of its own, or when its
-    diagnosis locates the cause in that section's file (the cause is there, not here)."""
-    return [_attributed(outcome, outcomes, uses) for outcome in outcomes]
+    diagnosis locates the cause in that section's file (the cause is there, not here); so is a
+    failure whose diagnosis locates the cause in another module that fails its own tests. Then
+    every test is blocked only by a module that fails tests of its own (`charged_once`)."""
+    failing = own_failures(outcomes)
+    return charged_once([_attributed(outcome, outcomes, uses, failing) for outcome in outcomes])
 
 
-def _attributed(outcome: TestOutcome, outcomes: list[TestOutcome], uses: Mapping[str, tuple[str, ...]]) -> TestOutcome:
+def own_failures(outcomes: list[TestOutcome]) -> set[str]:
+    """The modules that fail tests of their own: a test that does not pass and is not blocked by another."""
+    return {o.module for o in outcomes if o.status != "passed" and not o.blocked_by}
+
+
+def _attributed(
+    outcome: TestOutcome, outcomes: list[TestOutcome], uses: Mapping[str, tuple[str, ...]], failing: set[str]
+) -> TestOutcome:
     if outcome.status == "passed" or outcome.blocked_by:
         return outcome
     broken = failing_modules_relied_on(outcome, outcomes, uses)
     location = outcome.diagnosis.location if outcome.diagnosis is not None else None
     elsewhere = location.file.removesuffix(".py") if location is not None else ""
+    if elsewhere != outcome.module and elsewhere in failing and elsewhere not in broken:
+        return replace(outcome, blocked_by=elsewhere, misconception=None)  # the cause is in that module's code
+    charged = next((m for m in broken if outcome.misconception in _named(m, outcomes)), None)
+    if charged is not None:  # the cause its module's own tests name: charged there, once
+        return replace(outcome, blocked_by=charged, misconception=None)
     if not broken or outcome.misconception and not (elsewhere != outcome.module and elsewhere in broken):
         return outcome
     # that section's own tests name it; the diagnosis shows its line
     return replace(outcome, blocked_by=elsewhere if elsewhere in broken else broken[0], misconception=None)
+
+
+def _named(module: str, outcomes: list[TestOutcome]) -> set[str]:
+    """The causes the failing tests of `module` (not blocked by another) name."""
+    return {
+        m
+        for o in outcomes
+        if o.module == module and o.status != "passed" and not o.blocked_by and o.diagnosis is not None
+        for m in o.diagnosis.misconceptions
+    }
+
+
+def charged_once(outcomes: list[TestOutcome]) -> list[TestOutcome]:
+    """Each test blocked only by a module that fails tests of its own: a test blocked by a module
+    whose failures are all inherited is blocked by the module they come from; by a module whose
+    tests all pass, by none (its failure is its own)."""
+    failing = own_failures(outcomes)
+    upstream: dict[str, str] = {}
+    for o in outcomes:
+        if o.status != "passed" and o.blocked_by:
+            upstream.setdefault(o.module, o.blocked_by)
+
+    def root(module: str) -> str | None:
+        seen: set[str] = set()
+        while module not in failing and module in upstream and module not in seen:
+            seen.add(module)
+            module = upstream[module]
+        return module if module in failing else None
+
+    return [
+        replace(o, blocked_by=root(o.blocked_by)) if o.blocked_by and o.blocked_by not in failing else o
+        for o in outcomes
+    ]
 
 
 def located_in_own_module(tests: tuple[str, ...], outcomes: list[TestOutcome]) -> TestOutcome | None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader.diagnosis import recognise
+from grader.diagnosis.attributes import constructor_key
 from grader.diagnosis.blame import BUILDERS
 from grader.diagnosis.checkpoints import reference
 from grader.diagnosis.quotes import frame
@@ -33,6 +34,7 @@ class Found:
     location: StudentFrame | None = None
     kind: str = ""  # "trace" or "construction"
     built_at: StudentFrame | None = None  # the test's module's line that built the module under test
+    constructed_at: StudentFrame | None = None  # a line of the constructor that made its first tensor
 
     @property
     def misconceptions(self) -> list[str]:
@@ -103,12 +105,14 @@ class Evidence:
         healthy: Callable[[TestOutcome], bool] = lambda outcome: True,
         findings: Findings | None = None,
         shared: Mapping[str, str] | None = None,
+        bias_mishandled: Callable[[str], bool] = lambda module: False,
     ):
         """`shared`: probe -> the probe whose trace stands for it (`Diagnoser.trace_plan`)."""
         self.documents = documents
         self.stand_ins = dict(shared or {})
         self.sources = sources
         self.healthy = healthy  # whether the modules a test also relies on pass their own tests
+        self.bias_mishandled = bias_mishandled  # whether the class an exercise configures ignores qkv_bias
         self.shared = findings if findings is not None else Findings()  # findings are read, never changed
         self._findings: dict[str, recognise.Finding | None] = {}
 
@@ -124,14 +128,23 @@ class Evidence:
             return None
         return frame(site.file, site.line, site.function, self.sources)
 
-    def seeded_only(self, module: str, outcomes: list[TestOutcome]) -> bool:
+    def seeded_only(self, module: str, outcomes: list[TestOutcome], constructor: Site | None = None) -> bool:
         """Every failing test of `module` looks at parameters as the constructor made them (the book's
         seeded runs): what differs is how they were made, not how they are used. A test blocked by
-        another broken module says nothing of this one's parameters (and is not traced)."""
+        another broken module says nothing of this one's parameters (and is not traced). With
+        `constructor` (a line of one): the failing tests whose probes build with that constructor."""
         failing = [o for o in outcomes if o.module == module and o.status != "passed" and not o.blocked_by]
+        if constructor is not None:
+            key = constructor_key(constructor.file, constructor.line, self.sources)
+            failing = [o for o in failing if key is None or key in self._constructors(o)]
         return bool(failing) and all(
             any((f := self.finding(p)) is not None and f.seeded for p in o.probes) for o in failing
         )
+
+    def _constructors(self, outcome: TestOutcome) -> set[tuple[str, int] | None]:
+        """The constructors the test's traced probes built with (a constructor of the student's)."""
+        sites = [f.constructed_at for p in outcome.probes if (f := self.finding(p)) is not None and f.constructed_at]
+        return {constructor_key(site.file, site.line, self.sources) for site in sites}
 
     def for_outcome(self, outcome: TestOutcome, outcomes: list[TestOutcome]) -> Found:
         """The test's causes and line. An error's own exception names its cause: its trace only
@@ -147,6 +160,8 @@ class Evidence:
                 and finding.built_at.file.removesuffix(".py") == outcome.module
             ):
                 found.built_at = self.frame(finding.built_at)
+            if found.constructed_at is None and finding.constructed_at is not None:
+                found.constructed_at = self.frame(finding.constructed_at)
             if outcome.error is not None:
                 if finding.failure is not None and finding.failure.misconception:
                     found.name(
@@ -189,18 +204,21 @@ class Evidence:
         unexplained = finding.departure is not None or any(m.misconception is None for m in finding.mistakes)
         if difference is not None:
             if outcome.module in BUILDERS:  # it writes no parameters: only its arguments can differ
-                if not self.healthy(outcome):
-                    return  # the modules it configures are broken themselves
+                if not self.healthy(outcome) or difference.kind not in ("sizes", "bias", "extra"):
+                    return  # the modules it configures are broken themselves; no argument sets an order
+                if difference.kind == "bias" and self.bias_mishandled(outcome.module):
+                    return  # the class it configures makes biases whatever it is given
                 outer = (
                     difference.outer if difference.outer.file.removesuffix(".py") == outcome.module else difference.site
                 )
                 found.name("wrong-config", "parameters", self.frame(outer), "construction")
                 return
-            if difference.kind == "sizes":
-                return  # other sizes than asked: not how the parameters were made
-            if difference.kind == "bias":
+            if difference.kind in ("sizes", "extra"):
+                return  # other sizes than asked, or a layer of its own: not how the parameters were made
+            if difference.kind == "bias":  # a bias more or fewer shifts every later draw: no init mistake besides
                 found.name("qkv-bias-ignored", "parameters", self.frame(difference.site), "construction")
-            elif difference.kind in ("order", "kind") and finding.seeded and unexplained:
+                return
+            if difference.kind in ("order", "kind") and finding.seeded and unexplained:
                 found.name("wrong-init", "parameters", self.frame(difference.site), "construction")
         # the module computes right with given weights (only the book's seeded runs fail): what is
         # left is how it made its own parameters
@@ -210,7 +228,28 @@ class Evidence:
         if (
             finding.seeded
             and (departs_at_parameters or unexplained)
-            and not found.by_id
-            and self.seeded_only(owner, outcomes)
+            and (
+                not found.by_id
+                and self.seeded_only(owner, outcomes, finding.constructed_at)
+                or self._only_when_seeded(finding, owner, outcomes)
+            )
         ):
             found.name("wrong-init", "parameters", self.frame(finding.parameters), "construction")
+
+    def _only_when_seeded(self, finding: recognise.Finding, module: str, outcomes: list[TestOutcome]) -> bool:
+        """What the seeded run shows unexplained (a mistake with no name, a departure) shows in no
+        run of `module` with given weights, though some such run fails (and was traced): another
+        mistake fails those; this one is how the parameters were made."""
+        unexplained = {(m.stage, m.key) for m in finding.mistakes if m.misconception is None}
+        if finding.departure is not None:
+            unexplained.add(("departure", finding.departure.stage))
+        given = [
+            f
+            for o in outcomes
+            if o.module == module and o.status == "failed" and not o.blocked_by
+            for p in o.probes
+            if (f := self.finding(p)) is not None and not f.seeded
+        ]
+        seen = {(m.stage, m.key) for f in given for m in f.mistakes if m.misconception is None}
+        seen |= {("departure", f.departure.stage) for f in given if f.departure is not None}
+        return bool(unexplained) and bool(given) and not unexplained & seen

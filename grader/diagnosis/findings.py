@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import torch
 
 from grader.diagnosis import locate
+from grader.diagnosis.constructors import InitDifference
 from grader.diagnosis.pipeline import Context, State
 from grader.diagnosis.trace_documents import Op, Ref, Site, Trace
 
@@ -29,6 +30,7 @@ class Mistake:
     misconception: str | None  # None: a mistake the catalogue has no name for
     key: str  # which alternative (e.g. "dim=-2", "hides-diagonal-too", "no-out-proj")
     site: Site | None
+    inferred: bool = False  # not seen in the student's tensors, only in what was computed from them
 
 
 @dataclass
@@ -38,6 +40,7 @@ class Departure:
     stage: str
     site: Site | None
     forward: Site | None = None  # for the parameters: the op that uses them, if it is the forward that differs
+    projection: str = ""  # for the parameters: the projection the walk did not find
 
 
 @dataclass
@@ -46,10 +49,11 @@ class Finding:
 
     mistakes: list[Mistake] = field(default_factory=list)
     departure: Departure | None = None
-    construction: locate.InitDifference | None = None  # constructors that create other tensors
+    construction: InitDifference | None = None  # constructors that create other tensors
     seeded: bool = False  # the probe uses the parameters as the constructor made them
     parameters: Site | None = None  # where the first projection's parameter was created
     built_at: Site | None = None  # the outermost line that constructed the first module
+    constructed_at: Site | None = None  # a line of the first constructor that created a tensor
     failure: Mistake | None = None  # the op the code stopped at, when the probe raised
 
     @property

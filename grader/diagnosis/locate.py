@@ -6,65 +6,21 @@
   masking op itself (a right pattern used the wrong way round);
 - `dead_op`: an op of some kind whose result nobody used (a mask computed but never applied);
 - `frontier`: the first real computation applied to a tensor (views and copies looked through);
-- `scaling_op`: the multiplication or division by a number nearest upstream of a tensor;
-- `init_difference`: the first statement of a constructor that creates other parameters (order,
-  distribution, bias) than the reference's.
+- `scaling_op`: the multiplication or division by a number nearest upstream of a tensor.
+How constructors differ (the statements that create other tensors) is `grader.diagnosis.constructors`.
 """
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Set
-from dataclasses import dataclass
 
 import torch
 
+from grader.diagnosis.constructors import node_origin
 from grader.diagnosis.trace_documents import LAYOUT_OPS, Node, Op, Ref, Site, Trace
 
 # ops that create parameters (how they are drawn is the initialisation)
-PARAMETER_INIT = frozenset(
-    {
-        "rand",
-        "randn",
-        "randint",
-        "rand_like",
-        "randn_like",
-        "empty",
-        "kaiming_uniform_",
-        "kaiming_normal_",
-        "uniform_",
-        "normal_",
-        "xavier_uniform_",
-        "xavier_normal_",
-        "trunc_normal_",
-        "orthogonal_",
-    }
-)
-RANDOM_INIT = frozenset(
-    {
-        "rand",
-        "randn",
-        "randint",
-        "rand_like",
-        "randn_like",
-        "empty",
-        "zeros",
-        "ones",
-        "full",
-        "kaiming_uniform_",
-        "kaiming_normal_",
-        "uniform_",
-        "normal_",
-        "xavier_uniform_",
-        "xavier_normal_",
-        "trunc_normal_",
-        "orthogonal_",
-        "eye",
-        "triu",
-        "tril",
-        "arange",
-    }
-)
+
 MASKING = frozenset(
     {
         "masked_fill",
@@ -137,35 +93,6 @@ def producer_site(trace: Trace, nodes: tuple[int, ...] | None) -> Site | None:
     return op.site if op is not None else None
 
 
-def _node_origin(trace: Trace, node: int) -> Op | None:
-    """The op that made a node's tensor: its producer, or for a leaf the producer of its origin (the
-    same tensor, or failing that an earlier tensor with the same values: a buffer the probe converted)."""
-    seen = 0
-    while seen < 20:
-        seen += 1
-        current = trace.nodes[node]
-        if current.op >= 0:
-            return trace.ops[current.op]
-        if current.origin is None:
-            return _same_values(trace, current)
-        node = current.origin
-    return None
-
-
-def _same_values(trace: Trace, leaf: Node) -> Op | None:
-    if leaf.value is None or leaf.value.is_complex():
-        return None
-    for node in trace.nodes[: leaf.index]:
-        if (
-            node.op >= 0
-            and node.value is not None
-            and node.value.shape == leaf.value.shape
-            and torch.equal(node.value.double(), leaf.value.double())
-        ):
-            return trace.ops[node.op]
-    return None
-
-
 def pattern(value: torch.Tensor | None) -> str | None:
     """Which triangle of a square matrix a mask marks (True, nonzero or −∞ entries), or None."""
     if value is None or value.dim() < 2 or value.shape[-1] != value.shape[-2] or value.shape[-1] < 2:
@@ -221,7 +148,7 @@ def mask_culprit(trace: Trace, masking: Op | None) -> Site | None:
     node = _mask_argument(masking, trace)
     chain: list[Op] = []
     while node is not None and len(chain) < 30:
-        op = _node_origin(trace, node)
+        op = node_origin(trace, node)
         if op is None:
             break
         chain.append(op)
@@ -286,117 +213,3 @@ def last_rearrangement(trace: Trace, nodes: tuple[int, ...] | None) -> Site | No
         last = following[0]
         node = last.outputs[0]
     return last.site if last is not None else None
-
-
-def _signature(trace: Trace, op: Op) -> tuple:
-    return (op.name, tuple(trace.nodes[out].shape for out in op.outputs))
-
-
-@dataclass(frozen=True)
-class InitDifference:
-    """How a constructor differs from the reference's, and the first statement where it does.
-
-    kind: "sizes" (other shapes: other dimensions, heads or context length), "bias" (biases created
-    or left out), "order" (the same parameters created in another order), "kind" (another
-    distribution or initialisation)."""
-
-    kind: str
-    site: Site
-    outer: Site  # the outermost line of the code under test that led there (e.g. an exercise's call)
-
-
-def init_groups(trace: Trace, call: int) -> list[tuple[Site, Site, tuple]]:
-    """A constructor's statements, in order: (site, outermost site, what the statement creates)."""
-    groups: list[tuple[Site, Site, list]] = []
-    for op in trace.ops:
-        if op.call != call or op.name not in RANDOM_INIT:
-            continue
-        site = _constructor_frame(op)  # the constructor's own line (nn.Linear's inner frames are torch's)
-        if groups and groups[-1][0] == site:
-            groups[-1][2].append(_signature(trace, op))
-        else:
-            groups.append((site, op.stack[-1], [_signature(trace, op)]))
-    return [(site, outer, tuple(signature)) for site, outer, signature in groups]
-
-
-def init_calls(trace: Trace) -> list[int]:
-    """Calls that build something (a constructor, or a function building a module): they create tensors."""
-    return sorted(
-        {
-            op.call
-            for op in trace.ops
-            if op.name in RANDOM_INIT and op.call >= 0 and any(frame.function == "__init__" for frame in op.stack)
-        }
-    )
-
-
-def _shapes(groups: list[tuple[Site, Site, tuple]], biases: bool) -> list[tuple[int, ...]]:
-    """The shapes of the tensors created: which ones for the weights and buffers (however many ops
-    fill them), how many for the biases (one missing or added changes the count)."""
-    shapes = [
-        shape for _, _, signature in groups for _, found in signature for shape in found if (len(shape) == 1) == biases
-    ]
-    return sorted(shapes) if biases else sorted(set(shapes))
-
-
-def init_difference(reference: Trace, student: Trace) -> InitDifference | None:
-    """The first way (and statement) the student's constructors create other tensors than the reference's."""
-    for ref_call, st_call in zip(init_calls(reference), init_calls(student)):
-        want, got = init_groups(reference, ref_call), init_groups(student, st_call)
-        if not got:
-            continue
-        difference = _difference(want, got, lambda signature: signature)
-        if difference is None:
-            continue
-        site, outer = difference
-        if _shapes(want, False) != _shapes(got, False):
-            return InitDifference("sizes", site, outer)
-        if _shapes(want, True) != _shapes(got, True):
-            return InitDifference("bias", site, outer)
-        # order and kind: the parameters only (a mask made another way is the masks' business)
-        parameters = lambda signature: tuple(item for item in signature if item[0] in PARAMETER_INIT)  # noqa: E731
-        if _difference([g for g in want if parameters(g[2])], [g for g in got if parameters(g[2])], parameters) is None:
-            continue
-        names = lambda groups: sorted(n for _, _, sig in groups for n, _ in sig if n in PARAMETER_INIT)  # noqa: E731
-        return InitDifference("order" if names(want) == names(got) else "kind", site, outer)
-    return None
-
-
-def _difference(want: list, got: list, key: Callable) -> tuple[Site, Site] | None:
-    """The student's first statement where the two sequences of statements part."""
-    if not got:
-        return None
-    matcher = difflib.SequenceMatcher(None, [key(w[2]) for w in want], [key(g[2]) for g in got], autojunk=False)
-    changes = [code for code in matcher.get_opcodes() if code[0] != "equal"]
-    if not changes:
-        return None
-    first = min(changes[0][3], len(got) - 1)
-    return got[first][0], got[first][1]
-
-
-def parameter_origin(trace: Trace, op: Op) -> Site | None:
-    """The constructor line that created a parameter (a leaf input made by an earlier call) `op` uses."""
-    for node in op.inputs:
-        if trace.nodes[node].op >= 0:
-            continue
-        origin = _node_origin(trace, node)
-        if origin is not None and origin.call != op.call:
-            return _constructor_frame(origin)
-    return None
-
-
-def _constructor_frame(op: Op) -> Site:
-    for frame in op.stack:
-        if frame.function == "__init__":
-            return frame
-    return op.stack[-1]
-
-
-def built_at(trace: Trace) -> Site | None:
-    """The outermost line of the code under test that built the first module (e.g. an exercise's
-    `return MultiHeadAttention(...)`)."""
-    calls = init_calls(trace)
-    for op in trace.ops:
-        if calls and op.call == calls[0]:
-            return op.stack[-1]
-    return None

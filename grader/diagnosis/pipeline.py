@@ -17,7 +17,6 @@ from __future__ import annotations
 from grader.diagnosis.layout import ATTENTION, EXACT, FREE, ORDERED
 from grader.diagnosis.stages import (
     AFTER_SOFTMAX,
-    COPIES,
     MASKS,
     NO_SOFTMAX,
     SCALINGS,
@@ -26,13 +25,21 @@ from grader.diagnosis.stages import (
     Context,
     Stage,
     State,
+    _masked,
+    mask_misconception,
+    masked_right,
+    scaled_right,
+    triangle,
+    weights_right,
+)
+from grader.diagnosis.stages_heads import (
+    COPIES,
     _concatenated,
     _context_from,
     _copy_alternatives,
     _given,
     _joined,
     _keep,
-    _masked,
     _masked_weights,
     _merge,
     _no_out_proj,
@@ -41,14 +48,9 @@ from grader.diagnosis.stages import (
     _split,
     _wrong_alternatives,
     context_right,
-    mask_misconception,
-    masked_right,
     output_right,
     renormalized_right,
-    scaled_right,
     scores_right,
-    triangle,
-    weights_right,
 )
 
 __all__ = [

@@ -106,12 +106,64 @@ def signatures(outcome: TestOutcome, student: ProbeOutputs, reference: ProbeOutp
 CONFIGURATION_PROBES = ("exercise3_2_two_dim_output:structure", "exercise3_3_gpt2_attention:configuration")
 
 
+# how the class an exercise configures handles qkv_bias, by its own probe: (probe, check of its outputs)
+BIAS_PROBES = {
+    "exercise3_3_gpt2_attention": "sec3_6_multi_head_attention:mha_qkv_bias",
+    "exercise3_2_two_dim_output": "sec3_5_causal_attention:qkv_bias",
+}
+BIAS_FIELDS = ("qkv_bias", "num_parameters")  # what biases the class creates wrongly change
+
+
+def class_mishandles_bias(module: str, student: ProbeOutputs, reference: ProbeOutputs) -> bool:
+    """The class that exercise `module` configures creates biases when qkv_bias is off, or none when
+    it is on (its own qkv_bias probe says so): a bias difference in what the exercise built is the class's."""
+    probe = BIAS_PROBES.get(module)
+    got, want = (student.outputs(probe), reference.outputs(probe)) if probe else (None, None)
+    if not got or not want:
+        return False
+    default, asked = got.get("default_bias"), got.get("with_bias")
+    if isinstance(default, list) and isinstance(asked, list):
+        return any(default) or not all(asked)
+    return got.get("parameters") != want.get("parameters")
+
+
+def bias_charged_to_class(
+    outcome: TestOutcome, outcomes: list[TestOutcome], student: ProbeOutputs, reference: ProbeOutputs
+) -> str | None:
+    """The class module an exercise's failing test is charged to: the class fails tests of its own and
+    the exercise asked for the right sizes, heads and biases (what it built differs only in what the
+    class's own code decides: its parameter count, a layer more or less, and the biases when the class
+    mishandles qkv_bias). None otherwise."""
+    probe = BIAS_PROBES.get(outcome.module)
+    owner = probe.split(":")[0] if probe else None
+    if owner is None or not any(o.module == owner and o.status != "passed" and not o.blocked_by for o in outcomes):
+        return None
+    mishandled = class_mishandles_bias(outcome.module, student, reference)
+    if mishandled and not configuration_differs(outcome, student, reference):
+        return owner
+    return owner if _differs_in(outcome, student, reference) == {"num_parameters"} else None
+
+
+def _differs_in(outcome: TestOutcome, student: ProbeOutputs, reference: ProbeOutputs) -> set[str]:
+    """The fields of the exercise's configuration probe that differ from the reference's."""
+    differs: set[str] = set()
+    for probe in CONFIGURATION_PROBES:
+        got, want = student.outputs(probe), reference.outputs(probe)
+        if probe.split(":")[0] == outcome.module and got is not None and want is not None:
+            differs |= {k for k in set(got) | set(want) if got.get(k) != want.get(k)}
+    return differs
+
+
 def configuration_differs(outcome: TestOutcome, student: ProbeOutputs, reference: ProbeOutputs) -> bool:
     """An exercise built a module whose sizes, heads or biases differ from those asked for (seen by
-    its module's configuration probe, whichever test failed)."""
+    its module's configuration probe, whichever test failed); biases and the parameter count only
+    when the class it configures handles qkv_bias right."""
+    ignored = BIAS_FIELDS if class_mishandles_bias(outcome.module, student, reference) else ()
     for probe in CONFIGURATION_PROBES:
         if probe.split(":")[0] == outcome.module:
             got, want = student.outputs(probe), reference.outputs(probe)
-            if got is not None and want is not None and got != want:
-                return True
+            if got is not None and want is not None:
+                differs = {k for k in set(got) | set(want) if got.get(k) != want.get(k)} - set(ignored)
+                if differs:
+                    return True
     return False

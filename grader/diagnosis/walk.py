@@ -14,8 +14,8 @@ At each checkpoint it computes, from the values the student has produced so far:
    the student got right.
 Dropout is followed through the student's own ops: its random values cannot be recomputed, but
 which checkpoint a dropout consumes, and whether it is active when the reference's is not, can.
-Constructors are compared statement by statement (`locate.init_difference`). Every finding carries
-the student's line.
+Constructors are compared statement by statement (`constructors.init_difference`). Every finding
+carries the student's line.
 
 The walk decides, stage by stage, and records what it decided (`walk_progress.Progress`). What it
 asks, each in a module of its own: where a value is among the student's tensors (`walk_search`),
@@ -30,7 +30,7 @@ import torch
 
 from grader.diagnosis.checkpoints import Instance, Reference
 from grader.diagnosis.findings import MASK_STAGES, Mistake, _safely
-from grader.diagnosis.layout import Finder, close, comparable
+from grader.diagnosis.layout import ORDERED, Finder, close, comparable
 from grader.diagnosis.pipeline import AFTER_SOFTMAX, COPIES, STAGES, Alternative
 from grader.diagnosis.trace_documents import Trace
 from grader.diagnosis.walk_copies import copied
@@ -68,6 +68,8 @@ class Walk:
                 step = misplaced(self.student, name, self.progress.nodes.get(name))
                 if step is not None:
                     self.progress.record(name, step)
+        else:
+            self.progress.departure = self.sites.after_last(self.progress)
         return self.progress
 
     # -- one stage: the evidence in order ------------------------------------------------------------
@@ -97,6 +99,9 @@ class Walk:
                 return True
         # (a fused op that also does a later stage a wrong way: the later stage will say which)
         if self._right_later(index, name, right, wrongs=1):
+            return True
+        # a rearrangement (heads split) seen only past two later stages done wrong (no mask, no scaling)
+        if STAGES[name].kind == ORDERED and self._right_later(index, name, right, wrongs=2):
             return True
         if self._done_wrong(index, name, values, skips=False) or self._done_wrong(index, name, values, skips=True):
             return True
@@ -187,12 +192,15 @@ class Walk:
         """Stage `name` done `alternative`'s wrong way; the walk goes on from the student's value."""
         progress = self.progress
         site = self.sites.of_mistake(index, name, alternative, nodes, later, progress.nodes)
-        mistake = Mistake(name, alternative.misconception, alternative.key, site)
+        mistake = Mistake(name, alternative.misconception, alternative.key, site, inferred=nodes is None)
         progress.mistakes.append(mistake)
         if name == "masked" and alternative.key == "hides-nothing":
             progress.pending_mask = mistake
         if alternative.key == "no-softmax":  # a dropout on the scores was on the student's "weights"
             progress.mistakes = [m for m in progress.mistakes if not m.key.startswith("dropout-on-")]
+        if name == "context" and alternative.key.startswith("from-"):  # the context from the scores: so is its dropout
+            used = "dropout-on-" + alternative.key.removeprefix("from-")
+            progress.mistakes = [m for m in progress.mistakes if m.key != used]
         progress.accept(name, value, nodes, stays_on_track=False)
 
     # -- stages found in a special way ---------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import torch
 
 from grader.diagnosis import locate
+from grader.diagnosis.constructors import PARAMETER_INIT, node_origin
 from grader.diagnosis.findings import Mistake
 from grader.diagnosis.pipeline import Alternative, mask_misconception
 from grader.diagnosis.trace_documents import Trace
@@ -55,8 +56,8 @@ def own_masks(student: Trace, size: int) -> list[torch.Tensor]:
             or (node.op < 0 and node.origin is None)
         ):
             continue
-        origin = locate._node_origin(student, node.index)
-        if origin is None or origin.name in locate.PARAMETER_INIT:
+        origin = node_origin(student, node.index)
+        if origin is None or origin.name in PARAMETER_INIT:
             continue  # a mask the student's own code made (not, say, an identity weight)
         while value.dim() > 2:
             value = value[0]
@@ -102,6 +103,8 @@ def fitted_mask(search: Search, progress: Progress, index: int, name: str) -> St
             return Step(value, nodes)
         producer = student.producer(held[0])
         site = locate.mask_culprit(student, producer) if name != "mask" else None
-        mistake = Mistake(name, misconception, "own-mask", site or (producer.site if producer else None))
+        mistake = Mistake(
+            name, misconception, "own-mask", site or (producer.site if producer else None), inferred=nodes is None
+        )
         return Step(value, nodes, mistake, on_track=False)
     return None

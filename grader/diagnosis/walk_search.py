@@ -13,10 +13,10 @@ from __future__ import annotations
 import torch
 
 from grader.diagnosis.checkpoints import Instance
-from grader.diagnosis.findings import _safely, is_result, rearranged
+from grader.diagnosis.findings import WRITES, _safely, is_result, rearranged
 from grader.diagnosis.layout import ORDERED, Finder
-from grader.diagnosis.pipeline import AFTER_SOFTMAX, STAGES, State, depends
-from grader.diagnosis.trace_documents import Trace
+from grader.diagnosis.pipeline import AFTER_SOFTMAX, COPIES, STAGES, State, depends, stage_order
+from grader.diagnosis.trace_documents import LAYOUT_OPS, Trace
 from grader.diagnosis.walk_dropout import dropout_of
 from grader.diagnosis.walk_progress import Nodes
 
@@ -50,11 +50,21 @@ class Search:
             todo += list(found.get(need) or ())
         return frozenset(rearranged(self.student, todo))
 
-    def find(self, name: str, value: torch.Tensor | None, found: Found, inputs_too: bool = False) -> Nodes | None:
-        """The student's nodes holding `value` as checkpoint `name` (not in its inputs, unless `inputs_too`)."""
-        if value is None:
-            return None
-        exclude = frozenset() if inputs_too else self.inputs(name, found)
+    def find(
+        self,
+        name: str,
+        value: torch.Tensor | None,
+        found: Found,
+        inputs_too: bool = False,
+        also: frozenset[int] = frozenset(),
+    ) -> Nodes | None:
+        """The student's nodes holding `value` as checkpoint `name` (not in its inputs, unless
+        `inputs_too`, nor in the nodes `also`)."""
+        if value is None or not bool((~torch.isnan(value)).any()):
+            return None  # all NaN: any NaN of the student's would match, which says nothing
+        exclude = (frozenset() if inputs_too else self.inputs(name, found)) | also
+        if name in COPIES:  # a matrix written into another matrix is not this one's copy
+            exclude |= self._sources({n for other, nodes in found.items() if other != name and nodes for n in nodes})
         nodes = self.finder.find(value, STAGES[name].kind, exclude=exclude)
         if nodes is None and bool(value.isnan().any()):
             # a row that hides every key: softmax gives NaN, the fused scaled_dot_product_attention zeros
@@ -66,6 +76,19 @@ class Search:
                 return fused
         return nodes
 
+    def _sources(self, nodes: set[int]) -> frozenset[int]:
+        """`nodes` and what they were copied or rearranged from (back through writes and views)."""
+        todo, seen = list(nodes), set[int]()
+        while todo:
+            node = todo.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            op = self.student.producer(node)
+            if op is not None and (op.name in LAYOUT_OPS or op.name in WRITES):
+                todo += list(op.inputs)
+        return frozenset(seen)
+
     def lookahead(
         self, index: int, state: State, found: Found, wrongs: int = 0, origin: str | None = None
     ) -> Nodes | None:
@@ -75,6 +98,10 @@ class Search:
         order = self.instance.order
         origin = origin or order[index]
         state = dict(state)
+        # a later stage is a tensor computed after `origin`: not one holding a stage before it
+        before = frozenset(
+            n for stage, nodes in found.items() if nodes and stage_order(stage) < stage_order(origin) for n in nodes
+        )
         for position in range(index + 1, len(order)):
             name = order[position]
             if name not in STAGES:
@@ -83,18 +110,18 @@ class Search:
             if value is None:
                 return None
             if depends(name, origin, order):
-                nodes = self.find(name, value, found)
+                nodes = self.find(name, value, found, also=before)
                 if nodes is not None:
                     return nodes
             if wrongs:
-                nodes = self._wrong_ahead(position, name, state, found, wrongs, origin)
+                nodes = self._wrong_ahead(position, name, state, found, wrongs, origin, before)
                 if nodes is not None:
                     return nodes
             state[name] = value
         return None
 
     def _wrong_ahead(
-        self, position: int, name: str, state: State, found: Found, wrongs: int, origin: str
+        self, position: int, name: str, state: State, found: Found, wrongs: int, origin: str, before: frozenset[int]
     ) -> Nodes | None:
         """`lookahead` through stage `name` done one of its known wrong ways."""
         for alternative in STAGES[name].alternatives:
@@ -103,12 +130,13 @@ class Search:
             wrong = _safely(alternative.fn, state, self.ctx)
             if wrong is None:
                 continue
-            if (
-                depends(name, origin, self.instance.order)
-                and not alternative.skip
-                and self.find(name, wrong, found) is not None
-            ):
-                return self.find(name, wrong, found)
+            nodes = (
+                self.find(name, wrong, found, also=before)
+                if depends(name, origin, self.instance.order) and not alternative.skip
+                else None
+            )
+            if nodes is not None:
+                return nodes
             nodes = self.lookahead(position, dict(state, **{name: wrong}), found, wrongs - 1, origin)
             if nodes is not None:
                 return nodes
@@ -136,4 +164,11 @@ class Search:
                 value = _safely(alternative.fn, state, self.ctx)
                 if value is not None and self.find(following, value, found) is not None:
                     return True
-        return self.lookahead(index, state, found) is not None
+        if self.lookahead(index, state, found) is not None:
+            return True
+        # the next stage left out too (no mask, then no scaling): what follows it computed from it
+        for alternative in stage.alternatives:
+            value = _safely(alternative.fn, state, self.ctx) if alternative.skip else None
+            if value is not None and self.lookahead(index + 1, dict(state, **{following: value}), found) is not None:
+                return True
+        return False

@@ -10,9 +10,20 @@ import torch
 
 from grader.diagnosis import locate
 from grader.diagnosis.checkpoints import Instance
-from grader.diagnosis.findings import MASK_STAGES, PROJECTIONS, SKIPPED_OPS, Departure, call_nodes, is_result
+from grader.diagnosis.constructors import parameter_origin
+from grader.diagnosis.findings import (
+    MASK_STAGES,
+    PROJECTIONS,
+    SKIPPED_OPS,
+    WRITES,
+    Departure,
+    call_nodes,
+    is_result,
+    rearranged,
+)
 from grader.diagnosis.layout import ORDERED, Finder, close, comparable, same_tensor
-from grader.diagnosis.pipeline import MASKS, STAGES, Alternative
+from grader.diagnosis.pipeline import COPIES, MASKS, STAGES, Alternative
+from grader.diagnosis.projection_roles import roles
 from grader.diagnosis.trace_documents import Node, Op, Ref, Site, Trace
 from grader.diagnosis.walk_progress import Nodes, Progress
 
@@ -114,7 +125,7 @@ class Sites:
         order = self.instance.order
         previous = next((progress.nodes[n] for n in reversed(order[:index]) if progress.nodes.get(n)), None)
         if name in PROJECTIONS and self.instance.seeded:  # the constructor's own parameters, or their use
-            return Departure("parameters", projection_site(self.student), self._projection_op())
+            return Departure("parameters", projection_site(self.student), self._projection_op(), name)
         site = progress.unused
         if site is None and name in PROJECTIONS:  # siblings, not a chain: the projection that differs
             site = self._projection_op()
@@ -132,10 +143,49 @@ class Sites:
                 site = self.in_call(dead[0])  # what should have come next was computed, then dropped
         if site is None and previous and STAGES[name].kind == ORDERED:
             site = locate.last_rearrangement(self.student, previous)
+        if site is None and name in COPIES:  # never written: after the last matrix that was
+            writes = [op for op in self.student.ops if op.name in WRITES and op.call == self.call]
+            site = self.in_call(writes[-1]) if writes else None
         if site is None:
             start = previous or self._call_inputs()
             site = locate.frontier(self.student, start, self._known) if start else None
+        if site is None:  # everything computed from it is what the reference computes too: what is returned differs
+            site = self._returned()
         return Departure(name, site)
+
+    def _returned(self) -> Site | None:
+        """The line the matching call returned from."""
+        if not 0 <= self.call < len(self.student.calls):
+            return None
+        call = self.student.calls[self.call]
+        return Site(call.file, call.returned, call.function) if call.returned and call.file else None
+
+    def after_last(self, progress: Progress) -> Departure | None:
+        """Every step found, but the student's call returns something computed from the last one
+        (an extra layer, an extra operation) where the reference's returns it as it is."""
+        order = [name for name in self.instance.order if name in STAGES]
+        last = order[-1] if order else None
+        nodes = progress.nodes.get(last) if last else None
+        if not nodes or not progress.on_track or not 0 <= self.call < len(self.student.calls):
+            return None
+        reference_call = (
+            self.reference.calls[self.instance.call] if 0 <= self.instance.call < len(self.reference.calls) else None
+        )
+        reference_last = self.instance.checkpoints.get(last)  # type: ignore[arg-type]
+        if (
+            reference_call is None
+            or reference_last is None
+            or not set(reference_call.result) & rearranged(self.reference, [reference_last])
+        ):
+            return None  # the reference's call returns something else (the walk covers part of it)
+        result = self.student.calls[self.call].result
+        if not result or set(result) & rearranged(self.student, nodes):
+            return None
+        site = locate.frontier(self.student, nodes)
+        return Departure("returned", self.in_call_site(site)) if site is not None else None
+
+    def in_call_site(self, site: Site) -> Site:
+        return site
 
     def _broken_layout(self, index: int, progress: Progress) -> Site | None:
         """A view or transpose after the last checkpoint the student got right that no longer holds
@@ -178,11 +228,12 @@ class Sites:
         if not inputs:
             return None
         projections = [
-            self.reference.nodes[self.instance.ops[p].outputs[0]].value
+            (p, self.reference.nodes[self.instance.ops[p].outputs[0]].value)
             for p in self.instance.order
             if p in PROJECTIONS and self.instance.ops[p].outputs
         ]
-        wanted = [comparable(w) for w in projections if w is not None]
+        names = [p for p, w in projections if w is not None]
+        wanted = [comparable(w) for _, w in projections if w is not None]
         theirs = [op for op in self.student.consumers(inputs[0]) if op.name not in locate.LAYOUT_OPS and op.outputs]
         holds: list[set[int]] = []
         for op in theirs:
@@ -191,6 +242,11 @@ class Sites:
             holds.append(
                 {i for i, want in enumerate(wanted) if got is not None and want.shape == got.shape and close(want, got)}
             )
+        used_as = roles(self.student, theirs)
+        for op, held in zip(theirs, holds):  # one used as another projection than the one it computes
+            role = used_as.get(op.index)
+            if held and role in names and names.index(role) not in held and len(used_as) >= 2:
+                return op.site
         # suspects: an op holding no projection, or one another op holds too (both, for now)
         suspects = [
             k
@@ -214,5 +270,5 @@ def projection_site(student: Trace) -> Site | None:
         if op.name in ("linear", "matmul", "einsum", "mm", "bmm") and not any(
             frame.function == "__init__" for frame in op.stack
         ):
-            return locate.parameter_origin(student, op) or op.site
+            return parameter_origin(student, op) or op.site
     return None

@@ -11,6 +11,7 @@ This package must import nothing but the standard library and torch: it is copie
 from __future__ import annotations
 
 import importlib
+import types
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -122,18 +123,42 @@ def rand(*shape: int, seed: int, dtype: torch.dtype = torch.float32) -> torch.Te
 
 
 def attr(obj: Any, path: str) -> Any:
-    """Follow a dotted attribute path; a missing attribute is a contract error."""
+    """Follow a dotted attribute path; a missing attribute is a contract error that says whose
+    attribute is missing (a Python module's, or an nn.Module object's)."""
+    owner, found = obj, ""
     for part in path.split("."):
         if part.isdigit() and hasattr(obj, "__getitem__"):
             try:
                 obj = obj[int(part)]
+                found = f"{found}.{part}".lstrip(".")
                 continue
             except (IndexError, KeyError, TypeError):
-                raise ContractError("contract.missing-attribute", path=path) from None
+                raise _missing(owner, path, found, obj, part) from None
         if not hasattr(obj, part):
-            raise ContractError("contract.missing-attribute", path=path)
+            raise _missing(owner, path, found, obj, part)
         obj = getattr(obj, part)
+        found = f"{found}.{part}".lstrip(".")
     return obj
+
+
+def _missing(owner: Any, path: str, found: str, where: Any, part: str) -> ContractError:
+    """The contract error for attribute `path` of `owner`, of which `found` (the object `where`) was
+    there but not its `part`."""
+    if isinstance(owner, types.ModuleType):
+        return ContractError("contract.missing-module-attribute", module=owner.__name__.rpartition(".")[2], path=path)
+    if isinstance(owner, torch.nn.Module):
+        name = type(owner).__name__
+        if found:
+            return ContractError(
+                "contract.missing-object-attribute-of",
+                name=name,
+                path=path,
+                what=found,
+                got=type(where).__name__,
+                expected=part,
+            )
+        return ContractError("contract.missing-object-attribute", name=name, path=path)
+    return ContractError("contract.missing-attribute", path=path)
 
 
 def function(ns: Namespace, module: str, name: str) -> Callable:

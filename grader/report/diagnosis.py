@@ -47,6 +47,8 @@ def diagnosis_view(outcome: TestOutcome, catalog: Catalog) -> DiagnosisView | No
     checkpoint_key = f"diagnosis.checkpoints.{diagnosis.checkpoint}"
     checkpoint = catalog.t(checkpoint_key) if diagnosis.checkpoint and catalog.has(checkpoint_key) else ""
     location = diagnosis.location
+    if location is not None and _shown_by_error(outcome, location):
+        location = None  # the error's own message shows this line already
     where = say(catalog, "report.where", **location_params(location, catalog)) if location is not None else ""
     code = inline(str(location.code).strip(), limit=300) if location is not None else ""
     if not causes and not checkpoint and location is None:
@@ -55,10 +57,23 @@ def diagnosis_view(outcome: TestOutcome, catalog: Catalog) -> DiagnosisView | No
     return DiagnosisView(causes, checkpoint, location, where, code, label)
 
 
+def _shown_by_error(outcome: TestOutcome, location: StudentFrame) -> bool:
+    error = outcome.error
+    return (
+        error is not None
+        and error.location is not None
+        and (error.location.file, error.location.line, error.location.cell)
+        == (location.file, location.line, location.cell)
+    )
+
+
 def outcome_hint(outcome: TestOutcome, catalog: Catalog) -> str:
     """The hint a failing check shows: its cause's when the diagnosis names one, else its
     checkpoint's, else the check's own (a check's hint is about what it tests, which is not
-    always what went wrong: a mask bug also fails the check of qkv_bias)."""
+    always what went wrong: a mask bug also fails the check of qkv_bias). A check whose run
+    stopped at the exercise's contract (a missing attribute, a wrong type or shape) shows no hint
+    of its own: its message says what the contract asks, and what the check would test next (say,
+    gradients) is not what went wrong."""
     if outcome.status == "passed":
         return ""
     diagnosis = outcome.diagnosis
@@ -73,6 +88,8 @@ def outcome_hint(outcome: TestOutcome, catalog: Catalog) -> str:
         key = f"diagnosis.hints.{diagnosis.checkpoint}"
         if diagnosis.checkpoint and catalog.has(key):
             return catalog.t(key)
+    if outcome.error is not None and outcome.error.kind == "contract":
+        return ""
     key = f"tests.{outcome.id}.hint"
     return catalog.t(key) if catalog.has(key) else ""
 

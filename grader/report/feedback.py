@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Container
+from collections.abc import Container, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -26,6 +26,7 @@ from grader.report.messages import (
     outcome_message,
     with_near_miss,
 )
+from grader.report.next_step import first_to_fix
 from grader.report.said import Said, inline, number, say, student, words
 
 # -- views of one submission -------------------------------------------------------------------
@@ -244,16 +245,26 @@ def _start(tests: list[TestOutcome], catalog: Catalog) -> Guidance | None:
     return Guidance(say(catalog, "report.start.generic", module=module_name(tests[0].module)))
 
 
-def _next_step(sections: list[SectionView], catalog: Catalog, skip: Container[str] = frozenset()) -> Guidance | None:
-    """The first section in book order that is not complete, and its first check that did not pass
-    (not one of `skip`, which the grader itself could not run)."""
+def _next_step(
+    sections: list[SectionView], catalog: Catalog, skip: Container[str] = frozenset(), tests: Sequence[TestOutcome] = ()
+) -> Guidance | None:
+    """The check whose fix unblocks the most points (`next_step.first_to_fix`; not one of `skip`,
+    which the grader itself could not run), with its section; else the first section in book order
+    that is not complete, and its first check that did not pass."""
+    first = first_to_fix(list(tests), skip)
+    for section in sections if first is not None else ():
+        view = next((t for t in section.tests if first is not None and t.id == first.id), None)
+        if view is not None:
+            return Guidance(
+                say(catalog, "report.next-step", section_title=words(section.title), test=words(view.title))
+            )
     for section in sections:
         if not section.max_score or section.score >= section.max_score:
             continue
-        first = next((t for t in section.tests if not t.passed and t.id not in skip), None)
-        if first is None:
+        failing = next((t for t in section.tests if not t.passed and t.id not in skip), None)
+        if failing is None:
             continue
-        return Guidance(say(catalog, "report.next-step", section_title=words(section.title), test=words(first.title)))
+        return Guidance(say(catalog, "report.next-step", section_title=words(section.title), test=words(failing.title)))
     return None
 
 
@@ -294,7 +305,7 @@ def feedback_view(result: GradeResult, catalog: Catalog) -> FeedbackView:
     return FeedbackView(
         result,
         sections,
-        _next_step(sections, catalog, skip),
+        _next_step(sections, catalog, skip, result.tests),
         cards,
         heatmaps,
         [_note(n, catalog) for n in result.integrity],

@@ -81,10 +81,10 @@ def _grid_of_rows(
 def heatmap_view(heatmap: Heatmap, catalog: Catalog) -> HeatmapView:
     expected = heatmap.expected
     actual = heatmap.actual
-    values = [v for row in expected for v in row]
+    values = [v for row in expected for v in row if math.isfinite(v)]
     if actual is not None:
         values += [v for row in actual for v in row if math.isfinite(v)]
-    low, high = min(0.0, min(values)), max(1e-9, max(values))
+    low, high = min([0.0, *values]), max([1e-9, *values])  # an empty or all-NaN grid: the scale 0 to 1e-9
     title = catalog.t(heatmap.title_key) if catalog.has(heatmap.title_key) else heatmap.test_id
     reference = _grid(catalog.t("report.heatmap.reference"), expected, low, high, None)
     student = _grid(catalog.t("report.heatmap.yours"), actual, low, high, expected) if actual is not None else None

@@ -142,9 +142,22 @@ def outcome_message(outcome: TestOutcome, catalog: Catalog) -> Said:
             else:
                 params[name] = _param(value)
         key = outcome.detail.key if catalog.has(outcome.detail.key) else "mismatch.assertion"
-        message = say(catalog, key, **params)
+        message = _joined([say(catalog, key, **params), *_cases(outcome.detail.params or {}, catalog)])
         return _joined([blocked_by_message(outcome.blocked_by, catalog), message]) if outcome.blocked_by else message
     return words(catalog.t(f"status.{outcome.status}"))
+
+
+def _cases(params: dict[str, Any], catalog: Catalog) -> list[Said]:
+    """Which of a check's inputs fail and which pass (the suites name them by catalogue key)."""
+    failing, passing = params.get("failing"), params.get("passing")
+    if not isinstance(failing, list) or not isinstance(passing, list):
+        return []
+    named = [[catalog.t(k) for k in keys if isinstance(k, str) and catalog.has(k)] for keys in (failing, passing)]
+    if not named[0] or len(named[0]) != len(failing) or len(named[1]) != len(passing):
+        return []
+    if not named[1]:
+        return [say(catalog, "mismatch.cases-all-fail", failing=words("; ".join(named[0])))]
+    return [say(catalog, "mismatch.cases", failing=words("; ".join(named[0])), passing=words("; ".join(named[1])))]
 
 
 def check_title(test_id: str, catalog: Catalog) -> str:

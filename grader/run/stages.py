@@ -303,10 +303,10 @@ def heatmaps(infos: list[SuiteItem], reference: ProbeOutputs, student: ProbeOutp
         probe, key = info.heatmap
         expected = (reference.outputs(probe) or {}).get(key)
         actual = (student.outputs(probe) or {}).get(key)
-        if type(expected) is not torch.Tensor:
-            continue
         expected2d = _first_matrix(expected)
-        actual2d = _first_matrix(actual) if type(actual) is torch.Tensor else None
+        if expected2d is None:
+            continue
+        actual2d = _first_matrix(actual)
         if actual2d is not None and actual2d.shape != expected2d.shape:
             actual2d = None
         maps.append(
@@ -321,7 +321,11 @@ def heatmaps(infos: list[SuiteItem], reference: ProbeOutputs, student: ProbeOutp
     return maps
 
 
-def _first_matrix(t: torch.Tensor) -> torch.Tensor:
+def _first_matrix(t: object) -> torch.Tensor | None:
+    """The first (T, T) matrix of a tensor of attention weights; None for anything else (not a
+    tensor, fewer than two dimensions, no elements: a student's output may be any of these)."""
+    if type(t) is not torch.Tensor or t.dim() < 2 or t.numel() == 0:
+        return None
     while t.dim() > 2:
         t = t[0]
     return t

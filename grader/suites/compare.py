@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -100,6 +101,46 @@ def expect_close(
             differs=_table(differs.double()),
         )
     )
+
+
+def expect_consistent(actual: Any, baseline: Any, *, what: str, on: str, baseline_what: str, baseline_on: str) -> None:
+    """`actual` equals `baseline`, another run of the student's own code (before a change, one
+    sequence at a time...): a baseline with NaN or infinity is said to be the student's, never
+    shown as an expected value."""
+    baseline = expect_tensor(baseline, what=baseline_what)
+    finite = (
+        torch.isfinite(baseline) if torch.is_floating_point(baseline) else torch.ones_like(baseline, dtype=torch.bool)
+    )
+    if not bool(finite.all()):
+        fail(
+            "mismatch.baseline-nonfinite",
+            what=baseline_what,
+            on=baseline_on,
+            count=int((~finite).sum()),
+            total=finite.numel(),
+        )
+    expect_close(actual, baseline, what=what, on=on)
+
+
+def expect_cases(cases: list[tuple[Any, torch.Tensor, str, str]], **tolerances: Any) -> None:
+    """Each case (actual, expected, what, on) compared like `expect_close`; the first that differs
+    fails the check, and its message says which inputs fail and which pass (batched or not)."""
+    failed: list[Mismatch] = []
+    passing: list[str] = []
+    for actual, expected, what, on in cases:
+        try:
+            expect_close(actual, expected, what=what, on=on, **tolerances)
+        except Mismatch as mismatch:
+            failed.append(mismatch)
+        else:
+            passing.append(on)
+    if failed:
+        first = failed[0].detail
+        failing = list(dict.fromkeys(m.detail.params.get("on", "") for m in failed))
+        passing = [on for on in dict.fromkeys(passing) if on not in failing]
+        if len(failing) + len(passing) > 1:
+            first = replace(first, params={**first.params, "failing": failing, "passing": passing})
+        raise Mismatch(first)
 
 
 def expect_equal(actual: Any, expected: Any, *, what: str, on: str = "") -> None:

@@ -17,6 +17,8 @@ from grader.diagnosis.pipeline import AFTER_SOFTMAX, STAGES, Alternative, Contex
 from grader.diagnosis.variants import Variant
 
 Wrong = dict[str, Alternative]  # stage -> the wrong way it is done (usually one stage)
+# wrong ways recognised on traces only: outputs all NaN say too little to name a cause by outputs alone
+TRACE_ONLY = frozenset({"root-of-scores"})
 
 
 def staged(order: list[str], state: State, ctx: Context, wrong: Wrong) -> torch.Tensor:
@@ -42,12 +44,16 @@ def choices(stages: list[str], skip: Set[str] = frozenset()) -> list[tuple[str, 
     found: list[tuple[str, Wrong]] = []
     for name in stages:
         for alternative in STAGES[name].alternatives:
-            if alternative.misconception and alternative.key not in skip and alternative not in AFTER_SOFTMAX:
+            if (
+                alternative.misconception
+                and alternative.key not in skip | TRACE_ONLY
+                and alternative not in AFTER_SOFTMAX
+            ):
                 found.append((alternative.misconception, {name: alternative}))
     by_rank: dict[tuple[int, str, str], Wrong] = {}  # the same wrong way in every stage of one rank
     for name in stages:
         for alternative in STAGES[name].alternatives:
-            if alternative.misconception:
+            if alternative.misconception and alternative.key not in TRACE_ONLY:
                 by_rank.setdefault((STAGES[name].rank, alternative.misconception, alternative.key), {})[name] = (
                     alternative
                 )

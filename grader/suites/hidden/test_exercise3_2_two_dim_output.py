@@ -7,6 +7,7 @@ from grader.suites.compare import expect_close, expect_equal
 P = "exercise3_2_two_dim_output:"
 
 
+@pytest.mark.uses("sec3_6_multi_head_attention::test_wrapper_concatenates_heads")  # the output's shape
 @pytest.mark.points(2)
 def test_two_heads_two_dimensional_output(student, reference):
     got, want = student.run(P + "structure"), reference.run(P + "structure")
@@ -20,6 +21,7 @@ def test_two_heads_two_dimensional_output(student, reference):
 @pytest.mark.uses(
     "sec3_6_multi_head_attention::test_wrapper_matches_reference",
     "sec3_5_causal_attention::test_causal_attention_matches_reference",
+    "sec3_5_causal_attention::test_causal_attention_book_seed",  # the heads' parameters, seeded
 )
 @pytest.mark.points(2)
 def test_seeded_output(student, reference):

@@ -8,12 +8,16 @@ from grader.suites.compare import expect, expect_close, expect_equal, expect_sha
 P = "exercise3_3_gpt2_attention:"
 
 
+# the class's own configuration: head_dim and the rejection of an indivisible d_out (how the class
+# handles qkv_bias, its other setting, the diagnosis reads off its own probe: grader.diagnosis.signatures)
+@pytest.mark.uses("sec3_6_multi_head_attention::test_mha_configuration")
 @pytest.mark.points(1)
 def test_parameter_count(student, reference):
     got, want = student.run(P + "configuration"), reference.run(P + "configuration")
     expect_equal(got["num_parameters"], want["num_parameters"], what="what.ex3_3_num_parameters", on="on.ex3_3_build")
 
 
+@pytest.mark.uses("sec3_6_multi_head_attention::test_mha_configuration")
 @pytest.mark.points(2)
 def test_configuration(student, reference):
     got, want = student.run(P + "configuration"), reference.run(P + "configuration")

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from grader.suites.compare import expect, expect_close, expect_shape
+from grader.suites.compare import expect, expect_cases, expect_shape
 
 P = "sec3_3_simple_attention:"
 
@@ -11,37 +11,57 @@ P = "sec3_3_simple_attention:"
 @pytest.mark.points(1)
 def test_attention_scores_for_query(student, reference):
     got, want = student.run(P + "scores_for_query"), reference.run(P + "scores_for_query")
-    expect_close(got["book_q2"], want["book_q2"], what="what.attention_scores", on="on.book_query2")
-    expect_close(got["random_q3"], want["random_q3"], what="what.attention_scores", on="on.random_5x4")
+    expect_cases(
+        [
+            (got["book_q2"], want["book_q2"], "what.attention_scores", "on.book_query2"),
+            (got["random_q3"], want["random_q3"], "what.attention_scores", "on.random_5x4"),
+        ]
+    )
 
 
 @pytest.mark.points(1)
 def test_softmax_naive(student, reference):
     got, want = student.run(P + "softmax_naive"), reference.run(P + "softmax_naive")
-    expect_close(got["vector"], want["vector"], what="what.softmax", on="on.vector6")
-    expect_close(got["matrix"], want["matrix"], what="what.softmax", on="on.matrix3x5")
+    expect_cases(
+        [
+            (got["vector"], want["vector"], "what.softmax", "on.vector6"),
+            (got["matrix"], want["matrix"], "what.softmax", "on.matrix3x5"),
+        ]
+    )
 
 
 @pytest.mark.points(1)
 def test_context_vector_for_query(student, reference):
     got, want = student.run(P + "context_vector_for_query"), reference.run(P + "context_vector_for_query")
-    expect_close(got["book_q2"], want["book_q2"], what="what.context_vector", on="on.book_query2")
-    expect_close(got["random_q0"], want["random_q0"], what="what.context_vector", on="on.random_5x4")
+    expect_cases(
+        [
+            (got["book_q2"], want["book_q2"], "what.context_vector", "on.book_query2"),
+            (got["random_q0"], want["random_q0"], "what.context_vector", "on.random_5x4"),
+        ]
+    )
 
 
 @pytest.mark.points(1)
 def test_attention_scores(student, reference):
     got, want = student.run(P + "attention_scores"), reference.run(P + "attention_scores")
-    expect_close(got["book"], want["book"], what="what.attention_scores", on="on.book_sentence")
-    expect_close(got["random"], want["random"], what="what.attention_scores", on="on.random_5x4")
+    expect_cases(
+        [
+            (got["book"], want["book"], "what.attention_scores", "on.book_sentence"),
+            (got["random"], want["random"], "what.attention_scores", "on.random_5x4"),
+        ]
+    )
 
 
 @pytest.mark.points(2)
 @pytest.mark.heatmap(P + "attention_weights", "book")
 def test_attention_weights(student, reference):
     got, want = student.run(P + "attention_weights"), reference.run(P + "attention_weights")
-    expect_close(got["book"], want["book"], what="what.attention_weights", on="on.book_sentence")
-    expect_close(got["random"], want["random"], what="what.attention_weights", on="on.random_5x4")
+    expect_cases(
+        [
+            (got["book"], want["book"], "what.attention_weights", "on.book_sentence"),
+            (got["random"], want["random"], "what.attention_weights", "on.random_5x4"),
+        ]
+    )
 
 
 @pytest.mark.points(1)
@@ -59,5 +79,9 @@ def test_attention_weights_rows_sum_to_one(student):
 @pytest.mark.points(2)
 def test_context_vectors(student, reference):
     got, want = student.run(P + "context_vectors"), reference.run(P + "context_vectors")
-    expect_close(got["book"], want["book"], what="what.context_vectors", on="on.book_sentence")
-    expect_close(got["random"], want["random"], what="what.context_vectors", on="on.random_5x4")
+    expect_cases(
+        [
+            (got["book"], want["book"], "what.context_vectors", "on.book_sentence"),
+            (got["random"], want["random"], "what.context_vectors", "on.random_5x4"),
+        ]
+    )

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from grader.suites.compare import expect, expect_close, expect_equal
+from grader.suites.compare import expect, expect_cases, expect_close, expect_equal
 
 P = "sec3_4_self_attention:"
 
@@ -11,18 +11,27 @@ P = "sec3_4_self_attention:"
 @pytest.mark.points(1)
 def test_project_qkv(student, reference):
     got, want = student.run(P + "project_qkv"), reference.run(P + "project_qkv")
-    for tag, on in (("square", "on.random_5x4_square"), ("rect", "on.random_6x3_to_5"), ("f64", "on.float64")):
-        for name in ("queries", "keys", "values"):
-            expect_close(got[f"{tag}_{name}"], want[f"{tag}_{name}"], what=f"what.{name}", on=on)
+    inputs = (("square", "on.random_5x4_square"), ("rect", "on.random_6x3_to_5"), ("f64", "on.float64"))
+    expect_cases(
+        [
+            (got[f"{tag}_{name}"], want[f"{tag}_{name}"], f"what.{name}", on)
+            for tag, on in inputs
+            for name in ("queries", "keys", "values")
+        ]
+    )
 
 
 @pytest.mark.points(2)
 @pytest.mark.heatmap(P + "scaled_attention_weights", "book")
 def test_scaled_attention_weights(student, reference):
     got, want = student.run(P + "scaled_attention_weights"), reference.run(P + "scaled_attention_weights")
-    expect_close(got["book"], want["book"], what="what.attention_weights", on="on.book_seeded_projections")
-    expect_close(got["random"], want["random"], what="what.attention_weights", on="on.random_qk_5x6")
-    expect_close(got["f64"], want["f64"], what="what.attention_weights", on="on.float64")
+    expect_cases(
+        [
+            (got["book"], want["book"], "what.attention_weights", "on.book_seeded_projections"),
+            (got["random"], want["random"], "what.attention_weights", "on.random_qk_5x6"),
+            (got["f64"], want["f64"], "what.attention_weights", "on.float64"),
+        ]
+    )
 
 
 @pytest.mark.points(2)
@@ -34,9 +43,13 @@ def test_self_attention_v1_book_seed(student, reference):
 @pytest.mark.points(2)
 def test_self_attention_v1_matches_reference(student, reference):
     got, want = student.run(P + "v1_transplanted"), reference.run(P + "v1_transplanted")
-    expect_close(got["square"], want["square"], what="what.context_vectors", on="on.v1_square")
-    expect_close(got["rect"], want["rect"], what="what.context_vectors", on="on.v1_rect")
-    expect_close(got["f64"], want["f64"], what="what.context_vectors", on="on.float64")
+    expect_cases(
+        [
+            (got["square"], want["square"], "what.context_vectors", "on.v1_square"),
+            (got["rect"], want["rect"], "what.context_vectors", "on.v1_rect"),
+            (got["f64"], want["f64"], "what.context_vectors", "on.float64"),
+        ]
+    )
 
 
 @pytest.mark.points(1)
@@ -52,9 +65,13 @@ def test_self_attention_v1_parameters(student, reference):
 @pytest.mark.points(2)
 def test_self_attention_v2_matches_reference(student, reference):
     got, want = student.run(P + "v2_transplanted"), reference.run(P + "v2_transplanted")
-    expect_close(got["square"], want["square"], what="what.context_vectors", on="on.v2_square")
-    expect_close(got["rect"], want["rect"], what="what.context_vectors", on="on.v2_rect")
-    expect_close(got["f64"], want["f64"], what="what.context_vectors", on="on.float64")
+    expect_cases(
+        [
+            (got["square"], want["square"], "what.context_vectors", "on.v2_square"),
+            (got["rect"], want["rect"], "what.context_vectors", "on.v2_rect"),
+            (got["f64"], want["f64"], "what.context_vectors", "on.float64"),
+        ]
+    )
     expect(
         sorted(got["parameters"]) == sorted(want["parameters"]),
         "check.v2-parameters-no-bias",

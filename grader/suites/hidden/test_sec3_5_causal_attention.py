@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from grader.suites.compare import expect, expect_close, expect_equal, expect_shape
+from grader.suites.compare import expect, expect_cases, expect_close, expect_consistent, expect_equal, expect_shape
 
 P = "sec3_5_causal_attention:"
 
@@ -11,36 +11,47 @@ P = "sec3_5_causal_attention:"
 @pytest.mark.points(1)
 def test_simple_causal_mask(student, reference):
     got, want = student.run(P + "simple_causal_mask"), reference.run(P + "simple_causal_mask")
-    for t in (1, 4, 6):
-        expect_close(got[f"t{t}"], want[f"t{t}"], what="what.causal_mask", on=f"on.tokens_{t}")
+    expect_cases([(got[f"t{t}"], want[f"t{t}"], "what.causal_mask", f"on.tokens_{t}") for t in (1, 4, 6)])
 
 
 @pytest.mark.points(1)
 def test_mask_and_renormalize(student, reference):
     got, want = student.run(P + "mask_and_renormalize"), reference.run(P + "mask_and_renormalize")
-    expect_close(got["single"], want["single"], what="what.attention_weights", on="on.softmax_5x5")
-    expect_close(got["batched"], want["batched"], what="what.attention_weights", on="on.batched_2x3x4x4")
+    expect_cases(
+        [
+            (got["single"], want["single"], "what.attention_weights", "on.softmax_5x5"),
+            (got["batched"], want["batched"], "what.attention_weights", "on.batched_2x3x4x4"),
+        ]
+    )
 
 
 @pytest.mark.points(2)
 @pytest.mark.heatmap(P + "masked_attention_weights", "book")
 def test_masked_attention_weights(student, reference):
     got, want = student.run(P + "masked_attention_weights"), reference.run(P + "masked_attention_weights")
-    expect_close(got["book"], want["book"], what="what.attention_weights", on="on.book_scores_dk2")
-    expect_close(got["single"], want["single"], what="what.attention_weights", on="on.scores_5x5_dk6")
-    expect_close(got["batched"], want["batched"], what="what.attention_weights", on="on.scores_3x5x5_dk4")
-    expect_close(got["f64"], want["f64"], what="what.attention_weights", on="on.float64")
+    expect_cases(
+        [
+            (got["book"], want["book"], "what.attention_weights", "on.book_scores_dk2"),
+            (got["single"], want["single"], "what.attention_weights", "on.scores_5x5_dk6"),
+            (got["batched"], want["batched"], "what.attention_weights", "on.scores_3x5x5_dk4"),
+            (got["f64"], want["f64"], "what.attention_weights", "on.float64"),
+        ]
+    )
 
 
 @pytest.mark.points(2)
 @pytest.mark.heatmap(P + "book_attention_weights", "weights")
 def test_causal_attention_matches_reference(student, reference):
     got, want = student.run(P + "matches_reference"), reference.run(P + "matches_reference")
-    expect_close(got["b3_t5"], want["b3_t5"], what="what.context_vectors", on="on.b3_t5_ctx7")
-    expect_close(got["b2_t7"], want["b2_t7"], what="what.context_vectors", on="on.b2_t7_ctx7")
-    expect_close(got["b1_t2"], want["b1_t2"], what="what.context_vectors", on="on.b1_t2_ctx7")
-    expect_close(got["rect"], want["rect"], what="what.context_vectors", on="on.rect_3_to_5")
-    expect_close(got["f64"], want["f64"], what="what.context_vectors", on="on.float64")
+    expect_cases(
+        [
+            (got["b3_t5"], want["b3_t5"], "what.context_vectors", "on.b3_t5_ctx7"),
+            (got["b2_t7"], want["b2_t7"], "what.context_vectors", "on.b2_t7_ctx7"),
+            (got["b1_t2"], want["b1_t2"], "what.context_vectors", "on.b1_t2_ctx7"),
+            (got["rect"], want["rect"], "what.context_vectors", "on.rect_3_to_5"),
+            (got["f64"], want["f64"], "what.context_vectors", "on.float64"),
+        ]
+    )
 
 
 @pytest.mark.points(1)
@@ -53,8 +64,13 @@ def test_causal_attention_book_seed(student, reference):
 def test_causality(student):
     got = student.run(P + "causality")
     expect_shape(got["original"], (3, 5, 8), what="what.context_vectors", on="on.b3_t5_ctx7")
-    expect_close(
-        got["changed"][:, :3], got["original"][:, :3], what="what.earlier_outputs", on="on.future_tokens_changed"
+    expect_consistent(
+        got["changed"][:, :3],
+        got["original"][:, :3],
+        what="what.earlier_outputs",
+        on="on.future_tokens_changed",
+        baseline_what="what.context_vectors",
+        baseline_on="on.b3_t5_ctx7",
     )
 
 
@@ -62,13 +78,27 @@ def test_causality(student):
 def test_batch_independence(student):
     got = student.run(P + "batch_independence")
     expect_shape(got["batch"], (4, 5, 8), what="what.context_vectors", on="on.b4_t5_ctx7")
-    expect_close(torch.cat(got["singles"], dim=0), got["batch"], what="what.single_outputs", on="on.b4_t5_ctx7")
+    expect_consistent(
+        torch.cat(got["singles"], dim=0),
+        got["batch"],
+        what="what.single_outputs",
+        on="on.b4_t5_ctx7",
+        baseline_what="what.context_vectors",
+        baseline_on="on.b4_t5_ctx7",
+    )
 
 
 @pytest.mark.points(1)
 def test_eval_mode_is_deterministic_and_dropout_free(student, reference):
     got, want = student.run(P + "eval_mode"), reference.run(P + "eval_mode")
-    expect_close(got["second"], got["first"], what="what.second_eval_call", on="on.eval_dropout_half")
+    expect_consistent(
+        got["second"],
+        got["first"],
+        what="what.second_eval_call",
+        on="on.eval_dropout_half",
+        baseline_what="what.context_vectors",
+        baseline_on="on.eval_dropout_half",
+    )
     expect_close(got["first"], want["first"], what="what.context_vectors", on="on.eval_dropout_half")
 
 

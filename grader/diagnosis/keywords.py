@@ -1,0 +1,83 @@
+"""A constructor that refuses an argument of the exercise's contract (`CausalAttention(...,
+qkv_bias=True)` raising "__init__() got an unexpected keyword argument 'qkv_bias'"): the exception
+is raised where the probe calls the class, before any line of the student's runs, so its traceback
+has no line of theirs. The line is the class's `def __init__`, read from the submission's source; for a
+keyword the contract does not name for that class (`n_heads=`), the line of the call that gives it.
+
+Whether the class takes the same setting under another name (`bias=`, `use_bias=`) is read from that
+signature too: then the argument is not ignored, it is named otherwise than the contract asks.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+import solutions
+from grader.diagnosis.quotes import frame
+from grader.intake.parsing import parsed
+from grader.records import StudentFrame, TestOutcome
+
+REFUSED = re.compile(r"\b(\w+)\.__init__\(\) got an unexpected keyword argument '(\w+)'")
+
+
+def refused_keyword(outcome: TestOutcome) -> tuple[str, str] | None:
+    """(class, keyword) when the test's error is a constructor refusing a keyword argument."""
+    error = outcome.error
+    if error is None or error.kind != "exception" or error.exc_type != "TypeError":
+        return None
+    match = REFUSED.search(str(error.message))
+    return (match.group(1), match.group(2)) if match else None
+
+
+def constructor(outcome: TestOutcome, sources: Mapping[str, str]) -> tuple[StudentFrame, list[str]] | None:
+    """The `def __init__` line of the class that refused a keyword (in the test's module, else in
+    any module of the submission) and the names of its parameters."""
+    refused = refused_keyword(outcome)
+    if refused is None:
+        return None
+    modules = [outcome.module] + [m for m in sources if m != outcome.module]
+    for module in modules:
+        tree = parsed(sources.get(module, ""))
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, ast.ClassDef) and node.name == refused[0]:
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                        names = [a.arg for a in item.args.args + item.args.kwonlyargs]
+                        return frame(f"{module}.py", item.lineno, "__init__", sources), names
+    return None
+
+
+@functools.cache
+def contract_keywords(cls: str) -> frozenset[str] | None:
+    """The parameters of the reference's constructor of `cls` (the exercise's contract), if the
+    reference has that class."""
+    for path in sorted(Path(solutions.__file__).resolve().parent.glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and node.name == cls:
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                        return frozenset(a.arg for a in item.args.args + item.args.kwonlyargs)
+    return None
+
+
+def caller_misnamed(outcome: TestOutcome) -> bool:
+    """The refused keyword is none of the contract's for that class (`n_heads=` for `num_heads=`):
+    the mistake is the call's, not the class's."""
+    refused = refused_keyword(outcome)
+    known = contract_keywords(refused[0]) if refused is not None else None
+    return refused is not None and known is not None and refused[1] not in known
+
+
+def named_otherwise(outcome: TestOutcome, sources: Mapping[str, str]) -> bool:
+    """The refused keyword's setting is a parameter of the constructor under another name: one that
+    shares the keyword's last word (`bias` for `qkv_bias`)."""
+    refused = refused_keyword(outcome)
+    found = constructor(outcome, sources)
+    if refused is None or found is None:
+        return False
+    word = refused[1].rsplit("_", 1)[-1]
+    return any(word in name.lower() for name in found[1] if name != "self")
