@@ -19,15 +19,8 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-MODULES = [
-    "sec3_3_simple_attention",
-    "sec3_4_self_attention",
-    "sec3_5_causal_attention",
-    "sec3_6_multi_head_attention",
-    "exercise3_1_weight_transfer",
-    "exercise3_2_two_dim_output",
-    "exercise3_3_gpt2_attention",
-]
+from tests.conftest import MODULES
+
 SIBLING = re.compile(r"^from (sec3_\w+|exercise3_\w+) import (.*)$", re.M)
 
 # Scratch cells a student leaves between definitions: they print, seed, run the book's examples,

@@ -31,31 +31,7 @@ PARAMETER_INIT = frozenset(
         "orthogonal_",
     }
 )
-RANDOM_INIT = frozenset(
-    {
-        "rand",
-        "randn",
-        "randint",
-        "rand_like",
-        "randn_like",
-        "empty",
-        "zeros",
-        "ones",
-        "full",
-        "kaiming_uniform_",
-        "kaiming_normal_",
-        "uniform_",
-        "normal_",
-        "xavier_uniform_",
-        "xavier_normal_",
-        "trunc_normal_",
-        "orthogonal_",
-        "eye",
-        "triu",
-        "tril",
-        "arange",
-    }
-)
+RANDOM_INIT = PARAMETER_INIT | {"zeros", "ones", "full", "eye", "triu", "tril", "arange"}
 
 
 def _signature(trace: Trace, op: Op) -> tuple:
