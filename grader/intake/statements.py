@@ -176,7 +176,8 @@ def analysed(nodes: list[ast.stmt], first: int, last: int) -> Statement:
 
 def cell_statements(code: str) -> list[Statement] | None:
     """The top-level statements of a cell's code, in order; None when it does not parse (or is too
-    long to parse here: `grader.intake.parsing`)."""
+    long to parse here: `grader.intake.parsing`), or is nested too deeply to read (what parses depends
+    on the recursion limit, which a library may have raised)."""
     tree = parsed(code)
     if tree is None:
         return None
@@ -190,4 +191,7 @@ def cell_statements(code: str) -> list[Statement] | None:
             groups[-1] = (nodes + [node], start, max(end, last))
         else:
             groups.append(([node], first, last))
-    return [analysed(nodes, first, last) for nodes, first, last in groups]
+    try:
+        return [analysed(nodes, first, last) for nodes, first, last in groups]
+    except (RecursionError, MemoryError):  # a tree deeper than this interpreter's recursion limit walks
+        return None
