@@ -226,6 +226,10 @@ def _start(tests: list[TestOutcome], catalog: Catalog) -> Guidance | None:
         error = test.error
         if error is None:
             continue
+        missing = (error.params or {}).get("module", test.module)
+        if error.key in ("import.missing", "import.missing-notebook") and missing == test.module:
+            key = "report.start.missing" + error.key.removeprefix("import.missing")  # its own code first
+            return Guidance(say(catalog, key, module=module_name(missing)))
         if test.blocked_by:
             section = MODULE_SECTIONS.get(test.blocked_by, "")
             title = words(catalog.t(section_key(section))) if section else student(test.blocked_by)
@@ -234,7 +238,7 @@ def _start(tests: list[TestOutcome], catalog: Catalog) -> Guidance | None:
             )
         if error.key in ("import.missing", "import.missing-notebook"):
             key = "report.start.missing" + error.key.removeprefix("import.missing")
-            return Guidance(say(catalog, key, module=module_name((error.params or {}).get("module", test.module))))
+            return Guidance(say(catalog, key, module=module_name(missing)))
         location = error.location
         if location is None:
             continue
