@@ -20,10 +20,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from grader import records
 from grader.classroom.deployment import locate_submission, readable_by_others, runtime_requirements
 from grader.classroom.gradescope import MAX_RESULTS_BYTES, VENV, run, to_gradescope
 from grader.i18n import Catalog
-from grader.records import MODULES
+from grader.records import MODULE_SECTIONS, MODULES, GradeResult, SectionScore
 from tests.conftest import ROOT, solutions_as_submission
 from tests.platforms import (
     NO_BWRAP_PATH,
@@ -255,8 +256,8 @@ def test_results_json_has_gradescopes_fields(graded, scenario):
 def test_scores_follow_the_kits_grading(graded):
     results, kit = graded["stub-3.3"]["results"], graded["stub-3.3"]["kit"]
     assert results["score"] == kit["score"] and kit["submission"] == "submission"
-    sec3_3 = [t for t in results["tests"] if t["number"].startswith("sec3_3_simple_attention::")]
-    others = [t for t in results["tests"] if not t["number"].startswith("sec3_3_simple_attention::")]
+    sec3_3 = [t for t in results["tests"] if t["number"] == "3.3"]
+    others = [t for t in results["tests"] if t["number"] != "3.3"]
     assert sec3_3 and all(t["score"] == 0 and t["output"] for t in sec3_3)
     assert all(t["score"] == t["max_score"] for t in others)
     assert "NotImplementedError" in sec3_3[0]["output"]
@@ -265,8 +266,8 @@ def test_scores_follow_the_kits_grading(graded):
 def test_a_hostile_submission_reads_nothing_of_the_kit(graded):
     outcome = graded["hostile"]
     tests = outcome["results"]["tests"]
-    assert all(t["score"] == 0 for t in tests if t["number"].startswith("sec3_3_"))
-    assert all(t["score"] == t["max_score"] for t in tests if not t["number"].startswith("sec3_3_"))
+    assert all(t["score"] == 0 for t in tests if t["number"] == "3.3")
+    assert all(t["score"] == t["max_score"] for t in tests if t["number"] != "3.3")
     assert "HUNT: nothing" in outcome["raw"] and "HUNT: LEAK" not in outcome["raw"]
     assert not [line for line in answer_key_lines() if line in outcome["raw"]]
     # bubblewrap was really off, and the instructor's log says so; the kit itself is locked
@@ -282,7 +283,7 @@ def test_the_control_the_old_layout_leaked_the_answer_key(graded):
 def test_a_module_linked_into_the_kit_scores_nothing(graded):
     outcome = graded["linked-module"]
     tests = outcome["results"]["tests"]
-    assert all(t["score"] == 0 for t in tests if t["number"].startswith("sec3_5_causal_attention::"))
+    assert all(t["score"] == 0 for t in tests if t["number"] == "3.5")
     assert any("sec3_5_causal_attention.py" in n["detail"] for n in outcome["kit"]["integrity"])
     assert not [line for line in answer_key_lines() if line in outcome["raw"]]
 
@@ -337,41 +338,33 @@ def test_locate_submission_never_follows_a_link(tmp_path):
     assert locate_submission(upload) == upload / "a" / "b"
 
 
-def test_conversion_of_a_results_document():
-    document = {
-        "submission": "s",
-        "score": 2.0,
-        "max_score": 5.0,
-        "sections": [],
-        "integrity": [],
-        "tests": [
-            {
-                "id": "sec3_5_causal_attention::test_a",
-                "section": "3.5",
-                "points": 2.0,
-                "max_points": 2.0,
-                "status": "passed",
-                "message": "",
-                "misconception": None,
-            },
-            {
-                "id": "sec3_5_causal_attention::test_b",
-                "section": "3.5",
-                "points": 0.0,
-                "max_points": 3.0,
-                "status": "failed",
-                "message": "values differ",
-                "misconception": "mask-inverted",
-            },
-        ],
-    }
-    result = to_gradescope(document, Catalog("en"), visibility="after_published")
-    assert result["score"] == 2.0
-    assert [t["score"] for t in result["tests"]] == [2.0, 0.0]
-    assert [t["max_score"] for t in result["tests"]] == [2.0, 3.0]
-    assert result["tests"][1]["status"] == "failed"
-    assert "values differ" in result["tests"][1]["output"] and "mask" in result["tests"][1]["output"]
-    assert {t["visibility"] for t in result["tests"]} == {"after_published"}
+def _outcome(i: int, status: str, message: str = "", misconception: str | None = None, module: str = MODULES[2]):
+    max_points = float(1 + i % 3)
+    return records.TestOutcome(
+        f"{module}::test_{i}",
+        module,
+        f"test_{i}",
+        MODULE_SECTIONS[module],
+        status,
+        max_points if status == "passed" else 0.0,
+        max_points,
+        message,
+        misconception=misconception,
+    )
+
+
+def test_conversion_of_a_grading():
+    tests = [_outcome(1, "passed"), _outcome(2, "failed", "values differ", "mask-inverted", MODULES[4])]
+    result = GradeResult("s", "hash", 2.0, 5.0, [SectionScore("3.5", "t", 2.0, 5.0)], tests, [])
+    converted = to_gradescope(result, Catalog("en"), visibility="after_published")
+    assert converted["score"] == 2.0
+    assert [t["score"] for t in converted["tests"]] == [2.0, 0.0]
+    assert [t["max_score"] for t in converted["tests"]] == [2.0, 3.0]
+    assert [t["number"] for t in converted["tests"]] == ["3.5", "Ex. 3.1"]  # the book's sections, no ids
+    assert converted["tests"][1]["status"] == "failed"
+    output = converted["tests"][1]["output"]
+    assert "values differ" in output and "mask" in output and "Hint" in output
+    assert {t["visibility"] for t in converted["tests"]} == {"after_published"}
 
 
 _TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=300) | st.builds(
@@ -380,26 +373,13 @@ _TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size
 
 
 @settings(max_examples=40, deadline=None)
-@given(messages=st.lists(_TEXT, min_size=1, max_size=70), feedback=_TEXT)
-def test_any_text_gives_a_writable_results_json_within_1_mb(messages, feedback):
-    document = {
-        "score": 0.0,
-        "max_score": float(len(messages)),
-        "tests": [
-            {
-                "id": f"{MODULES[i % 7]}::test_{i}",
-                "section": "3.5",
-                "points": 0.0,
-                "max_points": 1.0,
-                "status": "failed",
-                "message": message,
-                "misconception": None,
-            }
-            for i, message in enumerate(messages)
-        ],
-    }
-    result = to_gradescope(document, Catalog("zh"), feedback_md=feedback)
-    raw = json.dumps(result, indent=2, ensure_ascii=False).encode("utf-8")  # no lone surrogate survives
+@given(messages=st.lists(_TEXT, min_size=1, max_size=70), name=_TEXT)
+def test_any_text_gives_a_writable_results_json_within_1_mb(messages, name):
+    tests = [_outcome(i, "failed", message, module=MODULES[i % 7]) for i, message in enumerate(messages)]
+    top = sum(t.max_points for t in tests)
+    result = GradeResult(name, "hash", 0.0, top, [SectionScore("3.5", name, 0.0, top)], tests, [])
+    converted = to_gradescope(result, Catalog("zh"))
+    raw = json.dumps(converted, indent=2, ensure_ascii=False).encode("utf-8")  # no lone surrogate survives
     assert len(raw) <= MAX_RESULTS_BYTES
-    assert len(result["tests"]) == len(messages) and result["score"] == 0.0
-    assert not any(ch in "".join(t["output"] for t in result["tests"]) for ch in "\x1b\x00\r")
+    assert len(converted["tests"]) == len(messages) and converted["score"] == 0.0
+    assert not any(ch in "".join(t["output"] for t in converted["tests"]) for ch in "\x1b\x00\r")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import html
 import json
 import os
 import re
@@ -109,6 +110,30 @@ def buggy(module, solution, stub):
     return solution
 
 
+# carol: two mistakes in two sections, as examples/class/carol (the mask also hides the diagonal in
+# 3.5; the heads merged without transposing back in 3.6): (module, the line as written, as changed)
+TWO_MISTAKES = {
+    "sec3_5_causal_attention": (
+        '"mask", torch.triu(torch.ones(context_length, context_length), diagonal=1)',
+        '"mask", torch.triu(torch.ones(context_length, context_length), diagonal=0)',
+    ),
+    "sec3_6_multi_head_attention": (
+        "context_vec = (attn_weights @ values).transpose(1, 2)",
+        "context_vec = attn_weights @ values",
+    ),
+}
+
+
+def two_mistakes(module, solution, stub):
+    if module in TWO_MISTAKES:
+        right, wrong = TWO_MISTAKES[module]
+        lines = solution.split("\n")
+        at = next(i for i, line in enumerate(lines) if line.strip().startswith(right))
+        lines[at] = lines[at].replace(right, wrong)
+        return "\n".join(lines)
+    return solution
+
+
 def hostile(module, solution, stub):
     return stub
 
@@ -149,6 +174,7 @@ def course(request, tmp_path_factory):
     students = {
         "alice": _student_notebook(source, release, correct),
         "bob": _student_notebook(source, release, buggy),
+        "carol": _student_notebook(source, release, two_mistakes),
         "mallory": _student_notebook(source, release, hostile),
         # deleted the test cell of 3.5 (code correct) and the solution cell of 3.6
         "dora": without("test_sec3_5_causal_attention", _student_notebook(source, release, correct)),
@@ -229,7 +255,7 @@ def test_gradebook_holds_the_kits_scores(course):
     scores = gradebook_scores(course)
     points = cell_points(course)
     max_total = sum(points.values())
-    assert set(scores) == {"alice", "bob", "mallory", "dora", "sam"}
+    assert set(scores) == {"alice", "bob", "carol", "mallory", "dora", "sam"}
     assert scores["alice"] == pytest.approx((max_total, max_total))
     assert kit["alice"].score == kit["alice"].max_score
     assert 0 < scores["bob"][0] < max_total
@@ -284,7 +310,7 @@ def test_export_agrees_with_the_gradebook(course):
 def test_feedback_shows_the_kits_report_in_any_font(course):
     course, _, _ = course
     files = sorted((course / "feedback").rglob("*.html"))
-    assert {f.parts[-3] for f in files} == {"alice", "bob", "mallory", "dora", "sam"}
+    assert {f.parts[-3] for f in files} == {"alice", "bob", "carol", "mallory", "dora", "sam"}
     for file in files:
         html = file.read_text(encoding="utf-8")
         assert "attention-kit-feedback" in html  # the kit's feedback is in the test cells
@@ -292,6 +318,41 @@ def test_feedback_shows_the_kits_report_in_any_font(course):
         assert kit_parts and not any(EMOJI.search(part) for part in kit_parts), file
     bob = feedback(course, "bob")
     assert re.search(r'<svg[^>]*aria-label="failed"', bob) and re.search(r'<svg[^>]*aria-label="passed"', bob)
+
+
+def test_feedback_carries_the_whole_diagnosis_under_each_test_cell(course):
+    """carol's two mistakes, as nbgrader's feedback page shows them: where to go next at the top;
+    under the test cell of each section, the code cell (numbered as Jupyter users count cells) and
+    line with the code, the likely cause with its hint, expected and actual values, the weights."""
+    from grader.i18n import Catalog
+
+    course, _, _ = course
+    catalog = Catalog("en")
+    page = feedback(course, "carol")
+    overview, first_test = page.index("attention-kit-overview"), page.index('name="test_sec3_3_simple_attention"')
+    assert overview < first_test and catalog.t("report.next-step-title") in page[overview:first_test]
+    submitted = json.loads((course / "submitted" / "carol" / ASSIGNMENT / f"{NOTEBOOK_NAME}.ipynb").read_text())
+    code_cells = [c for c in submitted["cells"] if c["cell_type"] == "code"]
+    causes = {"sec3_5_causal_attention": "mask-includes-diagonal", "sec3_6_multi_head_attention": "heads-merged-wrong"}
+    # the line the diagnosis names: 3.5's changed line; in 3.6 the untransposed heads still pass
+    # through the reference's "context" (the product before its transpose) and depart where merged
+    located = {
+        "sec3_5_causal_attention": TWO_MISTAKES["sec3_5_causal_attention"][1],
+        "sec3_6_multi_head_attention": "context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)",
+    }
+    for module, wrong in located.items():
+        number, cell = next(
+            (n, c) for n, c in enumerate(code_cells, 1) if c["metadata"].get("nbgrader", {}).get("grade_id") == module
+        )
+        line = next(i for i, text in enumerate("".join(cell["source"]).split("\n"), 1) if wrong in text)
+        start = page.index(f'name="test_{module}"')
+        section = page[start : page.find("<a name=", start + 1)]  # up to the next cell of nbgrader's
+        assert re.search(rf"{NOTEBOOK_NAME}\.ipynb</code>, code cell {number}, line {line}, in ", section), module
+        shown = html.unescape(section)  # jinja2 writes a quote as &#34;, html.escape as &quot;
+        assert re.search(rf'<code class="ak-code">\s*{re.escape(wrong)}', shown), module  # the line, as code
+        assert catalog.t(f"misconceptions.{causes[module]}.hint") in shown
+        assert "<table" in section and catalog.t("report.table.expected") in section
+    assert "<svg" in page[page.index('name="test_sec3_5_causal_attention"') :]
 
 
 # -- nbgrader validate tells the truth ----------------------------------------------------------------
@@ -427,6 +488,10 @@ def test_course_config_handles_nbgraders_traps(tmp_path, monkeypatch):
         "ch3_checks.py",
         "ch3_check_list.py",
         "ch3_check_tools.py",
+        "ch3_check_values.py",  # the public checks of every function's values (issue 25)
+        "ch3_check_diagnosis.py",  # the cause a public check reveals
+        "ch3_check_trace.py",  # the line where the computation departs
+        "check_expected.json",  # the public probes' expected values
         "check_messages.json",
         "check_report.txt.j2",
     }
@@ -435,29 +500,27 @@ def test_course_config_handles_nbgraders_traps(tmp_path, monkeypatch):
 def test_cell_feedback_names_no_emoji_and_speaks_of_the_notebook():
     from grader.classroom.nbgrader_feedback import cell_feedback_html
     from grader.i18n import Catalog
+    from grader.records import GradeResult, IntegrityNote, ProbeError, SectionScore, TestOutcome
 
+    module = "sec3_6_multi_head_attention"
     for lang in ("en", "zh"):
         catalog = Catalog(lang)
-        document = {
-            "sections": [{"id": "3.6", "score": 0.0, "max_score": 4.0, "title": "3.6"}],
-            "tests": [
-                {
-                    "id": "sec3_6_multi_head_attention::test_shape",
-                    "status": "error",
-                    "points": 0.0,
-                    "max_points": 4.0,
-                    "misconception": None,
-                    "message": catalog.t("import.missing", module="sec3_6_multi_head_attention"),
-                }
-            ],
-            "integrity": [{"kind": "submission.notebook-not-json", "detail": "x.ipynb (1:2)"}],
-        }
-        html = cell_feedback_html(
-            document, "sec3_6_multi_head_attention", catalog, missing={"sec3_6_multi_head_attention"}, restored=True
+        missing = ProbeError(
+            "import", "ModuleNotFoundError", module=module, key="import.missing", params={"module": module}
         )
+        result = GradeResult(
+            "s",
+            "hash",
+            0.0,
+            4.0,
+            [SectionScore("3.6", "3.6", 0.0, 4.0)],
+            [TestOutcome(f"{module}::test_shape", module, "test_shape", "3.6", "error", 0.0, 4.0, error=missing)],
+            [IntegrityNote("submission.notebook-not-json", "x.ipynb (1:2)")],
+        )
+        html = cell_feedback_html(result, module, catalog, missing={module}, restored=True)
         assert not EMOJI.search(html)
         assert "# module: sec3_6_multi_head_attention" in html
-        assert catalog.t("import.missing", module="sec3_6_multi_head_attention") not in html
+        assert catalog.t("import.missing", module=module) not in html
         assert catalog.t("classroom.nbgrader.cell-restored") in html
 
 

@@ -385,7 +385,7 @@ def test_a_buggy_submission_loses_its_sections_points_and_sees_why(graded):
     results = graded["buggy"]["results"]
     assert 0 < results["score"] < 1
     lost = [t for t in results["tests"] if t["points"] < t["max_points"]]
-    assert lost and all(t["name"].startswith(("3.5", "3.6", "ex3.2")) for t in lost)  # 3.6 and ex3.2 use 3.5
+    assert lost and all(t["name"].startswith(("3.5", "3.6", "Ex. 3.2")) for t in lost)  # 3.6 and ex3.2 use 3.5
     assert any(t["name"].startswith("3.5") for t in lost)
     assert any("mask" in (t["message"] + t["output"]).lower() for t in lost)
     pictures = [image for t in lost for image in t.get("images", [])]

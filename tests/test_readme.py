@@ -114,7 +114,7 @@ def test_readme_blocks_run_in_a_clean_shell_on_a_fresh_clone(fresh_clone):
     assert collected and int(collected.group(1)) > 200, quick_start[-2000:]
     # What the classroom blocks promise, beyond their exit status.
     everything = "\n".join(outputs)
-    assert "19 of 19 checks pass" in everything  # the bundle's check.py on alice
+    assert "44 of 44 checks pass" in everything  # the bundle's check.py on alice
     assert "VALIDATION FAILED ON 7 CELL(S)" in everything  # nbgrader validate on the blank notebook
     for made in (
         "bundle/check.py",

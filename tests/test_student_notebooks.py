@@ -15,10 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from grader import records
 from grader.classroom import gradescope, prairielearn
 from grader.classroom.nbgrader_autograde import grade_notebooks
 from grader.i18n import LANGUAGES, Catalog
-from grader.records import NearMiss
+from grader.records import MODULE_SECTIONS, GradeResult, NearMiss, ProbeError, SectionScore
 from grader.report.found import near_miss_said
 from grader.run import grade
 from tests.conftest import ROOT, mindspore_solutions_as_submission, solutions_as_submission
@@ -257,8 +258,8 @@ def test_every_entry_point_grades_a_students_notebook_like_grade(graded, tmp_pat
     assert scope["score"] == expected["score"]
     learn = prairielearn.run(_upload(tmp_path / "pl", "student", {"ch3.zip": zipped({"ch3.ipynb": notebook_bytes})}))
     assert learn["gradable"] and learn["score"] == pytest.approx(expected["score"] / expected["max_score"])
-    [(_, document)] = grade_notebooks({"carol": graded["class"] / "carol-demos" / "ch3.ipynb"}, "ch3").values()
-    assert document["score"] == expected["score"]
+    [(_, result)] = grade_notebooks({"carol": graded["class"] / "carol-demos" / "ch3.ipynb"}, "ch3").values()
+    assert result.score == expected["score"]
 
 
 def test_the_bundles_check_reads_a_students_notebook_like_its_modules(graded, tmp_path):
@@ -284,14 +285,29 @@ def test_the_bundles_check_reads_a_students_notebook_like_its_modules(graded, tm
 
 
 def test_gradescope_says_a_missing_module_once_not_in_each_of_its_tests():
+    """A section without code: its checks' own outputs do not say it (only what each check wants, its
+    hint), the top-level output says it once (where to start); another section's failing check
+    keeps its message."""
     catalog = Catalog("en")
-    module = "sec3_3_simple_attention"
-    missing = catalog.t("import.missing-notebook", module=module)
-    test = {"section": "3.3", "points": 0.0, "max_points": 1.0, "status": "error", "message": missing}
-    document = {
-        "score": 0.0,
-        "max_score": 2.0,
-        "tests": [{**test, "id": f"{module}::test_softmax_naive"}, {**test, "id": f"{module}::test_a", "message": "x"}],
-    }
-    result = gradescope.to_gradescope(document, catalog, feedback_md=missing)
-    assert [t["output"] for t in result["tests"]] == ["", "x"] and missing in result["output"]
+    module, other = "sec3_3_simple_attention", "sec3_5_causal_attention"
+    error = ProbeError("import", key="import.missing-notebook", module=module, params={"module": module})
+
+    def outcome(
+        mod: str, name: str, status: str, message: str = "", error: ProbeError | None = None
+    ) -> records.TestOutcome:
+        return records.TestOutcome(
+            f"{mod}::{name}", mod, name, MODULE_SECTIONS[mod], status, 0.0, 1.0, message, error=error
+        )
+
+    tests = [
+        outcome(module, "test_softmax_naive", "error", error=error),
+        outcome(module, "test_attention_weights", "error", error=error),
+        outcome(other, "test_mask", "failed", "values differ"),
+    ]
+    sections = [SectionScore(MODULE_SECTIONS[m], m, 0.0, 2.0 if m == module else 1.0) for m in (module, other)]
+    result = gradescope.to_gradescope(GradeResult("s", "hash", 0.0, 3.0, sections, tests, []), catalog)
+    said = "no code for this section was found"
+    assert said in result["output"]
+    assert json.dumps(result, ensure_ascii=False).count(said) == 1
+    assert not any("No code for" in t["output"] or module in t["output"] for t in result["tests"])
+    assert "values differ" in result["tests"][2]["output"]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import stat
 import sys
 import time
@@ -28,6 +29,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from grader.classroom.channels import channel_macros, check_blocks
 from grader.classroom.deployment import (
     ROOT,
     TORCH_INDEX,
@@ -43,7 +45,8 @@ from grader.classroom.deployment import (
 from grader.classroom.textsafe import clean, clip, fit_json
 from grader.i18n import LANGUAGES, TEMPLATES_DIR, Catalog
 from grader.quick_exit import exit_now
-from grader.report.said import fenced
+from grader.records import GradeResult
+from grader.report.feedback import feedback_view
 
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 VENV = "/opt/attention-kit-venv"  # where setup.sh installs Python's packages (never the kit)
@@ -104,54 +107,42 @@ def build_autograder_zip(out: Path, *, lang: str = "en", visibility: str = "visi
 
 
 def to_gradescope(
-    document: dict[str, Any],
-    catalog: Catalog,
-    *,
-    visibility: str = "visible",
-    feedback_md: str = "",
-    seconds: float = 0.0,
+    result: GradeResult, catalog: Catalog, *, visibility: str = "visible", seconds: float = 0.0
 ) -> dict[str, Any]:
-    """Our results.json as Gradescope's results.json (every string made safe to serialise)."""
-    tests = []
-    for test in document.get("tests", []):
-        title_key = f"tests.{test['id']}.title"
-        title = catalog.t(title_key) if catalog.has(title_key) else test["id"].split("::")[-1]
-        output = test.get("message") or ""
-        module = test["id"].split("::")[0]
-        if output in (catalog.t("import.missing", module=module), catalog.t("import.missing-notebook", module=module)):
-            output = ""  # a missing module is said once, in the overall output, not by each of its tests
-        if test.get("output"):  # the student's own text (an exception's message), quoted as it is
-            output = f"{output}\n\n{fenced(str(test['output']))}".strip()
-        misconception = test.get("misconception")
-        if misconception:
-            key = f"misconceptions.{misconception}.title"
-            cause = catalog.t(key) if catalog.has(key) else misconception
-            output = f"{output}\n\n{catalog.t('classroom.nbgrader.likely-cause')}: {cause}".strip()
-        tests.append(
-            {
-                "name": clean(f"{test['section']} {title}"),
-                "number": clean(test["id"]),
-                "score": float(test["points"]),
-                "max_score": float(test["max_points"]),
-                "status": "passed" if test["status"] == "passed" else "failed",
-                "output": clip(output, MAX_OUTPUT),
-                "output_format": "md",  # as the overall output: the student's text is fenced, ours escaped
-                "visibility": visibility,
-            }
-        )
-    summary = catalog.t(
-        "classroom.gradescope.summary", score=f"{document['score']:g}", max_score=f"{document['max_score']:g}"
-    )
-    result = {
-        "score": float(document["score"]),
+    """The kit's grading of one upload as Gradescope's results.json (every string made safe to
+    serialise). Each test's `number` is its book section ("3.5", "Ex. 3.1") and its `name` the
+    check's title; its `output` (Markdown) holds that check's whole diagnosis; the top-level output
+    is the summary: score, where to go next, sections, what probably went wrong."""
+    view = feedback_view(result, catalog)
+    macros = channel_macros(catalog, "gradescope/results.md.j2")
+    tests = [
+        {
+            "name": clean(block.check.title),
+            "number": clean(block.label),
+            "score": float(block.check.points),
+            "max_score": float(block.check.max_points),
+            "status": "passed" if block.check.passed else "failed",
+            "output": "" if block.check.passed else clip(_tidy(macros.test_output(block)), MAX_OUTPUT),
+            "output_format": "md",  # as the overall output: the student's text is fenced, ours escaped
+            "visibility": visibility,
+        }
+        for block in check_blocks(view, catalog)
+    ]
+    document = {
+        "score": float(result.score),
         "execution_time": round(seconds, 2),
-        "output": clean((summary + "\n\n" + feedback_md).strip()),
+        "output": clean(_tidy(macros.summary(view))),
         "output_format": "md",
         "visibility": visibility,
         "stdout_visibility": "hidden",
         "tests": tests,
     }
-    return fit_json(result, MAX_RESULTS_BYTES, shrink=("output",), per_test=("output",))
+    return fit_json(document, MAX_RESULTS_BYTES, shrink=("output",), per_test=("output",))
+
+
+def _tidy(markdown: str) -> str:
+    """Markdown from the templates without runs of blank lines."""
+    return re.sub(r"\n{3,}", "\n\n", markdown).strip()
 
 
 def _failure(message: str) -> dict[str, Any]:
@@ -176,13 +167,7 @@ def run(root: Path, *, lang: str = "en", visibility: str = "visible") -> dict[st
         else:
             graded = grade_upload(submission, lang=lang, report_copy=results_dir / "kit-report")
             log = protection_lines(graded.protections, answer_key_exposure(ROOT), catalog)
-            result = to_gradescope(
-                graded.document,
-                catalog,
-                visibility=visibility,
-                feedback_md=graded.feedback_md,
-                seconds=time.perf_counter() - started,
-            )
+            result = to_gradescope(graded.result, catalog, visibility=visibility, seconds=time.perf_counter() - started)
     except Exception as exc:  # noqa: BLE001 - Gradescope must always get a results.json
         result = _failure(catalog.t("classroom.gradescope.failed", reason=f"{type(exc).__name__}: {exc}"[:300]))
     (results_dir / "results.json").write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")

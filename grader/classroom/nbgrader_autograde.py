@@ -29,18 +29,18 @@ test cell scores 0), points as the test cell's value only ever written by the pr
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from grader.classroom.nbgrader_feedback import repair_text, test_outputs
+from grader.classroom.nbgrader_feedback import add_overview, repair_text, test_outputs
 from grader.classroom.nbgrader_files import withheld_of, withheld_text
 from grader.classroom.nbgrader_repair import UNREADABLE, course_cells, repairs_of
 from grader.i18n import Catalog
 from grader.intake.discovery import notebook_submission, read_submission, submission_from_files
-from grader.records import MODULES
+from grader.records import MODULES, GradeResult
+from grader.report.feedback import FeedbackView, feedback_view
 from grader.run import grade, grade_submissions
 
 NOTEBOOK_NAME = "ch3_attention"
@@ -76,33 +76,29 @@ def _write_notebook(nb: Any, directory: Path, name: str) -> None:
 
 def grade_notebooks(
     notebooks: dict[str, Path], name: str, lang: str = "en", jobs: int = 1, root: Path | None = None
-) -> dict[str, tuple[str, dict[str, Any]]]:
+) -> dict[str, tuple[str, GradeResult]]:
     """Grade several students' copies of one notebook in a single run of the kit's path.
     Each notebook is read by intake's rules (no link, no special file, size capped; with ROOT,
     nbgrader's submitted/ folder, no link below it: a student's folder that links to another's
     is not read).
 
-    Returns student -> (hash of the code graded, results.json)."""
+    Returns student -> (hash of the code graded, its grading: scores, diagnoses, heatmaps)."""
     submissions = [notebook_submission(student, notebook, root) for student, notebook in notebooks.items()]
     with tempfile.TemporaryDirectory(prefix="kit-nbgrader-") as scratch:
         summary = grade_submissions(submissions, Path(scratch) / "out", jobs=jobs, lang=lang, force=True)
+        results = {result.submission: result for result in summary.results}
         return {
-            student: (
-                submission.content_hash,
-                json.loads((summary.out_of[graded] / "results.json").read_text(encoding="utf-8")),
-            )
+            student: (submission.content_hash, results[graded])
             for student, submission, graded in zip(notebooks, submissions, summary.names)
         }
 
 
-def grade_notebook_document(nb: Any, name: str, lang: str = "en", jobs: int = 1) -> dict[str, Any]:
-    """Grade the code of one in-memory notebook through the kit's path; returns results.json."""
+def grade_notebook_document(nb: Any, name: str, lang: str = "en", jobs: int = 1) -> GradeResult:
+    """Grade the code of one in-memory notebook through the kit's path."""
     with tempfile.TemporaryDirectory(prefix="kit-nbgrader-") as scratch:
         submission = Path(scratch) / "submission"
         _write_notebook(nb, submission, name)
-        out = Path(scratch) / "out"
-        grade(submission, out, jobs=jobs, lang=lang, force=True)
-        return json.loads((out / "results.json").read_text(encoding="utf-8"))
+        return grade(submission, Path(scratch) / "out", jobs=jobs, lang=lang, force=True).results[0]
 
 
 def notebook_modules(nb: Any, name: str) -> set[str]:
@@ -202,18 +198,19 @@ if _Base is not object:
             points = self._points(info, name)
             try:
                 if unreadable:  # nothing of it is a notebook: graded as the kit reads the file
-                    document, missing, restored = (
-                        self._submitted_document(name, info["student"], info["assignment"]),
+                    result, missing, restored = (
+                        self._submitted_result(name, info["student"], info["assignment"]),
                         set(),
                         set(),
                     )
                 else:
-                    document = self._document(nb, name, info.get("student"), info.get("assignment"))
+                    result = self._result(nb, name, info.get("student"), info.get("assignment"))
                     missing = set(MODULES) - notebook_modules(nb, name)
             except Exception as exc:  # noqa: BLE001 - any failure must score 0, never crash the run
                 self.log.error("attention-kit could not grade %s: %s", name, exc)
-                document, missing = None, set()
+                result, missing = None, set()
             catalog = Catalog(self.lang)
+            view = self._view(result, catalog, name)
             notes = [repair_text(repair, catalog) for repair in repairs]
             withheld = [withheld_text(item, catalog) for item in withheld_of(info)]
             for index, (module, cell) in enumerate(tests):
@@ -221,16 +218,29 @@ if _Base is not object:
                 cell.metadata["nbgrader"]["points"] = cell_points  # what SaveAutoGrades scores against
                 cell.outputs = test_outputs(
                     cell,
-                    document,
+                    result if view is not None else None,
                     module,
                     cell_points,
                     catalog,
+                    view=view,
                     missing=missing,
                     restored=module in restored,
                     repairs=notes if index == 0 else [],
                     withheld=withheld if index == 0 else [],
                 )
+            if view is not None:
+                add_overview(nb, view, catalog)
             return nb, resources
+
+        def _view(self, result: GradeResult | None, catalog: Catalog, name: str) -> FeedbackView | None:
+            """The report's views of the grading; None (every test cell scores 0) when they cannot be made."""
+            if result is None:
+                return None
+            try:
+                return feedback_view(result, catalog)
+            except Exception as exc:  # noqa: BLE001 - fail closed, never crash the run
+                self.log.error("attention-kit could not lay out the feedback of %s: %s", name, exc)
+                return None
 
         def _restore(self, nb, info: dict, name: str) -> set[str]:
             """Put back the test cells the notebook lacks; returns their modules."""
@@ -263,20 +273,20 @@ if _Base is not object:
         # autograde, and later notebooks reuse that result when their code is unchanged.
         _batches: dict = {}
 
-        def _batch(self, name: str, student: str | None, assignment: str | None) -> tuple[str, dict] | None:
-            """This run's grading of the student's file as submitted: (its code's hash, results.json)."""
+        def _batch(self, name: str, student: str | None, assignment: str | None) -> tuple[str, GradeResult] | None:
+            """This run's grading of the student's file as submitted: (its code's hash, its grading)."""
             key = (assignment, name)
             if student and assignment and key not in GradeWithKit._batches:
                 GradeWithKit._batches[key] = self._grade_batch(name, assignment)
             return GradeWithKit._batches.get(key, {}).get(student)
 
-        def _document(self, nb, name: str, student: str | None, assignment: str | None) -> dict[str, Any]:
+        def _result(self, nb, name: str, student: str | None, assignment: str | None) -> GradeResult:
             cached = self._batch(name, student, assignment)
             if cached is not None and cached[0] == _code_hash(nb, name):
                 return cached[1]
             return grade_notebook_document(nb, name, self.lang, self.jobs)
 
-        def _submitted_document(self, name: str, student: str, assignment: str) -> dict[str, Any]:
+        def _submitted_result(self, name: str, student: str, assignment: str) -> GradeResult:
             """The kit's grading of the student's file as submitted, whatever nbgrader made of it."""
             cached = self._batch(name, student, assignment)
             if cached is not None:
@@ -297,7 +307,7 @@ if _Base is not object:
             coursedir = CourseDirectory(config=self.config)
             return Path(coursedir.format_path(coursedir.submitted_directory, student, assignment)) / f"{name}.ipynb"
 
-        def _grade_batch(self, name: str, assignment: str) -> dict[str, tuple[str, dict[str, Any]]]:
+        def _grade_batch(self, name: str, assignment: str) -> dict[str, tuple[str, GradeResult]]:
             import fnmatch
 
             from nbgrader.coursedir import CourseDirectory

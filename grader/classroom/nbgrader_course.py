@@ -26,7 +26,7 @@ import textwrap
 from pathlib import Path
 
 from grader.classroom.nbgrader_autograde import BOOK_ORDER, NOTEBOOK_NAME, TEST_GRADE_ID
-from grader.classroom.release import write_public_checks
+from grader.classroom.release import stubs_dir, write_public_checks
 from grader.i18n import TEMPLATES_DIR, Catalog, section_key
 from grader.intake.lines import source_lines
 from grader.records import MODULE_SECTIONS
@@ -62,12 +62,12 @@ def _body_without_docstring(node: ast.FunctionDef | ast.AsyncFunctionDef) -> lis
     return body
 
 
-def solution_cell_source(module: str) -> str:
+def solution_cell_source(module: str, lang: str = "en") -> str:
     """The stub's code with every body replaced by the solution's, between nbgrader's markers.
 
     The module docstring goes to the notebook's text and the sibling imports go (the notebook is
     one namespace: earlier sections' classes are already defined)."""
-    stub = (ROOT / "exercises" / f"{module}.py").read_text(encoding="utf-8")
+    stub = (stubs_dir("pytorch", lang) / f"{module}.py").read_text(encoding="utf-8")
     solution = (ROOT / "solutions" / f"{module}.py").read_text(encoding="utf-8")
     stub_lines = source_lines(stub)  # numbered as ast numbers them
     solution_lines = source_lines(solution)
@@ -100,8 +100,10 @@ def solution_cell_source(module: str) -> str:
     return text.strip("\n") + "\n"
 
 
-def module_docstring(module: str) -> str:
-    return ast.get_docstring(ast.parse((ROOT / "exercises" / f"{module}.py").read_text(encoding="utf-8"))) or ""
+def module_docstring(module: str, lang: str = "en") -> str:
+    """The stub's module docstring (in the course's language): the section's introduction."""
+    source = (stubs_dir("pytorch", lang) / f"{module}.py").read_text(encoding="utf-8")
+    return ast.get_docstring(ast.parse(source)) or ""
 
 
 def create_course(
@@ -136,8 +138,8 @@ def create_course(
                 "module": module,
                 "section": section,
                 "title": catalog.t(section_key(section)),
-                "doc": module_docstring(module),
-                "code": f"# module: {module}\n" + solution_cell_source(module),
+                "doc": module_docstring(module, lang),
+                "code": f"# module: {module}\n" + solution_cell_source(module, lang),
                 "points": points.get(module, 0.0),
                 "test_id": TEST_GRADE_ID.format(module=module),
             }

@@ -30,12 +30,14 @@ import base64
 import json
 import math
 import os
+import re
 import stat
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from grader.classroom.channels import channel_macros, check_blocks
 from grader.classroom.deployment import (
     ROOT,
     Graded,
@@ -47,7 +49,7 @@ from grader.classroom.deployment import (
     restrict_to_owner,
 )
 from grader.classroom.textsafe import clean, clip, fit_json
-from grader.i18n import LANGUAGES, TEMPLATES_DIR, Catalog
+from grader.i18n import LANGUAGES, Catalog
 from grader.quick_exit import exit_now
 from grader.records import GradeResult
 from grader.report.feedback import feedback_view
@@ -69,21 +71,6 @@ SVG_NAMESPACE = 'xmlns="http://www.w3.org/2000/svg"'
 # ------------------------------------------------------------------------------------------------
 # results.json
 # ------------------------------------------------------------------------------------------------
-
-
-def _text_macros(lang: str):
-    import jinja2
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR / "prairielearn")),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=False,
-    )
-    env.globals["t"] = Catalog(lang).t
-    env.filters["num"] = lambda value: f"{value:g}"
-    return env.get_template("results.txt.j2").module
 
 
 def _svg_data_url(grid: Any, tokens: list[str], catalog: Catalog) -> str:
@@ -145,32 +132,37 @@ def to_prairielearn(graded: Graded, catalog: Catalog, seconds: float = 0.0) -> d
     if errors:
         return not_gradable(errors, catalog)
     view = feedback_view(result, catalog)
-    macros = _text_macros(catalog.lang)
+    macros = channel_macros(catalog, "prairielearn/results.txt.j2")
     tests = []
-    for section in view.sections:
-        for check in section.tests:
-            test = {
-                "name": clean(f"{section.id} {check.title}"),
-                "description": clean(section.title),
-                "points": float(check.points),
-                "max_points": float(check.max_points),
-                "message": clip(macros.check_message(check), MAX_TEST_TEXT),
-                "output": clip(macros.check_output(check, view.cards), MAX_TEST_TEXT),
-            }
-            images = _images(check, catalog)
-            if images:
-                test["images"] = images
-            tests.append(test)
+    for block in check_blocks(view, catalog):
+        check = block.check
+        test = {
+            "name": clean(f"{block.label} {check.title}"),
+            "description": clean(block.section.title),
+            "points": float(check.points),
+            "max_points": float(check.max_points),
+            "message": clip(_tidy(macros.check_message(block)), MAX_TEST_TEXT),
+            "output": clip(_tidy(macros.check_output(block)), MAX_TEST_TEXT),
+        }
+        images = _images(check, catalog)
+        if images:
+            test["images"] = images
+        tests.append(test)
     score = result.score / result.max_score if result.max_score else 0.0
     document = {
         "gradable": True,
         "score": min(1.0, max(0.0, score)) if math.isfinite(score) else 0.0,
-        "message": clean(macros.summary(view)),
-        "output": clean(macros.report(view)),
+        "message": clean(_tidy(macros.summary(view))),
+        "output": clean(_tidy(macros.report(view))),
         "tests": tests,
         "execution_time": round(seconds, 2),
     }
     return fit_json(document, MAX_RESULTS_BYTES)
+
+
+def _tidy(text: str) -> str:
+    """Plain text from the templates: blocks apart by one blank line, no trailing spaces."""
+    return re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]+\n", "\n", text)).strip()
 
 
 def not_gradable(errors: list[str], catalog: Catalog) -> dict[str, Any]:

@@ -2,13 +2,18 @@
 
 Layout of OUT/:
     README.md              rendered from templates/release/README.md.j2 with the catalogue
-    exercises/*.py         the stubs, and exercises/README.md
+    exercises/*.py         the stubs, and exercises/README.md (with --lang zh, their Chinese edition:
+                           exercises/zh/, exercises/mindspore/zh/)
     check.py               the self-check: finds the student's code and runs the public checks
     ch3_checks.py          runs the public checks and reports (also shipped with the nbgrader
                            notebook, see `write_public_checks`); ch3_check_list.py: the checks,
                            PyTorch's or the MindSpore edition's (templates/release/mindspore/),
                            the one difference between the frameworks' bundles besides the stubs;
-                           ch3_check_tools.py: what every check list is made of
+                           ch3_check_tools.py: what every check list is made of;
+                           ch3_check_diagnosis.py and ch3_check_trace.py: why a check failed
+    ch3_check_values.py    PyTorch: the value checks, and check_expected.json, what they compare
+                           with (the reference's and known mistakes' outputs on their public inputs,
+                           grader.classroom.public_expected)
     check_report.txt.j2    the layout of their report (jinja2, which PyTorch installs anyway)
     check_messages.json    their strings in every language, taken from the message catalogues
     _kit/grader/...        a copy of the grader's intake (grader/intake/ and the kit modules it
@@ -27,7 +32,15 @@ from grader.records import MODULE_SECTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 RELEASE_TEMPLATES = TEMPLATES_DIR / "release"
-PUBLIC_CHECK_FILES = ("ch3_checks.py", "ch3_check_tools.py", "check_report.txt.j2")
+PUBLIC_CHECK_FILES = (
+    "ch3_checks.py",
+    "ch3_check_tools.py",
+    "ch3_check_diagnosis.py",
+    "ch3_check_trace.py",
+    "check_report.txt.j2",
+)
+VALUE_CHECKS = "ch3_check_values.py"  # PyTorch's, with EXPECTED
+EXPECTED = "check_expected.json"
 CHECK_LIST = "ch3_check_list.py"
 KIT_DIR = "_kit"
 INTAKE = "grader.intake"
@@ -35,6 +48,7 @@ INTAKE = "grader.intake"
 SECRET_MODULES = ("grader.suites", "grader.probes", "grader.diagnosis", "grader.sandbox", "solutions")
 # The MindSpore track's stubs, README and check list live in mindspore/ folders (exercises/, templates/release/).
 FRAMEWORKS = ("pytorch", "mindspore")
+FIELDS = (("causes", "title"), ("hints", "hint"))  # of a misconception, in check_messages.json
 
 
 class ReleaseError(Exception):
@@ -54,8 +68,9 @@ def _flat(tree: dict, prefix: str = "") -> dict[str, str]:
 def check_messages(default: str, framework: str = "pytorch") -> dict:
     """The public checks' strings per language (flat keys), with the section titles, the
     messages about submissions that cannot be read (the intake's problems) and about names that look
-    misspelt (its near misses), and the hints of the misconceptions (`hints.<id>`, which a check
-    names for a trap it recognises)."""
+    misspelt (its near misses), the misconceptions' titles and hints (`causes.<id>`, `hints.<id>`: a
+    check names the cause it recognises) and the steps of the pipeline with their hints
+    (`checkpoints.<name>`, `checkpoint-hints.<name>`)."""
     messages: dict = {"default": default}
     for lang in LANGUAGES:
         catalog = Catalog(lang)
@@ -66,11 +81,12 @@ def check_messages(default: str, framework: str = "pytorch") -> dict:
         if framework == "mindspore":  # item texts of the MindSpore edition (mindspore.toml)
             flat |= _flat(tree.get("classroom", {}).get("check-mindspore", {}))
         flat |= {f"section.{module}": catalog.t(section_key(section)) for module, section in MODULE_SECTIONS.items()}
-        flat |= {
-            f"hints.{name}": entry["hint"]
-            for name, entry in tree.get("misconceptions", {}).items()
-            if isinstance(entry, dict) and isinstance(entry.get("hint"), str)
-        }
+        for name, entry in tree.get("misconceptions", {}).items():
+            if isinstance(entry, dict):
+                flat |= {f"{field}.{name}": entry[key] for field, key in FIELDS if isinstance(entry.get(key), str)}
+        diagnosis = tree.get("diagnosis", {})
+        flat |= _flat(diagnosis.get("checkpoints", {}), "checkpoints.")
+        flat |= _flat(diagnosis.get("hints", {}), "checkpoint-hints.")
         messages[lang] = flat
     return messages
 
@@ -82,6 +98,13 @@ def write_public_checks(folder: Path, lang: str, framework: str = "pytorch") -> 
     written = [Path(shutil.copyfile(RELEASE_TEMPLATES / name, folder / name)) for name in PUBLIC_CHECK_FILES]
     check_list = RELEASE_TEMPLATES / ("mindspore" if framework == "mindspore" else "") / CHECK_LIST
     written.append(Path(shutil.copyfile(check_list, folder / CHECK_LIST)))
+    if framework != "mindspore":
+        from grader.classroom.public_expected import expected_document
+
+        written.append(Path(shutil.copyfile(RELEASE_TEMPLATES / VALUE_CHECKS, folder / VALUE_CHECKS)))
+        expected = folder / EXPECTED
+        expected.write_text(json.dumps(expected_document(), separators=(",", ":")) + "\n", encoding="utf-8")
+        written.append(expected)
     messages = folder / "check_messages.json"
     messages.write_text(
         json.dumps(check_messages(lang, framework), ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
@@ -144,13 +167,20 @@ def write_kit_intake(folder: Path) -> list[Path]:
     return written
 
 
+def stubs_dir(framework: str = "pytorch", lang: str = "en") -> Path:
+    """The stubs students get: exercises/ (mindspore/ for that edition), their Chinese edition in zh/
+    (docstrings in Chinese, the same code)."""
+    folder = ROOT / "exercises" / ("mindspore" if framework == "mindspore" else "")
+    return folder / "zh" if lang == "zh" else folder
+
+
 def write_release(out: Path, *, lang: str = "en", force: bool = False, framework: str = "pytorch") -> list[Path]:
     """Write the bundle (stubs and self-check of `framework`); returns the files written."""
     import jinja2
 
     if framework not in FRAMEWORKS:
         raise ReleaseError(f"unknown framework {framework!r}; choose one of {', '.join(FRAMEWORKS)}")
-    stubs = ROOT / "exercises" / ("mindspore" if framework == "mindspore" else "")
+    stubs = stubs_dir(framework, lang)
     readme_template = "release/mindspore/README.md.j2" if framework == "mindspore" else "release/README.md.j2"
 
     out = Path(out)

@@ -1,10 +1,12 @@
 """Chapter 3 public checks, PyTorch edition: what is checked, section by section, and how a failure is said.
 
 Each check calls the student's code through `m` (a module, or a notebook's namespace) and raises
-Mismatch(what, expected, actual) when something is not as the exercise asks: `what` is code (the
+Mismatch(what, expected, actual) when something is not as the exercise asks (its `probe`, a value
+check of the same function or class, says why: ch3_check_diagnosis.py): `what` is code (the
 same in every language), `expected` and `actual` are values or phrases of check_messages.json.
-ch3_checks.py runs them and reports. These checks are public on purpose and catch only the first
-mistakes: the grader checks much more.
+ch3_checks.py runs them and reports. These checks are public on purpose: shapes and properties
+here, and in ch3_check_values.py the values of every function and class on fixed inputs, compared
+with the reference's on the same inputs. The grader checks much more.
 """
 
 from __future__ import annotations
@@ -52,9 +54,9 @@ def expect_tensor(what, value, torch, shape=None):
     return value
 
 
-def expect_equal(what, actual, expected):
+def expect_equal(what, actual, expected, cause=None):
     if actual != expected:
-        raise Mismatch(what, fmt(expected), fmt(actual))
+        raise Mismatch(what, fmt(expected), fmt(actual), cause=cause)
 
 
 def expect_close(what, actual, expected, torch, atol=1e-4):
@@ -81,6 +83,14 @@ def expect_unchanged(what, after, before, torch, atol=1e-5):
         raise Mismatch(what, phrase("unchanged"), phrase("differs-by", value=fmt(difference)))
 
 
+def without_bias(what, module):
+    """`module`, built with qkv_bias=False: its query, key and value projections have no bias."""
+    for name in ("W_query", "W_key", "W_value"):
+        if getattr(getattr(module, name, None), "bias", None) is not None:
+            raise Mismatch(f"{what}.{name}.bias", "None", phrase("a-bias"), cause="qkv-bias-ignored")
+    return module
+
+
 def book_inputs(torch):
     return torch.tensor(
         [
@@ -95,7 +105,7 @@ def book_inputs(torch):
 
 
 # -- 3.3 ------------------------------------------------------------------------------------------
-@check("sec3_3_simple_attention", "sec3_3-softmax")
+@check("sec3_3_simple_attention", "sec3_3-softmax", probe="sec3_3-softmax-values")
 def _(m, torch):
     x = torch.tensor([[0.2, -1.0, 3.0, 0.5], [1.0, 2.0, 0.0, -0.5], [0.3, 0.3, 0.1, 0.9]])
     out = expect_tensor("softmax_naive(x)", m.softmax_naive(x), torch, (3, 4))
@@ -104,24 +114,24 @@ def _(m, torch):
         raise Mismatch("softmax_naive(x).min()", "> 0", fmt(float(out.min())))
 
 
-@check("sec3_3_simple_attention", "sec3_3-weights-shape")
+@check("sec3_3_simple_attention", "sec3_3-weights-shape", probe="sec3_3-weights-values")
 def _(m, torch):
     expect_tensor("attention_weights(inputs)", m.attention_weights(book_inputs(torch)), torch, (6, 6))
 
 
-@check("sec3_3_simple_attention", "sec3_3-weights-rows")
+@check("sec3_3_simple_attention", "sec3_3-weights-rows", probe="sec3_3-weights-values")
 def _(m, torch):
     weights = expect_tensor("attention_weights(inputs)", m.attention_weights(book_inputs(torch)), torch, (6, 6))
     expect_close("attention_weights(inputs).sum(dim=-1)", weights.sum(dim=-1), torch.ones(6), torch)
 
 
-@check("sec3_3_simple_attention", "sec3_3-context-shape")
+@check("sec3_3_simple_attention", "sec3_3-context-shape", probe="sec3_3-context-values")
 def _(m, torch):
     expect_tensor("context_vectors(inputs)", m.context_vectors(book_inputs(torch)), torch, (6, 3))
 
 
 # -- 3.4 ------------------------------------------------------------------------------------------
-@check("sec3_4_self_attention", "sec3_4-qkv-shapes")
+@check("sec3_4_self_attention", "sec3_4-qkv-shapes", probe="sec3_4-qkv-values")
 def _(m, torch):
     out = m.project_qkv(torch.rand(5, 3), torch.rand(3, 4), torch.rand(3, 4), torch.rand(3, 4))
     if not isinstance(out, (tuple, list)) or len(out) != 3:
@@ -134,7 +144,7 @@ def _(m, torch):
         expect_tensor(f"project_qkv(...) {name}", tensor, torch, (5, 4))
 
 
-@check("sec3_4_self_attention", "sec3_4-weights-rows")
+@check("sec3_4_self_attention", "sec3_4-weights-rows", probe="sec3_4-weights-values")
 def _(m, torch):
     weights = expect_tensor(
         "scaled_attention_weights(queries, keys)",
@@ -145,27 +155,46 @@ def _(m, torch):
     expect_close("scaled_attention_weights(queries, keys).sum(dim=-1)", weights.sum(dim=-1), torch.ones(5), torch)
 
 
-@check("sec3_4_self_attention", "sec3_4-v1-book")
+@check("sec3_4_self_attention", "sec3_4-v2-shape", probe="sec3_4-v2-values")
 def _(m, torch):
-    torch.manual_seed(123)
-    out = expect_tensor("SelfAttention_v1(3, 2)(inputs)", m.SelfAttention_v1(3, 2)(book_inputs(torch)), torch, (6, 2))
-    expect_close("SelfAttention_v1(3, 2)(inputs)[0]", out[0], torch.tensor([0.2996, 0.8053]), torch, atol=1e-3)
-
-
-@check("sec3_4_self_attention", "sec3_4-v2-shape")
-def _(m, torch):
-    expect_tensor("SelfAttention_v2(3, 2)(inputs)", m.SelfAttention_v2(3, 2)(book_inputs(torch)), torch, (6, 2))
+    sa = without_bias("SelfAttention_v2(3, 2)", m.SelfAttention_v2(3, 2))
+    expect_tensor("SelfAttention_v2(3, 2)(inputs)", sa(book_inputs(torch)), torch, (6, 2))
 
 
 # -- Exercise 3.1 ---------------------------------------------------------------------------------
-@check("exercise3_1_weight_transfer", "ex3_1-same-output")
+@check("exercise3_1_weight_transfer", "ex3_1-same-output", probe="ex3_1-values")
 def _(m, torch):
     sa = m._sibling("sec3_4_self_attention")
     sa_v2, sa_v1 = sa.SelfAttention_v2(4, 4), sa.SelfAttention_v1(4, 4)
     m.transfer_weights(sa_v2, sa_v1)
     x = torch.rand(5, 4)
     with torch.no_grad():
-        expect_unchanged("sa_v1(x) - sa_v2(x)", sa_v1(x), sa_v2(x), torch, atol=1e-4)
+        try:
+            expect_unchanged("sa_v1(x) - sa_v2(x)", sa_v1(x), sa_v2(x), torch, atol=1e-4)
+        except Mismatch as exc:
+            exc.cause = transfer_mistake(sa_v1, sa_v2, torch)
+            raise
+
+
+def transfer_mistake(sa_v1, sa_v2, torch):
+    """The catalogued mistake a transfer shows, if any: sa_v1's matrices are sa_v2's weights as nn.Linear
+    keeps them (not transposed), or transposed but in each other's places."""
+    names = ("W_query", "W_key", "W_value")
+    try:
+        copied = [getattr(sa_v1, name).detach() for name in names]
+        weights = [getattr(sa_v2, name).weight.detach() for name in names]
+    except Exception:  # noqa: BLE001 - code of another shape: no name for it
+        return None
+
+    def same(a, b):
+        return a.shape == b.shape and bool(torch.allclose(a, b))
+
+    if all(same(c, w) for c, w in zip(copied, weights)) and not all(same(c, w.T) for c, w in zip(copied, weights)):
+        return "weights-not-transposed"
+    sources = [next((j for j, w in enumerate(weights) if same(c, w.T)), None) for c in copied]
+    if None not in sources and sources != [0, 1, 2]:
+        return "weights-swapped"
+    return None
 
 
 # -- 3.5 ------------------------------------------------------------------------------------------
@@ -181,23 +210,23 @@ def _masked_rows(what, weights, torch):
     expect_close(f"{what}.sum(dim=-1)", weights.sum(dim=-1), torch.ones(5), torch)
 
 
-@check("sec3_5_causal_attention", "sec3_5-renormalize")
+@check("sec3_5_causal_attention", "sec3_5-renormalize", probe="sec3_5-renormalize-values")
 def _(m, torch):
     _masked_rows("mask_and_renormalize(w)", m.mask_and_renormalize(torch.softmax(torch.rand(5, 5), dim=-1)), torch)
 
 
-@check("sec3_5_causal_attention", "sec3_5-masked-weights")
+@check("sec3_5_causal_attention", "sec3_5-masked-weights", probe="sec3_5-masked-weights-values")
 def _(m, torch):
     _masked_rows("masked_attention_weights(scores, 4)", m.masked_attention_weights(torch.rand(5, 5), 4), torch)
 
 
-@check("sec3_5_causal_attention", "sec3_5-shape")
+@check("sec3_5_causal_attention", "sec3_5-shape", probe="sec3_5-values")
 def _(m, torch):
-    ca = m.CausalAttention(3, 2, 6, 0.0).eval()
+    ca = without_bias("CausalAttention(3, 2, 6, 0.0)", m.CausalAttention(3, 2, 6, 0.0)).eval()
     expect_tensor("CausalAttention(3, 2, 6, 0.0)(batch)", ca(torch.stack([book_inputs(torch)] * 2)), torch, (2, 6, 2))
 
 
-@check("sec3_5_causal_attention", "sec3_5-causal")
+@check("sec3_5_causal_attention", "sec3_5-causal", probe="sec3_5-values")
 def _(m, torch):
     ca = m.CausalAttention(3, 2, 8, 0.0).eval()
     x = torch.rand(3, 5, 3)
@@ -209,7 +238,7 @@ def _(m, torch):
 
 
 # -- 3.6 ------------------------------------------------------------------------------------------
-@check("sec3_6_multi_head_attention", "sec3_6-wrapper-shape")
+@check("sec3_6_multi_head_attention", "sec3_6-wrapper-shape", probe="sec3_6-wrapper-values")
 def _(m, torch):
     mha = m.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2).eval()
     expect_tensor(
@@ -220,9 +249,10 @@ def _(m, torch):
     )
 
 
-@check("sec3_6_multi_head_attention", "sec3_6-mha-shape")
+@check("sec3_6_multi_head_attention", "sec3_6-mha-shape", probe="sec3_6-mha-values")
 def _(m, torch):
-    mha = m.MultiHeadAttention(3, 4, 8, 0.0, num_heads=2).eval()
+    mha = m.MultiHeadAttention(3, 4, 8, 0.0, num_heads=2)
+    mha = without_bias("MultiHeadAttention(3, 4, 8, 0.0, num_heads=2)", mha).eval()
     expect_tensor("MultiHeadAttention(3, 4, 8, 0.0, num_heads=2)(x)", mha(torch.rand(3, 5, 3)), torch, (3, 5, 4))
 
 
@@ -236,16 +266,24 @@ def _(m, torch):
 
 
 # -- Exercises 3.2 and 3.3 ------------------------------------------------------------------------
-@check("exercise3_2_two_dim_output", "ex3_2-shape")
+@check("exercise3_2_two_dim_output", "ex3_2-shape", probe="ex3_2-book")
 def _(m, torch):
     mha = m.build_two_dim_wrapper(3, 6).eval()
+    heads = [getattr(getattr(head, "W_query", None), "out_features", None) for head in getattr(mha, "heads", [])]
+    what = "[head.W_query.out_features for head in build_two_dim_wrapper(3, 6).heads]"
+    expect_equal(what, heads, [1, 1], "wrong-config")  # two heads of one dimension each
     expect_tensor("build_two_dim_wrapper(3, 6)(batch)", mha(torch.stack([book_inputs(torch)] * 2)), torch, (2, 6, 2))
 
 
-@check("exercise3_3_gpt2_attention", "ex3_3-config")
+@check("exercise3_3_gpt2_attention", "ex3_3-config", probe="ex3_3-book")
 def _(m, torch):
     mha = m.build_gpt2_small_attention().eval()
-    expect_equal("build_gpt2_small_attention().num_heads", getattr(mha, "num_heads", None), 12)
-    expect_equal("build_gpt2_small_attention().head_dim", getattr(mha, "head_dim", None), 64)
+    expect_equal("build_gpt2_small_attention().num_heads", getattr(mha, "num_heads", None), 12, "wrong-config")
+    expect_equal("build_gpt2_small_attention().head_dim", getattr(mha, "head_dim", None), 64, "wrong-config")
+    d_in = getattr(getattr(mha, "W_query", None), "in_features", None)
+    expect_equal("build_gpt2_small_attention().W_query.in_features", d_in, 768, "wrong-config")
     with torch.no_grad():
         expect_tensor("build_gpt2_small_attention()(x)", mha(torch.rand(1, 4, 768)), torch, (1, 4, 768))
+
+
+import ch3_check_values  # noqa: E402, F401 - the value checks, registered after these (see its docstring)

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 
 class CheckList(list):
-    """(module, message key, function(code, library)) in book order."""
+    """(module, message key, function(code, library), probe) in book order. `probe` names the value
+    probe (ch3_check_list.PROBES) whose diagnosis explains a failure of the check: the cause it
+    names and the line where the student's computation departs from the reference."""
 
-    def check(self, module, key):
+    def check(self, module, key, probe=None):
         def register(fn):
-            self.append((module, key, fn))
+            self.append((module, key, fn, probe))
             return fn
 
         return register
@@ -24,11 +26,14 @@ class CheckList(list):
 class Mismatch(Exception):
     """`what` (code, the same in every language) was not as expected. `expected` and `actual`
     are text, or (message key, params) pairs translated when shown; `hint` names a hint of
-    check_messages.json ("hints.<hint>") that says what to change."""
+    check_messages.json ("hints.<hint>") that says what to change; `cause` a misconception the
+    check itself recognised ("causes.<cause>", with its hint); `probe` the value probe whose
+    diagnosis explains the failure (by default the check's own)."""
 
-    def __init__(self, what, expected, actual, hint=None):
+    def __init__(self, what, expected, actual, hint=None, cause=None, probe=None):
         super().__init__(what)
         self.what, self.expected, self.actual, self.hint = what, expected, actual, hint
+        self.cause, self.probe = cause, probe
 
 
 class Undefined(Exception):

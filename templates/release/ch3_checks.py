@@ -25,12 +25,17 @@ from pathlib import Path
 
 import ch3_check_list
 import ch3_check_tools
+from ch3_check_diagnosis import diagnose, explained
 from ch3_check_list import CHECKS, HINTS, MODULES, framework, seeded
 from ch3_check_tools import Mismatch, Undefined
 
 HERE = Path(__file__).resolve().parent
 MARKS = {"pass": "✔", "fail": "✘", "todo": "…"}
-OWN_FILES = {os.path.abspath(f) for f in (__file__, ch3_check_list.__file__, ch3_check_tools.__file__)}
+OWN_FILES = {
+    os.path.abspath(f)
+    for f in (__file__, ch3_check_list.__file__, ch3_check_tools.__file__, HERE / "check.py")
+    if f is not None
+} | {os.path.abspath(HERE / f"ch3_check_{name}.py") for name in ("values", "trace", "diagnosis")}
 
 
 class Code:
@@ -101,7 +106,11 @@ class Frame:
 
 
 def _library(filename):
+    """Not the student's: these checks, Python's own library and installed packages (torch too,
+    wherever pip put it)."""
     if filename.startswith("<frozen") or os.path.abspath(filename) in OWN_FILES:
+        return True
+    if {"site-packages", "dist-packages"} & set(Path(filename).parts):
         return True
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix}
     return any(os.path.abspath(filename).startswith(os.path.join(root, "lib", "")) for root in roots if root)
@@ -120,7 +129,10 @@ def student_frame(exc):
 
 
 def defined_at(value):
-    """Where the student's function or class `value` is defined (a Frame), or None."""
+    """Where the student's function or class `value` is defined (a Frame), or None. A class that
+    defines `forward` is where its forward is (where its computation is), not its `class` line."""
+    if inspect.isclass(value) and inspect.isfunction(vars(value).get("forward")):
+        value = vars(value)["forward"]
     try:
         if inspect.isclass(value):
             filename, line = inspect.getsourcefile(value), inspect.getsourcelines(value)[1]
@@ -146,6 +158,15 @@ def with_hint(note, t, hint):
     return t("hint", note=note, hint=t("hints." + hint)) if hint and t.has("hints." + hint) else note
 
 
+def _own(filename):
+    """Whether a file is the student's code (not these checks, torch or Python)."""
+    return not _library(filename)
+
+
+def _frame_at(place, code):
+    return Frame(*place, code)
+
+
 # (pattern of "ErrorType: message", hint key) of any framework; the check list adds its own (HINTS).
 COMMON_HINTS = ((r"^(SyntaxError|ValueError): source code (string )?cannot contain null bytes", "not-utf8"),)
 
@@ -160,7 +181,7 @@ def run_checks(code_of, t, locate, modules=MODULES):
     names where a student's frame is. Returns one result per check, in book order."""
     library = framework()
     results, codes = [], {}
-    for module, key, fn in CHECKS:
+    for module, key, fn, probe in sorted(CHECKS, key=lambda entry: MODULES.index(entry[0])):
         if module not in modules:
             continue
         row = {
@@ -189,8 +210,12 @@ def run_checks(code_of, t, locate, modules=MODULES):
             row["status"], row["note"] = "pass", ""
         except Mismatch as exc:
             note = t("reason", what=exc.what, expected=t.show(exc.expected), actual=t.show(exc.actual))
+            diagnosis = diagnose(exc.probe or probe, code, library, _own, seeded, cause=exc.cause)
             frame = next(filter(None, map(defined_at, reversed(code._used[used:]))), None)  # the code it checked
-            row["note"] = with_hint(t("located", note=note, where=locate(frame)) if frame else note, t, exc.hint)
+            if frame and not diagnosis.place:
+                note = t("located", note=note, where=locate(frame))
+            row["note"] = note if diagnosis.cause else with_hint(note, t, exc.hint)
+            explained(row, diagnosis, t, locate, _frame_at)
         except Undefined as exc:
             row["note"] = t(exc.key, module=exc.module, name=exc.name)
         except Blocked as exc:
@@ -211,6 +236,7 @@ def run_checks(code_of, t, locate, modules=MODULES):
             note = t("error", error=error, where=locate(frame)) if frame else error
             row["note"] = with_hint(note, t, hint_for(error))
             row["code"] = frame.code if frame else ""
+            explained(row, diagnose(probe, code, library, _own, seeded, error=error), t, locate, _frame_at)
     return results
 
 
@@ -222,12 +248,17 @@ def next_step(results):
 def said_once(results, t):
     """The rows as reported: a failing check whose reason is the one the failing check above it
     gave (one mistake breaks several checks) says "the same as above" instead of repeating it."""
-    rows, previous = [], None
+    rows, previous, explanation = [], None, None
     for row in results:
         if row["status"] == "fail" and row["note"]:
             said = (row["note"], row["code"])
             row = {**row, "note": t("see-above"), "code": ""} if said == previous else row
             previous = said
+        if row["status"] == "fail" and (row.get("cause") or row.get("departs")):
+            why = (row.get("cause"), row.get("departs"), row.get("departs_code"))
+            if why == explanation:  # the same mistake, the same line: said once
+                row = {**row, "cause": t("cause-see-above"), "departs": "", "departs_code": ""}
+            explanation = why
         rows.append(row)
     return rows
 

@@ -176,6 +176,28 @@ def check_folder(folder, t, modules=MODULES):
     return results, problems
 
 
+def missing_packages():
+    """The packages check.py needs that this Python lacks, the framework first (PyTorch, or
+    MindSpore for the MindSpore edition), then jinja2 (the report's layout: PyTorch brings it)."""
+    missing = []
+    try:
+        framework()
+    except ImportError as exc:
+        missing.append(exc.name or "torch")
+    try:
+        import jinja2  # noqa: F401
+    except ImportError:
+        missing.append("jinja2")
+    return missing
+
+
+def needs_packages(missing, t):
+    """One message naming every missing package."""
+    names = t("and-list", first=", ".join(missing[:-1]), last=missing[-1]) if len(missing) > 1 else missing[0]
+    them = t("them") if len(missing) > 1 else t("it")
+    return t("needs-packages", packages=names, them=them, install=" ".join(missing))
+
+
 def main(argv=None):
     languages = [k for k in json.loads((HERE / "check_messages.json").read_text(encoding="utf-8")) if k != "default"]
     parser = argparse.ArgumentParser(description="Chapter 3 self-check")
@@ -193,15 +215,9 @@ def main(argv=None):
     if not path.exists():
         sys.stderr.write(t("no-such-path", path=args.path) + "\n")
         return 2
-    try:
-        import jinja2  # noqa: F401 - the report's layout; PyTorch brings it, MindSpore does not
-    except ImportError:
-        sys.stderr.write(t("needs-jinja2") + "\n")
-        return 2
-    try:
-        framework()  # PyTorch, or MindSpore for the MindSpore edition
-    except ImportError as exc:
-        sys.stderr.write(t("needs-framework", package=exc.name or exc) + "\n")
+    missing = missing_packages()
+    if missing:
+        sys.stderr.write(needs_packages(missing, t) + "\n")
         return 2
     try:
         if path.is_file():

@@ -162,10 +162,12 @@ def build(base: Path) -> tuple[Path, dict[str, Expect]]:
              "demo = helper_softmax(torch.zeros(3))  # scratch work is not run")]))
     expect["helpers"] = Expect(same_as="honest")
 
-    # an error in a notebook cell: feedback names the cell and the line in it
+    # an error in a notebook cell: feedback names the cell as Jupyter users count them (the second
+    # code cell: the markdown cells are not counted) and the line in it
     folder = student(klass, "notebook_error", without=(M33,))
     cell = f"# module: {M33}\n{solution(M33)}\n\ndef softmax_naive(x):\n    raise ValueError('boom in a cell')\n"
-    (folder / "chapter.ipynb").write_text(notebook([code("import torch"), code(cell)]))
+    title = {"cell_type": "markdown", "metadata": {}, "source": "# Chapter 3"}
+    (folder / "chapter.ipynb").write_text(notebook([title, code("import torch"), dict(title), code(cell)]))
     line = cell.split("\n").index("    raise ValueError('boom in a cell')") + 1
     expect["notebook_error"] = Expect(extra={"cell": 2, "line": line})
 

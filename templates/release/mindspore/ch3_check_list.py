@@ -246,8 +246,13 @@ def _masked_rows(what, weights, ms):
 @check("sec3_5_causal_attention", "sec3_5-renormalize")
 def _(m, ms):
     weights = np.random.default_rng(5).random((5, 5))
-    weights = tensor(ms, weights / weights.sum(-1, keepdims=True))  # rows sum to 1, as after ops.softmax
-    _masked_rows("mask_and_renormalize(w)", m.mask_and_renormalize(weights), ms)
+    weights = weights / weights.sum(-1, keepdims=True)  # rows sum to 1, as after ops.softmax
+    out = m.mask_and_renormalize(tensor(ms, weights))
+    _masked_rows("mask_and_renormalize(w)", out, ms)
+    kept = np.tril(weights)  # each row keeps the proportions of its weights on and below the diagonal
+    expect_close(
+        "mask_and_renormalize(w)", array("mask_and_renormalize(w)", out, ms), kept / kept.sum(-1, keepdims=True)
+    )
 
 
 @check("sec3_5_causal_attention", "sec3_5-masked-weights")
