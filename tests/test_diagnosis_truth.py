@@ -96,6 +96,30 @@ CASES: dict[str, dict[str, str]] = {
         ),
     ),
     "class-detail/mha-always-bias": _edited(M36, CLASS_BIAS),
+    # the wrapper gives its heads d_in and d_out the other way round: Exercise 3.2's arguments are right
+    "class-arguments/wrapper-swapped": _edited(
+        M36,
+        (
+            "CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)",
+            "CausalAttention(d_out, d_in, context_length, dropout, qkv_bias)",
+        ),
+    ),
+    "class-arguments/wrapper-loop-keywords": _edited(
+        M36,
+        (
+            "self.heads = nn.ModuleList(\n"
+            "            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)\n"
+            "             for _ in range(num_heads)]\n"
+            "        )",
+            "self.heads = nn.ModuleList()\n"
+            "        for _ in range(num_heads):\n"
+            "            head = CausalAttention(\n"
+            "                d_in=d_out, d_out=d_in, context_length=context_length,\n"
+            "                dropout=dropout, qkv_bias=qkv_bias,\n"
+            "            )\n"
+            "            self.heads.append(head)",
+        ),
+    ),
     # evidence: NaN in the student's own baseline, and which input case fails
     "baseline-nan/causal-triu-0": _edited(
         M35,
@@ -281,6 +305,17 @@ def test_a_detail_of_the_class_is_charged_once_not_again_to_the_exercise_that_co
     ex33 = [o for o in _failing(result) if o.module == EX33]
     assert ex33 and all(o.blocked_by == M36 and o.misconception is None for o in ex33), [
         (o.id, o.blocked_by, o.misconception) for o in ex33
+    ]
+    assert "wrong-config" not in result.named
+
+
+@pytest.mark.parametrize("name", ["class-arguments/wrapper-swapped", "class-arguments/wrapper-loop-keywords"])
+def test_an_exercise_is_not_told_its_configuration_is_wrong_when_the_class_builds_it_wrong(graded, name):
+    result = graded[name]
+    assert any(o.module == M36 and o.status != "passed" and not o.blocked_by for o in result.outcomes)
+    ex32 = [o for o in _failing(result) if o.module == EX32]
+    assert ex32 and all(o.blocked_by == M36 and o.misconception is None for o in ex32), [
+        (o.id, o.blocked_by, o.misconception) for o in ex32
     ]
     assert "wrong-config" not in result.named
 
