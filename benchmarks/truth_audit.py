@@ -9,7 +9,7 @@ check uses your X.py, which does not work yet") and checks each sentence of each
 known of the mutant without asking the grader: its operator, the lines it changed, the label the
 operator gives it, and the reference's checkpoint declarations on those lines. A sentence is:
 - a named cause (its title, explanation and hint: three sentences, one verdict): true when the
-  mutant's label is that cause;
+  mutant's label is that cause, or a cause `ALSO_TRUE` says is behaviourally that mutant's;
 - the checkpoint ("First step that differs from the reference: ...", and its hint when shown):
   true when it is a step the changed lines compute (their `[checkpoint: ...]` declarations, the next
   declared step for a line that declares none, the step that uses what a constructor line creates,
@@ -61,6 +61,12 @@ WRITES_COPY = re.compile(r"\.(W_query|W_key|W_value)\.copy_\(")
 # they ask to check the weights' dropout and what follows it)
 CLAIMS = {"check.mha-heads-registered": "heads-not-registered"}
 OPERATOR_STAGES = {"extra-layer": {"returned", "parameters"}, "keyword": {"signature", "parameters"}}
+# causes true of a mutant the corpus leaves unlabelled (its label counts what the grader must name;
+# these are what it may truthfully name besides): the scores less √d_k instead of divided by it are
+# the unscaled scores to the softmax, which ignores a shift by the same constant in every entry of a
+# row, so the weights and all that follows are those of a missing scaling. Keyed by the operator and
+# its detail after the mutant's "file.py:line " prefix
+ALSO_TRUE = {("operation", "/ -> -"): {"missing-scaling"}}
 
 
 @dataclass
@@ -117,6 +123,7 @@ def audit(graded: Graded, outcome, mutants: list[Mutant], catalog) -> list[Sente
     from grader.report.messages import outcome_message
 
     labels = {m.label for m in mutants if m.label}
+    labels |= set().union(*(ALSO_TRUE.get((m.operator, m.detail.split(" ", 1)[-1]), set()) for m in mutants))
     sentences: list[Sentence] = []
     diagnosis = outcome.diagnosis
     for cause in diagnosis.misconceptions if diagnosis else ((outcome.misconception,) if outcome.misconception else ()):
