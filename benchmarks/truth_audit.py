@@ -9,7 +9,7 @@ check uses your X.py, which does not work yet") and checks each sentence of each
 known of the mutant without asking the grader: its operator, the lines it changed, the label the
 operator gives it, and the reference's checkpoint declarations on those lines. A sentence is:
 - a named cause (its title, explanation and hint: three sentences, one verdict): true when the
-  mutant's label is that cause, or a cause `ALSO_TRUE` says is behaviourally that mutant's;
+  mutant's label is that cause, or a cause `also_true` says is behaviourally that mutant's;
 - the checkpoint ("First step that differs from the reference: ...", and its hint when shown):
   true when it is a step the changed lines compute (their `[checkpoint: ...]` declarations, the next
   declared step for a line that declares none, the step that uses what a constructor line creates,
@@ -67,6 +67,28 @@ OPERATOR_STAGES = {"extra-layer": {"returned", "parameters"}, "keyword": {"signa
 # row, so the weights and all that follows are those of a missing scaling. Keyed by the operator and
 # its detail after the mutant's "file.py:line " prefix
 ALSO_TRUE = {("operation", "/ -> -"): {"missing-scaling"}}
+SWAPPED = re.compile(r"swap lines (\d+) and (\d+)")
+DECLARED = re.compile(r"\[checkpoint: ([^\]]*)\]")
+
+
+def also_true(mutant: Mutant) -> set[str]:
+    """`ALSO_TRUE`'s causes of the mutant, and mask-not-applied for the masking moved after the
+    softmax: the weights are computed from the scores before the mask reaches them, and the masked
+    scores are read by nothing, so the weights are those of a mask never applied."""
+    found = set(ALSO_TRUE.get((mutant.operator, mutant.detail.split(" ", 1)[-1]), set()))
+    swapped = SWAPPED.search(mutant.detail) if mutant.operator == "reorder" else None
+    if swapped is not None:
+        original = solution_sources()[mutant.module].splitlines()
+        first, second = (_declared(original[int(line) - 1]) for line in swapped.groups())
+        if "masked" in first and "weights" in second:
+            found.add("mask-not-applied")
+    return found
+
+
+def _declared(line: str) -> set[str]:
+    """The checkpoints a line of the reference declares (`[checkpoint: div=scaled, softmax=weights]`)."""
+    match = DECLARED.search(line)
+    return {part.split("=")[-1].strip() for part in match.group(1).split(",")} if match else set()
 
 
 @dataclass
@@ -123,7 +145,7 @@ def audit(graded: Graded, outcome, mutants: list[Mutant], catalog) -> list[Sente
     from grader.report.messages import outcome_message
 
     labels = {m.label for m in mutants if m.label}
-    labels |= set().union(*(ALSO_TRUE.get((m.operator, m.detail.split(" ", 1)[-1]), set()) for m in mutants))
+    labels |= set().union(*(also_true(m) for m in mutants))
     sentences: list[Sentence] = []
     diagnosis = outcome.diagnosis
     for cause in diagnosis.misconceptions if diagnosis else ((outcome.misconception,) if outcome.misconception else ()):
