@@ -120,6 +120,22 @@ CASES: dict[str, dict[str, str]] = {
             "            self.heads.append(head)",
         ),
     ),
+    # the past, the token itself and the next token hidden: at two tokens every entry is hidden, which
+    # tells no mistake (triu(-1) hides the same), so the mask is named by what longer sequences show
+    "mask-tril-1/buffer": _edited(
+        M35,
+        (
+            "torch.triu(torch.ones(context_length, context_length), diagonal=1)",
+            "torch.tril(torch.ones(context_length, context_length), diagonal=1)",
+        ),
+    ),
+    "mask-tril-1/method": _edited(
+        M35,
+        (
+            "torch.triu(torch.ones(context_length, context_length), diagonal=1)",
+            "torch.ones(context_length, context_length).tril(1)",
+        ),
+    ),
     # evidence: NaN in the student's own baseline, and which input case fails
     "baseline-nan/causal-triu-0": _edited(
         M35,
@@ -307,6 +323,14 @@ def test_a_detail_of_the_class_is_charged_once_not_again_to_the_exercise_that_co
         (o.id, o.blocked_by, o.misconception) for o in ex33
     ]
     assert "wrong-config" not in result.named
+
+
+@pytest.mark.parametrize("name", ["mask-tril-1/buffer", "mask-tril-1/method"])
+def test_a_mask_that_hides_every_entry_of_a_short_sequence_is_named_by_what_longer_ones_show(graded, name):
+    result = graded[name]
+    own = [o for o in _failing(result) if o.module == M35]
+    assert any(o.misconception == "mask-inverted" for o in own), [(o.id, o.misconception) for o in own]
+    assert "mask-includes-diagonal" not in result.named
 
 
 @pytest.mark.parametrize("name", ["class-arguments/wrapper-swapped", "class-arguments/wrapper-loop-keywords"])

@@ -35,8 +35,16 @@ def mask_misconception(hidden: torch.Tensor) -> str | None:
         return ""
     if not bool(hidden.any()):
         return "mask-not-applied"
+    if not tells_apart(hidden):
+        return None
     if bool((hidden & future).sum() == future.sum()) and bool((hidden & itself).any()):
         return "mask-includes-diagonal"
     if bool((hidden & past).any()) and bool((hidden & future).sum() < future.sum()):
         return "mask-inverted"
     return None
+
+
+def tells_apart(hidden: torch.Tensor) -> bool:
+    """Whether the (T, T) pattern `hidden` says which mistake made it: one that hides every entry does
+    not (tril(1), triu(-1) and a mask of ones all hide every entry of a sequence of two tokens)."""
+    return hidden.shape[-1] < 2 or not bool(hidden.all())

@@ -31,6 +31,7 @@ import torch
 from grader.diagnosis.checkpoints import Instance, Reference
 from grader.diagnosis.findings import MASK_STAGES, Mistake, _safely
 from grader.diagnosis.layout import ORDERED, Finder, close, comparable
+from grader.diagnosis.masks import MASKS, tells_apart
 from grader.diagnosis.pipeline import AFTER_SOFTMAX, COPIES, STAGES, Alternative
 from grader.diagnosis.trace_documents import Trace
 from grader.diagnosis.walk_copies import copied
@@ -192,7 +193,10 @@ class Walk:
         """Stage `name` done `alternative`'s wrong way; the walk goes on from the student's value."""
         progress = self.progress
         site = self.sites.of_mistake(index, name, alternative, nodes, later, progress.nodes)
-        mistake = Mistake(name, alternative.misconception, alternative.key, site, inferred=nodes is None)
+        misconception = alternative.misconception
+        if alternative.key in MASKS and not tells_apart(MASKS[alternative.key][1](value.shape[-1])):
+            misconception = None  # at this length the wrong mask hides every entry: which mistake is unknown
+        mistake = Mistake(name, misconception, alternative.key, site, inferred=nodes is None)
         progress.mistakes.append(mistake)
         if name == "masked" and alternative.key == "hides-nothing":
             progress.pending_mask = mistake
