@@ -13,7 +13,8 @@ operator gives it, and the reference's checkpoint declarations on those lines. A
 - the checkpoint ("First step that differs from the reference: ...", and its hint when shown):
   true when it is a step the changed lines compute (their `[checkpoint: ...]` declarations, the next
   declared step for a line that declares none, the step that uses what a constructor line creates,
-  "parameters" for a constructor or an exercise's configuration, "returned" for an extra layer,
+  "parameters" for a constructor or an exercise's configuration (and the split into heads for its
+  number of heads), "returned" for an extra layer,
   "signature" for a keyword the contract does not name, the step that next uses a rearrangement
   left out or what a discarded call's line assigns, for Exercise 3.1 the matrix the mutated line
   writes);
@@ -60,6 +61,8 @@ WRITES_COPY = re.compile(r"\.(W_query|W_key|W_value)\.copy_\(")
 # a check's message that names a cause: the cause it names (the dropout checks' messages name none:
 # they ask to check the weights' dropout and what follows it)
 CLAIMS = {"check.mha-heads-registered": "heads-not-registered"}
+SPLITS = {"split_queries", "split_keys", "split_values"}
+CONSTANT = re.compile(r"\.py:\d+ (-?\d+) -> -?\d+$")
 OPERATOR_STAGES = {"extra-layer": {"returned", "parameters"}, "keyword": {"signature", "parameters"}}
 # causes true of a mutant the corpus leaves unlabelled (its label counts what the grader must name;
 # these are what it may truthfully name besides): the scores less √d_k instead of divided by it are
@@ -104,6 +107,15 @@ def changed_lines(mutant: Mutant) -> set[int]:
     return {i for i, (a, b) in enumerate(zip(original, mutant.source.splitlines()), 1) if a != b}
 
 
+def _heads_changed(mutant: Mutant) -> bool:
+    """The mutant changes the number of heads an exercise asks for (`num_heads=12 -> 24`)."""
+    changed = CONSTANT.search(mutant.detail)
+    original = solution_sources()[mutant.module].splitlines()
+    return changed is not None and any(
+        f"num_heads={changed.group(1)}" in original[line - 1] for line in mutant.lines if 0 < line <= len(original)
+    )
+
+
 def stages(mutant: Mutant) -> set[str]:
     """The checkpoints the mutant's changed statements compute (see the module's docstring)."""
     src = Source(mutant.module, solution_sources()[mutant.module])
@@ -111,6 +123,8 @@ def stages(mutant: Mutant) -> set[str]:
     found = set(OPERATOR_STAGES.get(mutant.operator, set()))
     if mutant.module in EXERCISE_BUILDERS:
         found.add("parameters")
+        if _heads_changed(mutant):  # the projections' sizes do not depend on it: the split is where it shows
+            found |= SPLITS
     for statement, place in src.statements():
         if not changed & set(range(statement.lineno, statement.end_lineno + 1)):
             continue
