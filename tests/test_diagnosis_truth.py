@@ -136,6 +136,23 @@ CASES: dict[str, dict[str, str]] = {
             "torch.ones(context_length, context_length).tril(1)",
         ),
     ),
+    # the merging view's first two arguments swapped, (T, b, d_out): the heads are merged right for a
+    # moment (before the view), but what goes on to out_proj is not; the merge is the step that differs
+    "merge-view-swapped/contiguous-view": _edited(
+        M36,
+        (
+            "context_vec.contiguous().view(b, num_tokens, self.d_out)",
+            "context_vec.contiguous().view(num_tokens, b, self.d_out)",
+        ),
+    ),
+    "merge-view-swapped/einsum-reshape": _edited(
+        M36,
+        (
+            "context_vec = (attn_weights @ values).transpose(1, 2)",
+            "context_vec = torch.einsum('bhqk,bhkd->bqhd', attn_weights, values)",
+        ),
+        ("context_vec.contiguous().view(b, num_tokens, self.d_out)", "context_vec.reshape(num_tokens, b, self.d_out)"),
+    ),
     # evidence: NaN in the student's own baseline, and which input case fails
     "baseline-nan/causal-triu-0": _edited(
         M35,
@@ -300,6 +317,17 @@ def test_the_hardcoded_shape_texts_claim_no_literal_numbers(catalog):
 def test_nan_in_the_causality_check_is_not_said_to_come_from_a_fully_masked_row(catalog):
     text = catalog.t("check.mha-nonfinite", positions=[0])
     assert "One way" in text and "was masked entirely" not in text
+
+
+@pytest.mark.parametrize("name", ["merge-view-swapped/contiguous-view", "merge-view-swapped/einsum-reshape"])
+def test_a_merging_view_with_batch_and_tokens_swapped_departs_at_the_merge(graded, name):
+    lines = graded[name].case.sources[M36].splitlines()
+    view = next(i for i, line in enumerate(lines, 1) if "(num_tokens, b, self.d_out)" in line)
+    own = [o for o in _failing(graded[name]) if o.module == M36 and o.diagnosis and o.diagnosis.checkpoint]
+    assert own
+    for outcome in own:  # not "the output projection", nor "something more after the last step"
+        assert outcome.diagnosis.checkpoint == "merged", (outcome.id, outcome.diagnosis.checkpoint)
+        assert outcome.diagnosis.location.line == view, (outcome.id, outcome.diagnosis.location)
 
 
 # -- blame ---------------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from __future__ import annotations
 import torch
 
 from grader.diagnosis.checkpoints import Instance, Reference
-from grader.diagnosis.findings import MASK_STAGES, Mistake, _safely
+from grader.diagnosis.findings import MASK_STAGES, Departure, Mistake, _safely
 from grader.diagnosis.layout import ORDERED, Finder, close, comparable
 from grader.diagnosis.masks import MASKS, tells_apart
 from grader.diagnosis.pipeline import AFTER_SOFTMAX, COPIES, STAGES, Alternative
@@ -84,6 +84,10 @@ class Walk:
         # 1. the right value
         nodes = search.find(name, right, progress.nodes)
         if nodes is not None:
+            broken = self.sites.broken_rearrangement(name, right, nodes)
+            if broken is not None:  # held for a moment, then reshaped into something else: departed there
+                progress.departure = Departure(name, broken)
+                return False
             progress.accept(name, right, nodes)
             return True
         # 2. done right inside a fused op, or in another order

@@ -27,6 +27,13 @@ from grader.diagnosis.projection_roles import roles
 from grader.diagnosis.trace_documents import Node, Op, Ref, Site, Trace
 from grader.diagnosis.walk_progress import Nodes, Progress
 
+# ops that keep a tensor's elements in their order and only give it another shape: a merge or split of
+# the heads that goes on through one of them must still hold the heads merged (or split)
+REINTERPRETING = frozenset(
+    {"view", "reshape", "flatten", "unflatten", "view_as", "reshape_as", "contiguous", "clone", "detach"}
+    | {"to", "float", "double", "type_as", "unsqueeze", "squeeze"}
+)
+
 
 class Sites:
     """The student's lines for one instance's findings."""
@@ -213,6 +220,31 @@ class Sites:
                 return op.site
             node = op.outputs[0]
         return None
+
+    def broken_rearrangement(self, name: str, value: torch.Tensor | None, nodes: Nodes) -> Site | None:
+        """A rearrangement (the heads split or merged) found at `nodes` that the student's own next
+        views undo: the value goes on only through views, one of which gives it a shape that moves
+        elements to other rows (a merging view's arguments swapped), and none after it holds it again.
+        The student's rearrangement is what the last of those views gives: that is the step that
+        differs, at that view's line."""
+        if STAGES[name].kind != ORDERED or value is None or len(nodes) != 1:
+            return None
+        want, node, live = comparable(value), nodes[0], self.student.live
+        broken: Op | None = None
+        for _ in range(30):
+            consumers = [op for op in self.student.consumers(node) if any(out in live for out in op.outputs)]
+            if not consumers or any(op.name not in REINTERPRETING for op in consumers):
+                break
+            op = consumers[0]
+            got = self.student.nodes[op.outputs[0]].value
+            if got is None or got.numel() != want.numel():
+                break
+            if same_tensor(comparable(got), want, ORDERED):
+                broken = None  # held again
+            elif broken is None:
+                broken = op
+            node = op.outputs[0]
+        return self.in_call(broken) if broken is not None else None
 
     def _call_inputs(self) -> Nodes | None:
         if not 0 <= self.call < len(self.student.calls):
