@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,10 @@ LONGEST_FIRST = (
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: place for place, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+def forget_public_checks() -> None:
+    """Forget every module of the public checks (ch3_checks, ch3_check_*) that a test imported from a
+    bundle or a course folder, so that the next test imports its own bundle's and not a stale one."""
+    for name in [name for name in sys.modules if name.startswith("ch3_check")]:
+        sys.modules.pop(name, None)

@@ -33,6 +33,7 @@ from grader.classroom.nbgrader_autograde import BOOK_ORDER, NOTEBOOK_NAME
 from grader.classroom.nbgrader_env import tools_dir
 from grader.records import MODULE_SECTIONS
 from grader.run import grade
+from tests.conftest import forget_public_checks
 
 pytestmark = pytest.mark.nbgrader
 ASSIGNMENT = "ch3"
@@ -436,9 +437,7 @@ def test_public_checks_fail_closed_under_autograde(monkeypatch, tmp_path):
         with pytest.raises(RuntimeError, match="preprocessor"):
             ch3_checks.check_section("sec3_3_simple_attention", {})
     finally:
-        sys.modules.pop("ch3_checks", None)
-        sys.modules.pop("ch3_check_list", None)
-        sys.modules.pop("ch3_check_tools", None)
+        forget_public_checks()
 
 
 def course_config(course: Path, monkeypatch) -> dict:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from grader.classroom.release import KIT_DIR, intake_closure
 from tests.buggy import all_buggy
-from tests.conftest import MODULES, ROOT, solutions_as_submission, stubs_as_submission
+from tests.conftest import MODULES, ROOT, forget_public_checks, solutions_as_submission, stubs_as_submission
 
 SECRET_ROOTS = [
     ROOT / "grader" / "suites",
@@ -330,15 +330,15 @@ def test_check_reads_a_gbk_module_and_a_notebook_with_a_lone_surrogate(bundle, t
 
 def bundle_checker(bundle: Path, name: str):
     """A bundle's check.py as a module (its ch3_checks and check list from the bundle too), for a
-    fixture to yield; the bundle's modules are forgotten afterwards."""
+    fixture to yield; any other bundle's modules are forgotten before, this one's afterwards."""
+    forget_public_checks()
     sys.path.insert(0, str(bundle))
     spec = importlib.util.spec_from_file_location(name, bundle / "check.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     yield module
     sys.path.remove(str(bundle))
-    for loaded in ("ch3_checks", "ch3_check_list", "ch3_check_tools"):
-        sys.modules.pop(loaded, None)
+    forget_public_checks()
 
 
 @pytest.fixture(scope="module")
@@ -491,9 +491,7 @@ def test_a_test_cell_reports_in_the_courses_language_within_validates_width(tmp_
         assert t("section-all-pass") in " ".join(capsys.readouterr().out.split())
     finally:
         sys.path.remove(str(tmp_path / "course"))
-        sys.modules.pop("ch3_checks", None)
-        sys.modules.pop("ch3_check_list", None)
-        sys.modules.pop("ch3_check_tools", None)
+        forget_public_checks()
 
 
 def test_a_test_cell_run_before_the_code_cells_says_to_run_them(tmp_path):
@@ -509,9 +507,7 @@ def test_a_test_cell_run_before_the_code_cells_says_to_run_them(tmp_path):
         assert "softmax_naive is not defined. Run the cells above first" in failed.value.report
     finally:
         sys.path.remove(str(tmp_path / "course"))
-        sys.modules.pop("ch3_checks", None)
-        sys.modules.pop("ch3_check_list", None)
-        sys.modules.pop("ch3_check_tools", None)
+        forget_public_checks()
 
 
 def test_a_student_calling_exit_costs_only_that_check(checker, tmp_path):
@@ -783,8 +779,7 @@ def test_check_expected_holds_only_the_public_probes_values(bundle):
         assert set(document["probes"]) == set(values.PROBES)
     finally:
         sys.path.remove(str(bundle))
-        for loaded in ("ch3_check_values", "ch3_checks", "ch3_check_list", "ch3_check_tools"):
-            sys.modules.pop(loaded, None)
+        forget_public_checks()
     text = json.dumps(document)
     hidden = {
         node.name
