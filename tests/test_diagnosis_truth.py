@@ -23,9 +23,10 @@ import diagnosis as benchmark
 import pytest
 import torch
 
+from grader import records
 from grader.i18n import Catalog
 from grader.probe_outputs import ProbeOutputs
-from grader.records import Heatmap, TestOutcome
+from grader.records import Heatmap
 from grader.report.diagnosis import diagnosis_record, diagnosis_view, outcome_hint
 from grader.report.heatmaps import heatmap_view
 from grader.report.messages import outcome_message
@@ -204,7 +205,7 @@ def catalog():
     return Catalog("en")
 
 
-def _failing(result) -> list[TestOutcome]:
+def _failing(result) -> list[records.TestOutcome]:
     return [o for o in result.outcomes if o.status != "passed"]
 
 
@@ -413,7 +414,7 @@ def test_a_check_of_several_inputs_says_which_fail_and_which_pass(graded, catalo
 def _outcome(test_id: str, lost: float, misconception: str | None = None, blocked_by: str | None = None):
     module = test_id.split("::")[0]
     section = {"sec3_3_simple_attention": "3.3", M35: "3.5", M36: "3.6", EX32: "ex3.2"}[module]
-    return TestOutcome(
+    return records.TestOutcome(
         test_id,
         module,
         test_id.split("::")[1],
