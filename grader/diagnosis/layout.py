@@ -17,6 +17,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
 import torch
 
 from grader.diagnosis.trace_documents import Trace
@@ -98,16 +99,20 @@ class _Sums:
     special: tuple[int, int, int]  # how many −∞, +∞, NaN
 
     @staticmethod
-    def of(ordered: torch.Tensor) -> _Sums:
-        finite = torch.isfinite(ordered)
-        values = ordered[finite]
-        special = (int((ordered == -math.inf).sum()), int((ordered == math.inf).sum()), int(ordered.isnan().sum()))
-        return _Sums(
-            float(values.sum()) if values.numel() else 0.0,
-            float(values.abs().max()) if values.numel() else 0.0,
-            int(values.numel()),
-            special,
+    def of(value: torch.Tensor) -> _Sums:
+        """Of a comparable tensor, in any order (numpy: a few microseconds for a probe's tensor)."""
+        values = value.numpy()
+        finite = values[np.isfinite(values)]
+        special = (
+            int(np.count_nonzero(values == -math.inf)),
+            int(np.count_nonzero(values == math.inf)),
+            int(np.count_nonzero(np.isnan(values))),
         )
+        if not finite.size:
+            return _Sums(0.0, 0.0, 0, special)
+        with np.errstate(over="ignore"):  # a sum past the largest double is +-inf, as torch's would be
+            total = float(finite.sum())
+        return _Sums(total, float(np.abs(finite).max()), int(finite.size), special)
 
     def may_match(self, other: _Sums) -> bool:
         if self.special != other.special or self.count != other.count:
@@ -116,52 +121,57 @@ class _Sums:
         return abs(self.finite - other.finite) <= slack
 
 
-_PREPARED: OrderedDict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor, _Sums]] = OrderedDict()
+class _Prepared:
+    """A tensor made comparable, with its sums; its values sorted (a layout-free fingerprint) only
+    when first needed: most values are told apart by their sums alone."""
+
+    __slots__ = ("value", "sums", "_ordered")
+
+    def __init__(self, value: torch.Tensor):
+        self.value = value  # comparable
+        self.sums = _Sums.of(value)
+        self._ordered: torch.Tensor | None = None
+
+    @property
+    def ordered(self) -> torch.Tensor:
+        if self._ordered is None:
+            self._ordered = torch.sort(self.value.flatten()).values
+        return self._ordered
+
+
+_PREPARED: OrderedDict[int, tuple[torch.Tensor, _Prepared]] = OrderedDict()
 MAX_PREPARED = 4096  # tensors of at most MAX_VALUE elements each (grader.probes.tracer)
 
 
-def _prepared(value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, _Sums]:
-    """`value` comparable, its values sorted and their sums: computed once per tensor (a trace's
-    nodes are looked at by many checkpoints, the reference's by every student)."""
+def _prepared(value: torch.Tensor) -> _Prepared:
+    """`value` comparable, with its sums: made once per tensor (a trace's nodes are looked at by many
+    checkpoints, the reference's by every student)."""
     known = _PREPARED.get(id(value))
     if known is not None and known[0] is value:
         _PREPARED.move_to_end(id(value))
-        return known[1], known[2], known[3]
-    comparable_value = comparable(value)
-    ordered = torch.sort(comparable_value.flatten()).values
-    sums = _Sums.of(ordered)
-    _PREPARED[id(value)] = (value, comparable_value, ordered, sums)  # the key's tensor kept alive
+        return known[1]
+    prepared = _Prepared(comparable(value))
+    _PREPARED[id(value)] = (value, prepared)  # the key's tensor kept alive
     if len(_PREPARED) > MAX_PREPARED:
         _PREPARED.popitem(last=False)
-    return comparable_value, ordered, sums
+    return prepared
 
 
 class _Entry:
-    """A node of the trace; its comparable value, sorted values and sums made when first needed
-    (most nodes are never compared: no checkpoint has their size)."""
+    """A node of the trace; its value prepared when first needed (most nodes are never compared: no
+    checkpoint has their size)."""
 
     def __init__(self, node: int, made: bool, raw: torch.Tensor):
         self.node = node
         self.made = made  # by an op of the trace (not a tensor that came in from outside)
         self._raw = raw
-        self._prepared: tuple[torch.Tensor, torch.Tensor, _Sums] | None = None
+        self._prepared: _Prepared | None = None
 
-    def _get(self) -> tuple[torch.Tensor, torch.Tensor, _Sums]:
+    @property
+    def prepared(self) -> _Prepared:
         if self._prepared is None:
             self._prepared = _prepared(self._raw)
         return self._prepared
-
-    @property
-    def value(self) -> torch.Tensor:  # comparable
-        return self._get()[0]
-
-    @property
-    def ordered(self) -> torch.Tensor:  # its values sorted (a layout-free fingerprint)
-        return self._get()[1]
-
-    @property
-    def sums(self) -> _Sums:
-        return self._get()[2]
 
 
 class Finder:
@@ -174,30 +184,42 @@ class Finder:
             if node.value is None or node.index not in allowed or node.value.is_complex():
                 continue
             self.by_size.setdefault(node.value.numel(), []).append(_Entry(node.index, node.op >= 0, node.value))
+        self._answers: dict[tuple, tuple[int, ...] | None] = {}  # a walk asks for the same value often
 
     def find(
         self, value: torch.Tensor, kind: str = FREE, sliced: bool = True, exclude: frozenset[int] = frozenset()
     ) -> tuple[int, ...] | None:
         """The node(s) holding `value`: one node, or one per slice along some dimension; else None.
         Nodes in `exclude` do not count."""
-        if value.numel() not in self.by_size and not sliced:
-            return None
-        value, ordered, sums = _prepared(value)
-        whole = self._find_whole(value, kind, exclude, ordered, sums)
-        if whole is not None:
-            return (whole,)
+        content = value.detach().to(torch.float64).contiguous().numpy().tobytes()  # as `comparable` sees it
+        question = (tuple(value.shape), kind, sliced, exclude, content)
+        if question not in self._answers:
+            self._answers[question] = self._find(value, kind, sliced, exclude)
+        return self._answers[question]
+
+    def _find(self, value: torch.Tensor, kind: str, sliced: bool, exclude: frozenset[int]) -> tuple[int, ...] | None:
+        """`find`, asked for the first time. A value is prepared (made comparable, its sums) only when
+        some node has its size, or a slice's."""
+        if value.numel() in self.by_size:
+            whole = self._find_whole(_prepared(value), kind, exclude)
+            if whole is not None:
+                return (whole,)
         if not sliced:
             return None
         last = value.dim() - 2 if kind == ATTENTION else value.dim() - 1
-        for dim in range(max(last, 0)):
+        dims = [
+            dim
+            for dim in range(max(last, 0))
+            if 1 < value.shape[dim] <= MAX_SLICED and value.numel() // value.shape[dim] in self.by_size
+        ]
+        if not dims:
+            return None
+        value = _prepared(value).value
+        for dim in dims:
             size = value.shape[dim]
-            if not 1 < size <= MAX_SLICED or value.numel() // size not in self.by_size:
-                continue
             parts = []
             for i in range(size):
-                part = value.select(dim, i)
-                ordered = torch.sort(part.flatten()).values
-                found = self._find_whole(part, kind, exclude, ordered, _Sums.of(ordered))
+                found = self._find_whole(_Prepared(value.select(dim, i)), kind, exclude)
                 if found is None:
                     break
                 parts.append(found)
@@ -205,20 +227,20 @@ class Finder:
                 return tuple(parts)
         return None
 
-    def _find_whole(
-        self, value: torch.Tensor, kind: str, exclude: frozenset[int], ordered: torch.Tensor, sums: _Sums
-    ) -> int | None:
-        """`value` (comparable; `ordered` its sorted values, `sums` theirs) among the entries."""
-        entries = self.by_size.get(value.numel())
+    def _find_whole(self, wanted: _Prepared, kind: str, exclude: frozenset[int]) -> int | None:
+        """A node holding `wanted`'s values (in a layout `kind` allows), not one of `exclude`."""
+        entries = self.by_size.get(wanted.value.numel())
         if not entries:
             return None
         leaf = None
         for entry in entries:
+            if entry.node in exclude:
+                continue
+            held = entry.prepared
             if (
-                entry.node not in exclude
-                and entry.sums.may_match(sums)
-                and close(entry.ordered, ordered)
-                and same_tensor(entry.value, value, kind)
+                held.sums.may_match(wanted.sums)
+                and close(held.ordered, wanted.ordered)
+                and same_tensor(held.value, wanted.value, kind)
             ):
                 if entry.made:
                     return entry.node
@@ -231,7 +253,7 @@ class Finder:
         ordered = torch.sort(base.flatten()).values
         found: list[float] = []
         for entry in self.by_size.get(base.numel(), []):
-            a, b = ordered, entry.ordered
+            a, b = ordered, entry.prepared.ordered
             finite_a, finite_b = torch.isfinite(a), torch.isfinite(b)
             if not torch.equal(finite_a, finite_b):
                 continue
