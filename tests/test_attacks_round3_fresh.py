@@ -97,8 +97,7 @@ nbgrader_e2e = pytest.importorskip("tests.test_nbgrader_e2e")
 def course(tmp_path_factory):
     """A course with the assignment generated; the correct notebook, to hand in."""
     base = tmp_path_factory.mktemp("nbgrader-fresh")
-    course = nbgrader_e2e.create_course(base)
-    nbgrader_e2e.nbgrader(course, "generate_assignment", nbgrader_e2e.ASSIGNMENT)
+    course = nbgrader_e2e.generated_course(base, tmp_path_factory)
     source, release = nbgrader_e2e.read_notebooks(course)
     return course, nbgrader_e2e._student_notebook(source, release, nbgrader_e2e.correct)
 

@@ -28,6 +28,7 @@ from tests.test_nbgrader_e2e import (
     correct,
     create_course,
     feedback,
+    generated_course,
     gradebook_scores,
     hand_in,
     nbgrader,
@@ -156,8 +157,7 @@ NOT_JSON = "h8_not_json"
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("nbgrader-hostile")
-    course = create_course(base)
-    nbgrader(course, "generate_assignment", ASSIGNMENT)
+    course = generated_course(base, tmp_path_factory)
     source, release = read_notebooks(course)
     good = _student_notebook(source, release, correct)
     hand_in(course, "alice", good)

@@ -26,6 +26,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 pytest.importorskip("nbgrader")
 
@@ -80,6 +81,25 @@ def create_course(base: Path, *flags: str) -> Path:
     result = run([str(tools_dir() / "grade"), "nbgrader", "course", *flags], base, clean_env(base / "home"))
     assert f"Next: cd course && {tools_dir() / 'nbgrader'} generate_assignment ch3" in result.stdout
     return course
+
+
+def generated_course(base: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """At base/course, a copy of the course as `grade nbgrader course` and then `nbgrader
+    generate_assignment ch3` leave it (the commands above, from a clean shell). The course is made once
+    per test run, for every pytest-xdist worker (a lock in the run's shared temporary folder), and
+    copied: nothing in it names its own folder (nbgrader's paths are relative to the course)."""
+    run_folder = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run_folder = run_folder.parent  # shared by the workers of this run
+    made = run_folder / "nbgrader-generated"
+    with FileLock(str(run_folder / "nbgrader-generated.lock")):
+        if not (made / "course" / "release" / ASSIGNMENT).is_dir():
+            shutil.rmtree(made, ignore_errors=True)
+            made.mkdir()
+            nbgrader(create_course(made), "generate_assignment", ASSIGNMENT)
+            shutil.rmtree(made / "home")
+    shutil.copytree(made / "course", base / "course", symlinks=True)
+    return base / "course"
 
 
 def _strip_markers(code: str) -> str:
@@ -167,8 +187,11 @@ def course(request, tmp_path_factory):
     base = tmp_path_factory.mktemp("nbgrader")
     timings = {}
     started = time.perf_counter()
-    course = create_course(base, *(["--run-student-kernel"] if request.param == "with-student-kernel" else []))
-    nbgrader(course, "generate_assignment", ASSIGNMENT)
+    if request.param == "with-student-kernel":
+        course = create_course(base, "--run-student-kernel")
+        nbgrader(course, "generate_assignment", ASSIGNMENT)
+    else:
+        course = generated_course(base, tmp_path_factory)
     timings["create+generate"] = time.perf_counter() - started
 
     source, release = read_notebooks(course)
@@ -361,10 +384,7 @@ def test_feedback_carries_the_whole_diagnosis_under_each_test_cell(course):
 
 @pytest.fixture(scope="module")
 def released(tmp_path_factory):
-    base = tmp_path_factory.mktemp("validate")
-    course = create_course(base)
-    nbgrader(course, "generate_assignment", ASSIGNMENT)
-    return course
+    return generated_course(tmp_path_factory.mktemp("validate"), tmp_path_factory)
 
 
 def validate(course: Path, notebook: dict | None, name: str) -> str:

@@ -12,7 +12,9 @@ Cost. Nothing of this machine is reused: the Quick start block builds the clone'
 the later blocks use that venv as README tells the reader to. One thing is narrowed: README's
 `make test` runs with `PYTEST_ARGS=--collect-only` (the setup, the test extra and the import of
 every test module, not the run), since the whole suite is what CI runs, in the same clean way,
-and this test is part of it.
+and this test is part of it. And its type check starts from a copy of this checkout's mypy cache
+where `make test` left one (MYPY_CACHE_DIR): mypy still checks every file of the clone, reusing
+what it found for files whose content is unchanged (10 s of CPU less).
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ def fresh_clone(tmp_path_factory):
     )
     (base / "home").mkdir()
     keep_pip_configuration(base / "home")
+    if (ROOT / ".mypy_cache").is_dir():
+        shutil.copytree(ROOT / ".mypy_cache", base / "home" / ".mypy_cache")
     yield base / "project", base / "home"
     shutil.rmtree(base, ignore_errors=True)  # the clone's own .venv is large
 
@@ -89,6 +93,8 @@ def run_block(code: str, clone: Path, home: Path) -> subprocess.CompletedProcess
         "TERM": "dumb",
         **{key: value for key, value in os.environ.items() if key.startswith("PIP_")},
     }
+    if (home / ".mypy_cache").is_dir():
+        env["MYPY_CACHE_DIR"] = str(home / ".mypy_cache")
     return subprocess.run(
         ["bash", "-e", "-o", "pipefail", "-c", code], cwd=clone, env=env, capture_output=True, text=True, timeout=3600
     )
