@@ -7,7 +7,12 @@ sandbox worker is (`grader.sandbox.warmup`, the workers' environment):
 - fork + probes: fork, run every probe of the submission in the child without any restriction,
   `_exit` (what a child costs before it is restricted, watched or read).
 
-    python benchmarks/floors.py STUDENT_DIR... [--forks 200]
+With --restrictions, the price of each restriction a sandbox child takes (`grader.sandbox.child`):
+fork, take that one restriction, `_exit`, less a bare fork; then all of them (`child.restrict`, as
+root with a slot's uid), and all of them with the probes. What the kernel does later on a worker
+thread (freeing an IPC namespace) is not counted: only this process and its children are.
+
+    python benchmarks/floors.py STUDENT_DIR... [--forks 200] [--restrictions]
 
 Prints one JSON object: milliseconds of CPU per submission (this process and its children).
 Used by benchmarks/throughput.py, which starts it with the workers' environment.
@@ -77,10 +82,47 @@ def forked(body):
     return call
 
 
+def restriction_prices(students: list[str], forks: int) -> dict[str, float]:
+    """Milliseconds of CPU each restriction of a sandbox child adds to a fork (see the docstring)."""
+    import resource as limits
+
+    from grader.sandbox import child
+
+    budget = {
+        "cpu_seconds": 30,
+        "file_bytes": 1 << 20,
+        "memory_bytes": 1 << 30,
+        "processes": 16,
+        "network_isolated": True,
+    }
+    uid = 61000
+    steps = {
+        "setsid": lambda _: os.setsid(),
+        "rlimits": lambda _: [
+            limits.setrlimit(limits.RLIMIT_NOFILE, (256, 256)),
+            limits.setrlimit(limits.RLIMIT_CORE, (0, 0)),
+        ],
+        "ipc_namespace": lambda _: child.isolate_ipc(),
+        "no_new_privs": lambda _: child.LIBC.prctl(child.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0),
+        "uid": lambda _: (os.setgroups([]), os.setresgid(uid, uid, uid), os.setresuid(uid, uid, uid)),
+        "all": lambda _: child.restrict(uid, budget),
+    }
+    bare = per_call(forked(lambda _: None), list(range(forks)))
+    prices = {
+        f"restriction_{name}_ms": per_call(forked(step), list(range(forks))) - bare for name, step in steps.items()
+    }
+    restricted = forked(lambda s: (child.restrict(uid, budget), run_all(s)))
+    prices["fork_restricted_probes_ms"] = per_call(restricted, students)
+    child.block_keyrings()  # the worker's seccomp filter, inherited by every child: last, it stays
+    prices["fork_restricted_probes_seccomp_ms"] = per_call(restricted, students)
+    return prices
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("students", nargs="+")
     parser.add_argument("--forks", type=int, default=200)
+    parser.add_argument("--restrictions", action="store_true", help="also price each restriction of a child")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from grader.sandbox import warmup
@@ -93,6 +135,8 @@ def main() -> None:
         "bare_fork_ms": per_call(forked(lambda _: None), list(range(args.forks))),
         "fork_probes_ms": per_call(forked(run_all), students),
     }
+    if args.restrictions:
+        floors |= restriction_prices(students, args.forks)
     print(json.dumps(floors))
 
 
