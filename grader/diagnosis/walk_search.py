@@ -60,13 +60,16 @@ class Search:
     ) -> Nodes | None:
         """The student's nodes holding `value` as checkpoint `name` (not in its inputs, unless
         `inputs_too`, nor in the nodes `also`)."""
-        if value is None or not bool((~torch.isnan(value)).any()):
-            return None  # all NaN: any NaN of the student's would match, which says nothing
+        if value is None:
+            return None
+        nan = torch.isnan(value)
+        if bool(nan.all()):
+            return None  # all NaN (or nothing): any NaN of the student's would match, which says nothing
         exclude = (frozenset() if inputs_too else self.inputs(name, found)) | also
         if name in COPIES:  # a matrix written into another matrix is not this one's copy
             exclude |= self._sources({n for other, nodes in found.items() if other != name and nodes for n in nodes})
         nodes = self.finder.find(value, STAGES[name].kind, exclude=exclude)
-        if nodes is None and bool(value.isnan().any()):
+        if nodes is None and bool(nan.any()):
             # a row that hides every key: softmax gives NaN, the fused scaled_dot_product_attention zeros
             fused = self.finder.find(torch.nan_to_num(value, nan=0.0), STAGES[name].kind, exclude=exclude)
             if fused is not None and all(
