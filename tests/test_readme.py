@@ -7,14 +7,14 @@ empty HOME, from the clone's top folder (README says "from this folder"), stoppi
 command that fails (`bash -e -o pipefail`). Later blocks see what earlier ones made, as they do
 for a reader going down the page.
 
-Cost. Nothing of this machine is reused: the Quick start block builds the clone's own `.venv`
-(`make demo` runs `make setup`), because a venv copied in would hide a missing setup step, and
-the later blocks use that venv as README tells the reader to. One thing is narrowed: README's
-`make test` runs with `PYTEST_ARGS=--collect-only` (the setup, the test extra and the import of
-every test module, not the run), since the whole suite is what CI runs, in the same clean way,
-and this test is part of it. And its type check starts from a copy of this checkout's mypy cache
-where `make test` left one (MYPY_CACHE_DIR): mypy still checks every file of the clone, reusing
-what it found for files whose content is unchanged (10 s of CPU less).
+Cost. No installed package of this machine is reused: the Quick start block builds the clone's
+own `.venv` (`make demo` runs `make setup`), because a venv copied in would hide a missing setup
+step, and the later blocks use that venv as README tells the reader to. Two things are narrowed.
+README's `make test` runs with `PYTEST_ARGS=--collect-only` (the setup, the test extra and the
+import of every test module, not the run), since the whole suite is what CI runs, in the same
+clean way, and this test is part of it. And its type check starts from a copy of this checkout's
+mypy cache where `make test` left one (MYPY_CACHE_DIR): mypy still checks every file of the
+clone, reusing what it found for files whose content is unchanged (10 s of CPU less).
 """
 
 from __future__ import annotations
