@@ -184,21 +184,12 @@ class Finder:
             if node.value is None or node.index not in allowed or node.value.is_complex():
                 continue
             self.by_size.setdefault(node.value.numel(), []).append(_Entry(node.index, node.op >= 0, node.value))
-        self._answers: dict[tuple, tuple[int, ...] | None] = {}  # a walk asks for the same value often
 
     def find(
         self, value: torch.Tensor, kind: str = FREE, sliced: bool = True, exclude: frozenset[int] = frozenset()
     ) -> tuple[int, ...] | None:
         """The node(s) holding `value`: one node, or one per slice along some dimension; else None.
-        Nodes in `exclude` do not count."""
-        content = value.detach().to(torch.float64).contiguous().numpy().tobytes()  # as `comparable` sees it
-        question = (tuple(value.shape), kind, sliced, exclude, content)
-        if question not in self._answers:
-            self._answers[question] = self._find(value, kind, sliced, exclude)
-        return self._answers[question]
-
-    def _find(self, value: torch.Tensor, kind: str, sliced: bool, exclude: frozenset[int]) -> tuple[int, ...] | None:
-        """`find`, asked for the first time. A value is prepared (made comparable, its sums) only when
+        Nodes in `exclude` do not count. A value is prepared (made comparable, its sums) only when
         some node has its size, or a slice's."""
         if value.numel() in self.by_size:
             whole = self._find_whole(_prepared(value), kind, exclude)
