@@ -24,6 +24,7 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from grader.fingerprint import SKIPPED_FOLDERS
 from grader.i18n import Catalog
 from grader.intake.discovery import find_upload
 from grader.records import MODULES, GradeResult, IntegrityNote
@@ -59,7 +60,7 @@ def kit_files(root: Path = ROOT) -> list[tuple[Path, str]]:
             files.append((path, part))
         elif path.is_dir() and not path.is_symlink():
             for folder, dirs, names in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", ".cache"))
+                dirs[:] = sorted(d for d in dirs if d not in SKIPPED_FOLDERS)
                 for name in sorted(names):
                     file = Path(folder) / name
                     if file.suffix != ".pyc" and file.is_file() and not file.is_symlink():

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import solutions
-from grader.intake.parsing import parsed
+from grader.intake.parsing import parsed_once
 from grader.probe_outputs import ProbeOutputs
 from grader.records import StudentFrame, TestOutcome
 
@@ -81,7 +81,7 @@ def _constructor(tree: ast.Module, line: int) -> tuple[str, ast.FunctionDef] | N
 
 def constructor_key(file: str, line: int, sources: Mapping[str, str]) -> tuple[str, int] | None:
     """The constructor (file, line of its `def __init__`) that `line` of `file` belongs to."""
-    tree = parsed(sources.get(file.removesuffix(".py"), "")) if file.endswith(".py") else None
+    tree = parsed_once(sources.get(file.removesuffix(".py"), "")) if file.endswith(".py") else None
     found = _constructor(tree, line) if tree is not None else None
     return (file, found[1].lineno) if found is not None else None
 
@@ -113,7 +113,7 @@ def names_line(within: StudentFrame, names: tuple[list, list], sources: Mapping[
     """The line of the constructor around `within` that assigns another name than the reference's
     (see the module's docstring)."""
     module = within.file.removesuffix(".py")
-    tree = parsed(sources.get(module, "")) if within.file.endswith(".py") else None
+    tree = parsed_once(sources.get(module, "")) if within.file.endswith(".py") else None
     found = _constructor(tree, within.line) if tree is not None else None
     if found is None:
         return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 
-from grader.intake.parsing import parsed
+from grader.intake.parsing import parsed_once
 from grader.records import TestOutcome
 
 SHAPING = {"view", "reshape", "expand", "repeat", "unflatten", "new_zeros", "new_ones", "zeros", "ones", "triu", "tril"}
@@ -34,7 +34,7 @@ def fixed_size_line(outcome: TestOutcome, sources: Mapping[str, str]) -> int | N
     location = outcome.error.location if outcome.error is not None else None
     if location is None or not location.file.endswith(".py"):
         return None
-    tree = parsed(sources.get(location.file.removesuffix(".py"), ""))
+    tree = parsed_once(sources.get(location.file.removesuffix(".py"), ""))
     functions = [
         node
         for node in (ast.walk(tree) if tree is not None else ())

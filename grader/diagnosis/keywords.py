@@ -18,7 +18,7 @@ from pathlib import Path
 
 import solutions
 from grader.diagnosis.quotes import frame
-from grader.intake.parsing import parsed
+from grader.intake.parsing import parsed_once
 from grader.records import StudentFrame, TestOutcome
 
 REFUSED = re.compile(r"\b(\w+)\.__init__\(\) got an unexpected keyword argument '(\w+)'")
@@ -41,7 +41,7 @@ def constructor(outcome: TestOutcome, sources: Mapping[str, str]) -> tuple[Stude
         return None
     modules = [outcome.module] + [m for m in sources if m != outcome.module]
     for module in modules:
-        tree = parsed(sources.get(module, ""))
+        tree = parsed_once(sources.get(module, ""))
         for node in ast.walk(tree) if tree is not None else ():
             if isinstance(node, ast.ClassDef) and node.name == refused[0]:
                 for item in node.body:

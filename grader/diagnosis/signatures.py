@@ -138,10 +138,10 @@ def bias_charged_to_class(
     owner = probe.split(":")[0] if probe else None
     if owner is None or not any(o.module == owner and o.status != "passed" and not o.blocked_by for o in outcomes):
         return None
-    mishandled = class_mishandles_bias(outcome.module, student, reference)
-    if mishandled and not configuration_differs(outcome, student, reference):
+    differs = _differs_in(outcome, student, reference)
+    if class_mishandles_bias(outcome.module, student, reference) and not differs - set(BIAS_FIELDS):
         return owner
-    return owner if _differs_in(outcome, student, reference) == {"num_parameters"} else None
+    return owner if differs == {"num_parameters"} else None
 
 
 def _differs_in(outcome: TestOutcome, student: ProbeOutputs, reference: ProbeOutputs) -> set[str]:
@@ -159,11 +159,4 @@ def configuration_differs(outcome: TestOutcome, student: ProbeOutputs, reference
     its module's configuration probe, whichever test failed); biases and the parameter count only
     when the class it configures handles qkv_bias right."""
     ignored = BIAS_FIELDS if class_mishandles_bias(outcome.module, student, reference) else ()
-    for probe in CONFIGURATION_PROBES:
-        if probe.split(":")[0] == outcome.module:
-            got, want = student.outputs(probe), reference.outputs(probe)
-            if got is not None and want is not None:
-                differs = {k for k in set(got) | set(want) if got.get(k) != want.get(k)} - set(ignored)
-                if differs:
-                    return True
-    return False
+    return bool(_differs_in(outcome, student, reference) - set(ignored))

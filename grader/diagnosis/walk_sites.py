@@ -189,10 +189,7 @@ class Sites:
         if not result or set(result) & rearranged(self.student, nodes):
             return None
         site = locate.frontier(self.student, nodes)
-        return Departure("returned", self.in_call_site(site)) if site is not None else None
-
-    def in_call_site(self, site: Site) -> Site:
-        return site
+        return Departure("returned", site) if site is not None else None
 
     def _broken_layout(self, index: int, progress: Progress) -> Site | None:
         """A view or transpose after the last checkpoint the student got right that no longer holds

@@ -15,6 +15,7 @@ Standard library only (the student bundle ships a copy of intake/).
 from __future__ import annotations
 
 import ast
+import functools
 
 MAX_PARSED_CHARS = 32 * 1024
 
@@ -27,3 +28,10 @@ def parsed(text: str) -> ast.Module | None:
         return ast.parse(text)
     except Exception:  # noqa: BLE001 - SyntaxError, ValueError (a null byte), RecursionError, MemoryError,
         return None  # OverflowError; and CPython 3.11's SystemError ("AST constructor recursion depth mismatch")
+
+
+@functools.lru_cache(maxsize=64)
+def parsed_once(text: str) -> ast.Module | None:
+    """`parsed`, made once per text: for readers that only look at the tree, never change it (the
+    diagnosis reads a student's module for many failing tests)."""
+    return parsed(text)

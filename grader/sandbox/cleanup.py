@@ -98,26 +98,29 @@ def _kill_until_none(chosen) -> None:
 def _is_zombie(entry: str) -> bool:
     """Whether every thread of the process has ended. A leader that ended its main thread alone
     (SYS_exit) shows "Z" in /proc/<pid>/stat while its other threads run on: not dead."""
-    if _state(f"/proc/{entry}/stat") != b"Z":
+    if _thread_state(f"/proc/{entry}/stat") != b"Z":
         return False
-    return all(_state(f"/proc/{entry}/task/{task}/stat") == b"Z" for task in os.listdir(f"/proc/{entry}/task"))
+    return all(_thread_state(f"/proc/{entry}/task/{task}/stat") == b"Z" for task in os.listdir(f"/proc/{entry}/task"))
 
 
 def state_of(pid: int) -> bytes:
     """The process's state letter (R, S, D, T, Z...); X once it is gone."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rsplit(b")", 1)[1].split()[0]
+        return _state(f"/proc/{pid}/stat")
     except (OSError, IndexError):
         return b"X"
 
 
-def _state(path: str) -> bytes:
+def _thread_state(path: str) -> bytes:
     try:
-        with open(path, "rb") as stat:
-            return stat.read().rsplit(b")", 1)[1].split()[0]
+        return _state(path)
     except FileNotFoundError:  # a thread that ended meanwhile
         return b"Z"
+
+
+def _state(path: str) -> bytes:
+    with open(path, "rb") as stat:
+        return stat.read().rsplit(b")", 1)[1].split()[0]
 
 
 def reap_orphans(uid: int, pid_namespace: bool, spared: set[int], seconds: float = 2.0) -> None:
