@@ -28,20 +28,13 @@ def section_label(section: str, catalog: Catalog) -> str:
 class CheckBlocks:
     """A failing check as a channel lays it out: its section, the check itself and the misconception
     cards of the causes its diagnosis names (their explanation goes with the check on platforms
-    that show one check at a time)."""
+    that show one check at a time). The error's place (`check.where`) and the diagnosis's line
+    are never the same line: `report.diagnosis.diagnosis_view` drops the diagnosis's then."""
 
     section: SectionView
     check: CheckView
     cards: list[Card]
     label: str  # section_label of its section
-
-    @property
-    def shows_error_place(self) -> bool:
-        """The exception's place, unless the diagnosis names the same line (said once)."""
-        diagnosis = self.check.diagnosis
-        if self.check.where is None:
-            return False
-        return not (diagnosis and diagnosis.location and str(diagnosis.where) == str(self.check.where))
 
 
 def check_blocks(view: FeedbackView, catalog: Catalog) -> list[CheckBlocks]:
