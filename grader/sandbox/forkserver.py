@@ -30,6 +30,8 @@ def serve(end: socket.socket, uid: int, flavour: str, pid_namespace: bool, expec
     from grader.probes import PROBES
     from grader.sandbox import driver
 
+    child.remember_worker_modules()
+
     forks.send(end, {"probes": sorted(PROBES), "modes": sorted(driver.MODES)})
     spared = {1, os.getpid(), watcher}
     while True:

@@ -17,6 +17,7 @@ BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from grader.sandbox.worker 
 TMPFS_BYTES = 512 * 1024**2  # the sandbox's /tmp, where each submission's scratch folder lives
 # Top-level directories of the host that the sandbox sees (read-only); symlinks stay symlinks.
 SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
+THP_SETTINGS = Path("/sys/kernel/mm/transparent_hugepage")
 MAX_REASON = 160
 
 
@@ -120,7 +121,8 @@ def mounted_hidden(hidden: list[Path], roots: list[Path]) -> list[Path]:
 def bwrap_command(kit: Path, roots: list[Path], hidden: list[Path]) -> list[str]:
     """bubblewrap's part of a worker's command line, up to the interpreter; the staged `kit` is
     /tmp/kit inside. An allowlist: the system's directories and the interpreter's, read-only; an
-    empty /tmp (where the scratch copies live); the staged probe code. Nothing else of the host."""
+    empty /tmp (where the scratch copies live); the staged probe code; the kernel's huge page
+    settings, read-only. Nothing else of the host."""
     command = [
         "bwrap",
         "--unshare-net",
@@ -146,6 +148,10 @@ def bwrap_command(kit: Path, roots: list[Path], hidden: list[Path]) -> list[str]
         command += ["--ro-bind", str(root), str(root)]
     for path in hidden:
         command += ["--tmpfs", str(path)]
+    # glibc reads the transparent huge page settings here (read-only kernel settings, nothing of
+    # the host's users): without them its malloc never asks for huge pages (GLIBC_TUNABLES, see
+    # connection.environment), and every child faults its large tensors in 4 kB at a time
+    command += ["--ro-bind-try", str(THP_SETTINGS), str(THP_SETTINGS)]
     return command + ["--ro-bind", str(kit), "/tmp/kit", "--chdir", "/tmp"]
 
 
