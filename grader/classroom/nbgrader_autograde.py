@@ -29,13 +29,12 @@ test cell scores 0), points as the test cell's value only ever written by the pr
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from grader.classroom.nbgrader_feedback import add_overview, repair_text, test_outputs
-from grader.classroom.nbgrader_files import withheld_of, withheld_text
+from grader.classroom.nbgrader_files import step_folder, withheld_of, withheld_text
 from grader.classroom.nbgrader_repair import UNREADABLE, course_cells, repairs_of
 from grader.i18n import Catalog
 from grader.intake.discovery import notebook_submission, read_submission, submission_from_files
@@ -299,7 +298,7 @@ if _Base is not object:
             from nbgrader.coursedir import CourseDirectory
 
             coursedir = CourseDirectory(config=self.config)
-            return Path(os.path.abspath(coursedir.format_path(coursedir.submitted_directory, ".", ".")))
+            return step_folder(coursedir, coursedir.submitted_directory)
 
         def _submitted(self, name: str, assignment: str, student: str) -> Path:
             from nbgrader.coursedir import CourseDirectory

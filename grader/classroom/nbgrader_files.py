@@ -35,7 +35,7 @@ from typing import Any
 
 from grader.classroom.nbgrader_timestamp import inbound_record, read_timestamp, readable_records
 from grader.i18n import Catalog
-from grader.intake.files import Folder, Refused
+from grader.intake.files import Folder, Refused, open_beneath
 
 MAX_EXTRA_BYTES = 32 * 1024 * 1024  # one file of a submission copied
 MAX_EXTRA_FILES = 2000  # files of a submission copied (the rest stand as one note)
@@ -158,6 +158,12 @@ def _write(target: Path, data: bytes, mode: int) -> None:
         raise
 
 
+def step_folder(coursedir: Any, step: str) -> Path:
+    """The folder of an nbgrader step (coursedir.submitted_directory, autograded_directory, ...):
+    what lies below it is opened without following links (`open_submission`)."""
+    return Path(os.path.abspath(coursedir.format_path(step, ".", ".")))
+
+
 def open_submission(step_root: Path, source: Path) -> Folder:
     """The submission folder SOURCE, opened below nbgrader's step folder STEP_ROOT (submitted/,
     autograded/) without following a link on the way (a student's folder that is a link to a
@@ -166,18 +172,7 @@ def open_submission(step_root: Path, source: Path) -> Folder:
         parts = source.relative_to(step_root).parts
     except ValueError:
         return Folder.open(source, follow=True)  # a directory_structure of the course's own
-    folder = Folder.open(step_root, follow=True)
-    try:
-        for part in parts:
-            if part in ("", ".", ".."):
-                raise Refused("unreadable", part)
-            inner = folder.subfolder(part)
-            folder.close()
-            folder = inner
-        return folder
-    except BaseException:
-        folder.close()
-        raise
+    return open_beneath(step_root, parts)
 
 
 # -- nbgrader's side -------------------------------------------------------------------------------
@@ -212,7 +207,7 @@ def _init_assignment(self: Any, assignment_id: str, student_id: str) -> None:
         return _NBGRADERS["init_assignment"](self, assignment_id, student_id)
     source = Path(os.path.abspath(self._format_source(assignment_id, student_id)))
     dest = Path(self._format_dest(assignment_id, student_id))
-    step_root = Path(os.path.abspath(self.coursedir.format_path(self._input_directory, ".", ".")))
+    step_root = step_folder(self.coursedir, self._input_directory)
     catalog = Catalog(_lang(self.config))
     ignore = list(self.coursedir.ignore) + ["*.ipynb"]
     try:

@@ -18,6 +18,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from grader.classroom.nbgrader_files import step_folder
 from grader.classroom.nbgrader_repair import READ_REPAIRS, REBUILT, UNREADABLE, Repair, cell_source
 from grader.intake.files import Refused, read_below
 from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, parse_notebook
@@ -90,7 +91,7 @@ def read_submitted(path: Path, root: Path | None = None) -> tuple[Any, list[Repa
 def _step_root(converter: Any) -> Path | None:
     """The folder of the nbgrader step a converter reads from (submitted/, autograded/), if known."""
     try:
-        return Path(os.path.abspath(converter.coursedir.format_path(converter._input_directory, ".", ".")))
+        return step_folder(converter.coursedir, converter._input_directory)
     except Exception:  # noqa: BLE001 - no converter (the exporter used alone): the file's folder is trusted
         return None
 

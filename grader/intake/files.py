@@ -198,19 +198,29 @@ def read_file(path: Path, cap: int) -> bytes:
         return folder.read(path.name, cap)
 
 
-def read_beneath(root: Path, parts: tuple[str, ...], cap: int) -> bytes:
-    """ROOT/part/part/.../file, where ROOT is trusted and nothing below it may be a link (each
-    folder is opened with O_NOFOLLOW relative to the previous one)."""
-    if not parts:
-        raise Refused("folder", str(root))
+def open_beneath(root: Path, parts: tuple[str, ...]) -> Folder:
+    """The folder ROOT/part/part/..., where ROOT is trusted and nothing below it may be a link (each
+    folder is opened with O_NOFOLLOW relative to the previous one). The caller closes it."""
     folder = Folder.open(root, follow=True)
     try:
-        for part in parts[:-1]:
+        for part in parts:
             if part in ("", ".", "..") or "/" in part:
                 raise Refused("unreadable", part)
             inner = folder.subfolder(part)
             folder.close()
             folder = inner
+        return folder
+    except BaseException:
+        folder.close()
+        raise
+
+
+def read_beneath(root: Path, parts: tuple[str, ...], cap: int) -> bytes:
+    """ROOT/part/part/.../file, where ROOT is trusted and nothing below it may be a link (`open_beneath`)."""
+    if not parts:
+        raise Refused("folder", str(root))
+    folder = open_beneath(root, parts[:-1])
+    try:
         return folder.read(parts[-1], cap)
     finally:
         folder.close()
