@@ -15,9 +15,8 @@ from __future__ import annotations
 import ast
 import functools
 from collections.abc import Mapping
-from pathlib import Path
 
-import solutions
+from grader.diagnosis.source_constructors import constructors, reference_constructor
 from grader.intake.parsing import parsed_once
 from grader.probe_outputs import ProbeOutputs
 from grader.records import StudentFrame, TestOutcome
@@ -69,13 +68,9 @@ def _assigned(statement: ast.stmt) -> str | None:
 
 def _constructor(tree: ast.Module, line: int) -> tuple[str, ast.FunctionDef] | None:
     """The class around `line` and its `__init__`, if `line` is in it."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef):
-            for item in node.body:
-                if not isinstance(item, ast.FunctionDef) or item.name != "__init__":
-                    continue
-                if item.lineno <= line <= (item.end_lineno or item.lineno):
-                    return node.name, item
+    for node, init in constructors(tree):
+        if init.lineno <= line <= (init.end_lineno or init.lineno):
+            return node.name, init
     return None
 
 
@@ -94,14 +89,8 @@ def _assignments(init: ast.FunctionDef, relevant: set[str]) -> list[tuple[int, s
 @functools.cache
 def _reference_order(module: str, cls: str) -> tuple[str, ...]:
     """The names the reference's constructor of `cls` assigns, in order."""
-    path = Path(solutions.__file__).resolve().parent / f"{module}.py"
-    tree = ast.parse(path.read_text(encoding="utf-8")) if path.is_file() else None
-    for node in tree.body if tree is not None else ():
-        if isinstance(node, ast.ClassDef) and node.name == cls:
-            for item in node.body:
-                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
-                    return tuple(name for _, name in _assignments(item, _AnyName()))
-    return ()
+    init = reference_constructor(cls, module)
+    return tuple(name for _, name in _assignments(init, _AnyName())) if init is not None else ()
 
 
 class _AnyName(set):

@@ -14,13 +14,12 @@ import os
 import re
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-import solutions
 from grader.diagnosis.pipeline import Context, stage_order
+from grader.diagnosis.source_constructors import SOLUTIONS_DIR
 from grader.diagnosis.trace_documents import Op, Ref, Trace, parse_trace
 from grader.intake.lines import source_lines
 from grader.probes import PROBES, load_all
@@ -28,7 +27,6 @@ from grader.probes.tracer import traced
 from grader.reference_code import ModuleNamespace
 from grader.sandbox.driver import run_probe
 
-SOLUTIONS_DIR = Path(solutions.__file__).resolve().parent
 DECLARATION = re.compile(r"\[checkpoint: ([\w=, ]+)\]")
 STARTS = {"concat"}  # checkpoints that begin a pass of their own (the wrapper joins finished heads)
 DROPOUT_OPS = frozenset(

@@ -10,14 +10,11 @@ signature too: then the argument is not ignored, it is named otherwise than the 
 
 from __future__ import annotations
 
-import ast
-import functools
 import re
 from collections.abc import Mapping
-from pathlib import Path
 
-import solutions
 from grader.diagnosis.quotes import frame
+from grader.diagnosis.source_constructors import constructor_of, reference_constructor
 from grader.intake.parsing import parsed_once
 from grader.records import StudentFrame, TestOutcome
 
@@ -41,27 +38,18 @@ def constructor(outcome: TestOutcome, sources: Mapping[str, str]) -> tuple[Stude
         return None
     modules = [outcome.module] + [m for m in sources if m != outcome.module]
     for module in modules:
-        tree = parsed_once(sources.get(module, ""))
-        for node in ast.walk(tree) if tree is not None else ():
-            if isinstance(node, ast.ClassDef) and node.name == refused[0]:
-                for item in node.body:
-                    if isinstance(item, ast.FunctionDef) and item.name == "__init__":
-                        names = [a.arg for a in item.args.args + item.args.kwonlyargs]
-                        return frame(f"{module}.py", item.lineno, "__init__", sources), names
+        init = constructor_of(parsed_once(sources.get(module, "")), refused[0])
+        if init is not None:
+            names = [a.arg for a in init.args.args + init.args.kwonlyargs]
+            return frame(f"{module}.py", init.lineno, "__init__", sources), names
     return None
 
 
-@functools.cache
 def contract_keywords(cls: str) -> frozenset[str] | None:
     """The parameters of the reference's constructor of `cls` (the exercise's contract), if the
     reference has that class."""
-    for path in sorted(Path(solutions.__file__).resolve().parent.glob("*.py")):
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if isinstance(node, ast.ClassDef) and node.name == cls:
-                for item in node.body:
-                    if isinstance(item, ast.FunctionDef) and item.name == "__init__":
-                        return frozenset(a.arg for a in item.args.args + item.args.kwonlyargs)
-    return None
+    init = reference_constructor(cls)
+    return frozenset(a.arg for a in init.args.args + init.args.kwonlyargs) if init is not None else None
 
 
 def caller_misnamed(outcome: TestOutcome) -> bool:
