@@ -27,7 +27,7 @@ def _grade_parser() -> argparse.ArgumentParser:
         "--jobs",
         type=int,
         default=os.cpu_count() or 1,
-        help="submissions graded in parallel (default: the number of cores)",
+        help="at most N submissions graded in parallel (default: the number of cores; fewer for a small class)",
     )
     parser.add_argument("--lang", choices=LANGUAGES, default="en", help="report language (en or zh)")
     parser.add_argument("--force", action="store_true", help="regrade submissions whose reports are up to date")

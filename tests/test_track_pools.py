@@ -5,11 +5,13 @@ MindSpore worker."""
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import pytest
 
 from grader.intake.discovery import read_submission
 from grader.run import grade
+from grader.run.plan import Plan, Planned
 from grader.sandbox import tracks
 from grader.sandbox.pool import Limits
 from tests.conftest import ROOT, mindspore_solutions_as_submission, solutions_as_submission
@@ -36,9 +38,34 @@ def test_a_pytorch_class_starts_only_torch_workers(tmp_path, started):
     for name in ("a", "b", "c"):
         solutions_as_submission(tmp_path / "class" / name)
     summary = grade(tmp_path / "class", tmp_path / "out", jobs=2, force=True)
-    assert started == [("torch", 2)]
+    assert [flavour for flavour, _ in started] == ["torch"]
     assert {r.track for r in summary.results} == {"pytorch"}
     assert all(r.score == r.max_score for r in summary.results)
+
+
+def _plan(**per_track: int) -> Plan:
+    to_grade = [
+        Planned(i, f"s{i}", Path(f"s{i}"), "", "", track)
+        for i, track in enumerate(t for t, count in per_track.items() for _ in range(count))
+    ]
+    return Plan((), tuple(to_grade), (), tuple(p.name for p in to_grade), {}, "")
+
+
+def test_a_worker_beyond_the_free_cores_starts_only_for_a_class_that_wins_its_start_back():
+    """Measured on 2 cores (grader/run/plan.py): a second PyTorch worker pays off from about 32
+    submissions, a second MindSpore worker from about 12; below that one worker is faster."""
+    assert _plan(pytorch=3).workers(jobs=2, cores=2) == {"pytorch": 1}
+    assert _plan(pytorch=32).workers(jobs=2, cores=2) == {"pytorch": 1}
+    assert _plan(pytorch=33).workers(jobs=2, cores=2) == {"pytorch": 2}
+    assert _plan(pytorch=1000).workers(jobs=2, cores=2) == {"pytorch": 2}
+    assert _plan(pytorch=1000).workers(jobs=1, cores=2) == {"pytorch": 1}
+    assert _plan(mindspore=12, pytorch=13).workers(jobs=2, cores=2) == {"mindspore": 1, "pytorch": 1}
+    assert _plan(mindspore=13).workers(jobs=2, cores=2) == {"mindspore": 2}
+    # with cores to spare, as many workers as they allow (one core is the trusted process's)
+    assert _plan(pytorch=3).workers(jobs=8, cores=8) == {"pytorch": 3}
+    assert _plan(pytorch=40).workers(jobs=8, cores=8) == {"pytorch": 7}
+    assert _plan(pytorch=400).workers(jobs=8, cores=8) == {"pytorch": 8}
+    assert _plan(pytorch=5).workers(jobs=8, cores=1) == {"pytorch": 1}
 
 
 @needs_mindspore

@@ -149,7 +149,7 @@ def run_grading(
     if plan.to_grade:
         # the workers start at once (a track's only if the class has submissions of it); this
         # process imports torch, the suites and the answer key meanwhile
-        workers = plan.workers(min(jobs or os.cpu_count() or 1, SLOTS_PER_TRACK))
+        workers = plan.workers(min(jobs or os.cpu_count() or 1, SLOTS_PER_TRACK), os.cpu_count() or 1)
         with TrackPools(workers, limits, hide=hide, submissions=plan.per_track()) as pools:
             protections = pools.protections()
             from grader.run.grading import Grading  # torch: once the workers are starting
