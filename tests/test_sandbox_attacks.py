@@ -189,6 +189,26 @@ def test_the_answer_key_the_class_and_the_reports_are_out_of_reach(tmp_path, mon
     assert torch.allclose(found["book"], book_inputs() @ book_inputs().T)
 
 
+def test_of_sys_a_child_sees_the_huge_page_settings_alone_read_only_and_its_malloc_uses_them(tmp_path):
+    """glibc reads /sys/kernel/mm/transparent_hugepage to decide whether its malloc may ask for huge
+    pages (GLIBC_TUNABLES, sandbox.connection.environment): the sandbox binds that folder read-only,
+    and nothing else of /sys (the worker reads it, as root; a child inherits what its malloc read).
+    Where the kernel offers huge pages on request, a child's large
+    tensors are mapped in them (without the settings, every child faulted them in 4 kB at a time)."""
+    settings = Path("/sys/kernel/mm/transparent_hugepage")
+    prober = attacked(tmp_path, "prober", "reach_sys.py")
+    with SandboxPool(1, LIMITS, probes=[PROBE]) as pool:
+        assert pool.use_bwrap  # without bubblewrap the workers see the host's /sys (their own mount namespace)
+        found = run_all(pool, [prober])["prober"][PROBE]
+    assert isinstance(found, ProbeError) and found.exc_type == "RuntimeError", found
+    seen = json.loads(found.message)
+    outside = [path for path in seen["shown"] if not (path + "/").startswith(f"{settings}/")]
+    assert set(outside) <= {"/sys/kernel", "/sys/kernel/mm"}, outside  # the folders on the way (root's, 0700)
+    assert not seen["written"]
+    offered = settings.exists() and re.search(r"\[(always|madvise)\]", (settings / "enabled").read_text())
+    assert (seen["huge_page_areas"] > 0) == bool(offered), seen
+
+
 @pytest.mark.skipif(not WITHOUT_NAMESPACES, reason="needs root and setpriv")
 def test_root_without_the_right_to_make_namespaces_still_grades_correct_code(tmp_path):
     """As in a container that cannot run bubblewrap (root without CAP_SYS_ADMIN): no mount or IPC
