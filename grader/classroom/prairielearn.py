@@ -53,7 +53,7 @@ from grader.i18n import LANGUAGES, Catalog
 from grader.quick_exit import exit_now
 from grader.records import GradeResult
 from grader.report.feedback import feedback_view
-from grader.report.messages import _note
+from grader.report.messages import note_view
 
 CONFIG_NAME = "attention-kit.json"  # in the question's tests/ folder: {"lang": "en" | "zh", "timeout": seconds}
 DEFAULT_TIMEOUT = 120  # seconds; PrairieLearn allows at most 600
@@ -122,7 +122,7 @@ def format_errors(result: GradeResult, catalog: Catalog) -> list[str]:
     notes = [n for n in result.integrity if n.kind.startswith("submission.")]
     if not errors and not notes and result.tests:
         errors["missing"] = catalog.t("prairielearn.no-module")
-    return [clean(text) for text in [*(_note(n, catalog).text for n in notes), *errors.values()]]
+    return [clean(text) for text in [*(note_view(n, catalog).text for n in notes), *errors.values()]]
 
 
 def to_prairielearn(graded: Graded, catalog: Catalog, seconds: float = 0.0) -> dict[str, Any]:

@@ -15,14 +15,14 @@ from grader.report.heatmaps import HeatmapView, heatmap_view
 from grader.report.messages import (
     Card,
     NoteView,
-    _not_implemented,
-    _note,
     check_title,
     error_message,
     error_output,
     location_params,
     misconception_card,
     module_name,
+    not_implemented,
+    note_view,
     outcome_message,
     with_near_miss,
 )
@@ -243,7 +243,7 @@ def _start(tests: list[TestOutcome], catalog: Catalog) -> Guidance | None:
         if location is None:
             continue
         params = location_params(location, catalog)
-        if _not_implemented(error):
+        if not_implemented(error):
             return Guidance(say(catalog, "report.start.not-implemented", **params))
         return Guidance(say(catalog, "report.start.error", **params))
     return Guidance(say(catalog, "report.start.generic", module=module_name(tests[0].module)))
@@ -312,7 +312,7 @@ def feedback_view(result: GradeResult, catalog: Catalog) -> FeedbackView:
         _next_step(sections, catalog, skip, result.tests),
         cards,
         heatmaps,
-        [_note(n, catalog) for n in result.integrity],
+        [note_view(n, catalog) for n in result.integrity],
         found_view(result, catalog),
     )
 

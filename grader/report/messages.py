@@ -26,7 +26,7 @@ ERROR_KEY_PREFIXES = (
 ERROR_KINDS = {"import", "exception", "contract", "timeout", "crash", "resource", "exit", "integrity", "internal"}
 
 
-def _not_implemented(error: ProbeError) -> bool:
+def not_implemented(error: ProbeError) -> bool:
     return error.kind == "exception" and error.exc_type == "NotImplementedError" and error.location is not None
 
 
@@ -82,7 +82,7 @@ def error_message(error: ProbeError, catalog: Catalog, blocked_by: str | None = 
         parts.append(blocked_by_message(blocked_by, catalog))
     if error.key and _key_allowed(error.key, catalog):
         parts.append(say(catalog, error.key, **params))
-    elif _not_implemented(error):
+    elif not_implemented(error):
         parts.append(say(catalog, "error.not-implemented", **params))
     else:
         parts.append(say(catalog, f"error.{kind}.{'located' if location else 'unlocated'}", **params))
@@ -196,7 +196,7 @@ class NoteView:
     text: Said
 
 
-def _note(note: IntegrityNote, catalog: Catalog) -> NoteView:
+def note_view(note: IntegrityNote, catalog: Catalog) -> NoteView:
     key = f"integrity.{note.kind}"
     if catalog.has(key):
         text = say(catalog, key, detail=student(note.detail))

@@ -9,7 +9,7 @@ from urllib.parse import quote
 from grader.i18n import Catalog, section_key
 from grader.intake.shown import shown
 from grader.records import SECTIONS, GradeResult, IntegrityNote
-from grader.report.messages import NoteView, _note, check_title, misconception_card
+from grader.report.messages import NoteView, check_title, misconception_card, note_view
 
 HISTOGRAM_BINS = 10
 
@@ -119,7 +119,7 @@ def class_view(results: list[GradeResult], catalog: Catalog) -> ClassView:
                 result.score,
                 result.max_score,
                 [scores.get(s, (0.0, 0.0)) for s in section_ids],
-                [_note(n, catalog) for n in result.integrity],
+                [note_view(n, catalog) for n in result.integrity],
                 [
                     misconception_card(mid, catalog).title
                     for mid in sorted({o.misconception for o in result.tests if o.misconception})
@@ -134,7 +134,9 @@ def class_view(results: list[GradeResult], catalog: Catalog) -> ClassView:
     # Protections missing on the machine are the same for every student: show them once.
     common = set.intersection(*[{(n.kind, n.detail) for n in r.integrity} for r in results]) if results else set()
     protections = [
-        _note(IntegrityNote(kind, detail), catalog) for kind, detail in sorted(common) if kind.startswith("sandbox.")
+        note_view(IntegrityNote(kind, detail), catalog)
+        for kind, detail in sorted(common)
+        if kind.startswith("sandbox.")
     ]
     return ClassView(
         rows,
