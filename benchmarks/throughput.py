@@ -10,8 +10,9 @@ CPU time is that of the whole process tree (a cgroup v2 of its own where one can
 /proc: benchmarks/cpu.py), split into the trusted process and the sandbox (everything it started).
 Printed, in one run:
 
-1. marginal CPU per added submission (a class of MARGINAL + 2 against one of 2, min and median of
-   REPEAT runs each), for correct, buggy (traced) and mixed code, split sandbox / trusted;
+1. marginal CPU per added submission (a class of MARGINAL + B against one of B, B the smallest
+   class that starts N workers: 33 for 2; min and median of REPEAT runs each), for correct, buggy
+   (traced) and mixed code, split sandbox / trusted;
 2. the floors (benchmarks/floors.py, in a process warmed up as a worker is): the probes run in
    process, a bare fork + _exit, fork + probes + _exit;
 3. a class of COPIES mixed submissions: wall-clock time and CPU per submission, against the
@@ -47,6 +48,9 @@ from cpu import Usage, measured
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from grader.frameworks import PYTORCH
+from grader.run.plan import SUBMISSIONS_PER_WORKER
 
 UNCACHED_DRAWINGS = """
 import sys
@@ -108,11 +112,17 @@ def run_baseline(students: list[Path], jobs: int) -> tuple[float, float]:
     return time.perf_counter() - started, sum(u.cpu for u in usages)
 
 
+def base_size(jobs: int) -> int:
+    """The smallest class that starts JOBS workers on any machine (grader.run.plan.Plan.workers): the
+    two classes of a marginal measurement must start as many, or the difference counts a worker's start."""
+    return max(2, SUBMISSIONS_PER_WORKER[PYTORCH] * (jobs - 1) + 1)
+
+
 def marginal(work: Path, kind: str, sources: list[Path], count: int, jobs: int, repeat: int) -> dict[str, list[float]]:
-    """Milliseconds of CPU per added submission of KIND (COUNT + 2 against 2), REPEAT times:
-    {"all": [...], "sandbox": [...], "trusted": [...]}."""
-    small = build_class(work / f"{kind}-small", 2, sources)
-    large = build_class(work / f"{kind}-large", count + 2, sources)
+    """Milliseconds of CPU per added submission of KIND (COUNT + base_size against base_size), REPEAT
+    times: {"all": [...], "sandbox": [...], "trusted": [...]}."""
+    small = build_class(work / f"{kind}-small", base_size(jobs), sources)
+    large = build_class(work / f"{kind}-large", count + base_size(jobs), sources)
     found: dict[str, list[float]] = {"all": [], "sandbox": [], "trusted": []}
     for _ in range(repeat):
         few = run_grader(work / f"{kind}-small", work / "out-small", jobs)
@@ -166,7 +176,8 @@ def main() -> None:
         for kind in args.kinds.split(","):
             found = marginal(work, kind, kinds[kind], args.marginal, args.jobs, args.repeat)
             print(
-                f"marginal CPU per {kind} submission ({args.marginal} + 2 vs 2, {args.repeat} runs): "
+                f"marginal CPU per {kind} submission ({args.marginal} + {base_size(args.jobs)} vs "
+                f"{base_size(args.jobs)}, {args.repeat} runs): "
                 f"{spread(found['all'])} ms; sandbox {spread(found['sandbox'])}, trusted {spread(found['trusted'])}"
             )
     floor = floors(kinds["correct"][:20])

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from grader.intake.chapter import Defined
 from grader.intake.contract import ALL_NAMES, CLASSES, CONSTRUCTOR, FORWARD, PARAMETERS, REQUIRED
 from grader.intake.notebook_cells import _TOP_LEVEL_NAME, Origins, origin_at
-from grader.intake.parsing import parsed
+from grader.intake.parsing import parsed_once
 from grader.records import MODULES, NearMiss
 
 
@@ -76,7 +76,7 @@ class _Module:
 
     def __init__(self, module: str, source: str, runs: Origins | None):
         self.module, self.runs = module, runs
-        self.tree = parsed(source)
+        self.tree = parsed_once(source)  # read only; the diagnosis reads the same tree again
         if self.tree is not None:
             body = self.tree.body
             self.top = [self.place(n.name, n.lineno) for n in body if isinstance(n, _DEFS)]
