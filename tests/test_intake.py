@@ -118,6 +118,20 @@ def test_read_beneath_follows_no_link_below_the_root(tmp_path):
     assert refused.value.reason == "link"
 
 
+@pytest.mark.parametrize("name", ["../../outside.py", "/etc/hostname", "..", ".", "", "a\x00b", "ch3/x.py"])
+def test_a_folder_reads_and_opens_single_names_only(tmp_path, name):
+    """No path, however it is written, reaches beyond the folder: neither as the file read nor as a
+    folder on the way (an open folder resolves "../x" from itself, O_NOFOLLOW or not)."""
+    (tmp_path / "outside.py").write_text("secret")
+    (tmp_path / "root" / "ch3").mkdir(parents=True)
+    (tmp_path / "root" / "ch3" / "x.py").write_text("X = 1\n")
+    with pytest.raises(Refused) as refused:
+        read_beneath(tmp_path / "root", ("ch3", name), 100)
+    assert refused.value.reason in ("unreadable", "folder")
+    with pytest.raises(Refused):
+        read_beneath(tmp_path / "root", (name, "x.py"), 100)
+
+
 def test_a_student_folder_that_is_a_link_is_refused_as_a_whole(tmp_path):
     klass = tmp_path / "class"
     (klass / "alice").mkdir(parents=True)

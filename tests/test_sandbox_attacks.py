@@ -205,6 +205,8 @@ def test_of_sys_a_child_sees_the_huge_page_settings_alone_read_only_and_its_mall
     outside = [path for path in seen["shown"] if not (path + "/").startswith(f"{settings}/")]
     assert set(outside) <= {"/sys/kernel", "/sys/kernel/mm"}, outside  # the folders on the way (root's, 0700)
     assert not seen["written"]
+    assert all("ro" in options.split(",") for options in seen["mount_options"]), seen
+    assert len(seen["mount_options"]) == settings.exists(), seen
     offered = settings.exists() and re.search(r"\[(always|madvise)\]", (settings / "enabled").read_text())
     assert (seen["huge_page_areas"] > 0) == bool(offered), seen
 

@@ -10,31 +10,36 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import solutions
-from grader.intake.parsing import parsed_once
 
 SOLUTIONS_DIR = Path(solutions.__file__).resolve().parent
 
 
-def constructors(tree: ast.Module) -> Iterator[tuple[ast.ClassDef, ast.FunctionDef]]:
-    """Every class of `tree` (nested ones after the module's own) with each `def __init__` of its body."""
-    for node in ast.walk(tree):
+def constructors(tree: ast.Module, nested: bool = True) -> Iterator[tuple[ast.ClassDef, ast.FunctionDef]]:
+    """Every class of `tree` (nested ones after the module's own, unless not `nested`) with each
+    `def __init__` of its body."""
+    for node in ast.walk(tree) if nested else tree.body:
         if isinstance(node, ast.ClassDef):
             for item in node.body:
                 if isinstance(item, ast.FunctionDef) and item.name == "__init__":
                     yield node, item
 
 
-def constructor_of(tree: ast.Module | None, cls: str) -> ast.FunctionDef | None:
+def constructor_of(tree: ast.Module | None, cls: str, nested: bool = True) -> ast.FunctionDef | None:
     """The first `def __init__` of a class named `cls` in `tree`."""
-    return next((init for node, init in constructors(tree) if node.name == cls), None) if tree is not None else None
+    if tree is None:
+        return None
+    return next((init for node, init in constructors(tree, nested) if node.name == cls), None)
 
 
 @functools.cache
 def reference_constructor(cls: str, module: str | None = None) -> ast.FunctionDef | None:
-    """The reference's constructor of `cls`: in `module`, or in the first module that has one."""
+    """The reference's constructor of a module-level class `cls`: in `module`, or in the first
+    module that has one. The kit's own code: parsed whole (a syntax error is the kit's, and raised)."""
     paths = [SOLUTIONS_DIR / f"{module}.py"] if module is not None else sorted(SOLUTIONS_DIR.glob("*.py"))
     for path in paths:
-        init = constructor_of(parsed_once(path.read_text(encoding="utf-8")), cls) if path.is_file() else None
+        init = (
+            constructor_of(ast.parse(path.read_text(encoding="utf-8")), cls, nested=False) if path.is_file() else None
+        )
         if init is not None:
             return init
     return None

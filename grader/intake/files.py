@@ -119,6 +119,7 @@ class Folder:
 
     def subfolder(self, name: str) -> Folder:
         """A folder inside this one, opened without following a link."""
+        _one_name(name)
         try:
             return Folder(os.open(name, _OPEN_DIR, dir_fd=self.fd), self.path / name)
         except OSError as exc:
@@ -126,6 +127,7 @@ class Folder:
 
     def read(self, name: str, cap: int) -> bytes:
         """The bytes of the regular file `name` directly in this folder; raises Refused."""
+        _one_name(name)
         try:
             before = os.stat(name, dir_fd=self.fd, follow_symlinks=False)
         except OSError as exc:
@@ -143,6 +145,13 @@ class Folder:
             return _read_at_most(fd, cap, name)
         finally:
             os.close(fd)
+
+
+def _one_name(name: str) -> None:
+    """Refuse what is no single name in a folder: a path ("a/b", "..", "."), nothing, or a name the
+    system cannot take (a null character)."""
+    if name in ("", ".", "..") or "/" in name or "\x00" in name:
+        raise Refused("unreadable", name)
 
 
 def _check(info: os.stat_result, name: str, cap: int) -> None:
@@ -204,8 +213,6 @@ def open_beneath(root: Path, parts: tuple[str, ...]) -> Folder:
     folder = Folder.open(root, follow=True)
     try:
         for part in parts:
-            if part in ("", ".", "..") or "/" in part:
-                raise Refused("unreadable", part)
             inner = folder.subfolder(part)
             folder.close()
             folder = inner

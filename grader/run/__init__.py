@@ -128,6 +128,11 @@ def _given(submission: Submission) -> Loader:
     return lambda: submission
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, e.g. under taskset), not the machine's."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def run_grading(
     loaders: list[Loader],
     out_dir: Path,
@@ -149,7 +154,7 @@ def run_grading(
     if plan.to_grade:
         # the workers start at once (a track's only if the class has submissions of it); this
         # process imports torch, the suites and the answer key meanwhile
-        workers = plan.workers(min(jobs or os.cpu_count() or 1, SLOTS_PER_TRACK), os.cpu_count() or 1)
+        workers = plan.workers(min(jobs or os.cpu_count() or 1, SLOTS_PER_TRACK), usable_cores())
         with TrackPools(workers, limits, hide=hide, submissions=plan.per_track()) as pools:
             protections = pools.protections()
             from grader.run.grading import Grading  # torch: once the workers are starting

@@ -31,8 +31,9 @@ class Bubblewrap:
 
 
 def bubblewrap() -> Bubblewrap:
-    """Tries bwrap with the namespaces the sandbox uses. A container without user namespaces,
-    or with a seccomp profile that forbids them, has bwrap installed but unusable."""
+    """Tries bwrap with the namespaces the sandbox uses, and the one bind of /sys it makes. A
+    container without user namespaces, or with a seccomp profile that forbids them, has bwrap
+    installed but unusable."""
     if not shutil.which("bwrap"):
         return Bubblewrap(installed=False, usable=False)
     probe = [
@@ -47,6 +48,9 @@ def bubblewrap() -> Bubblewrap:
         "--unshare-net",
         "--unshare-pid",
         "--unshare-ipc",
+        "--ro-bind-try",
+        str(THP_SETTINGS),
+        str(THP_SETTINGS),
         "--die-with-parent",
         "true",
     ]

@@ -23,7 +23,9 @@ def _seen() -> dict:
     with open("/proc/self/smaps") as smaps:
         huge = sum(1 for line in smaps if line.startswith("VmFlags:") and " hg" in line)
     del held
-    return {"shown": sorted(shown), "written": written, "huge_page_areas": huge}
+    with open("/proc/self/mountinfo") as mounts:  # the bind's own options: read-only or not
+        options = [line.split()[5] for line in mounts if line.split()[4] == "/sys/kernel/mm/transparent_hugepage"]
+    return {"shown": sorted(shown), "written": written, "huge_page_areas": huge, "mount_options": options}
 
 
 def attention_scores(inputs):
