@@ -36,10 +36,8 @@ def reference_constructor(cls: str, module: str | None = None) -> ast.FunctionDe
     """The reference's constructor of a module-level class `cls`: in `module`, or in the first
     module that has one. The kit's own code: parsed whole (a syntax error is the kit's, and raised)."""
     paths = [SOLUTIONS_DIR / f"{module}.py"] if module is not None else sorted(SOLUTIONS_DIR.glob("*.py"))
-    for path in paths:
-        init = (
-            constructor_of(ast.parse(path.read_text(encoding="utf-8")), cls, nested=False) if path.is_file() else None
-        )
+    for path in (path for path in paths if path.is_file()):
+        init = constructor_of(ast.parse(path.read_text(encoding="utf-8")), cls, nested=False)
         if init is not None:
             return init
     return None
