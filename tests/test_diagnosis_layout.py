@@ -1,0 +1,77 @@
+"""The diagnosis finds a checkpoint's value among a trace's tensors in any layout it allows, whatever
+the tensor's dtype and whatever special values it holds (−∞ or a large negative fill for a mask,
++∞, NaN), and never a value that differs beyond the suites' tolerance."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import array_shapes, arrays
+
+from grader.diagnosis.layout import ATTENTION, FREE, Finder, comparable
+from grader.diagnosis.trace_records import Node, Trace
+
+DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64)
+SPECIALS = (-math.inf, math.inf, math.nan, -1e9)
+
+
+def finder_of(*values: torch.Tensor) -> Finder:
+    """A trace whose leaves hold `values` (nodes 0, 1, ...), every one of them looked at."""
+    nodes = [Node(i, -1, tuple(v.shape), str(v.dtype), v, None) for i, v in enumerate(values)]
+    return Finder(Trace([], nodes, [], False), nodes=frozenset(range(len(values))))
+
+
+@st.composite
+def tensors(draw) -> torch.Tensor:
+    """A small tensor of any of DTYPES, some of its entries special (on a float dtype)."""
+    values = draw(
+        arrays(np.float64, array_shapes(min_dims=1, max_dims=3, max_side=4), elements=st.integers(-50, 50).map(float))
+    )
+    flat = values.reshape(-1)
+    for index in draw(st.lists(st.integers(0, flat.size - 1), max_size=3)):
+        flat[index] = draw(st.sampled_from(SPECIALS))
+    dtype = draw(st.sampled_from(DTYPES))
+    if not dtype.is_floating_point:
+        return torch.from_numpy(np.nan_to_num(values, nan=0.0, posinf=1.0, neginf=-1.0)).to(dtype)
+    return torch.from_numpy(values).to(dtype)
+
+
+@settings(max_examples=200, deadline=None)
+@given(tensors(), st.randoms(use_true_random=False))
+def test_a_value_is_found_in_any_order_of_its_dimensions_whatever_it_holds(value, random):
+    order = list(range(value.dim()))
+    random.shuffle(order)
+    held = value.permute(order).contiguous()
+    assert finder_of(held).find(value, FREE) == (0,)
+    assert finder_of(held.double()).find(value.float() if value.dtype != torch.bfloat16 else value, FREE) == (0,)
+
+
+@settings(max_examples=200, deadline=None)
+@given(tensors(), st.data())
+def test_a_value_that_differs_beyond_the_tolerance_is_never_found(value, data):
+    if not value.dtype.is_floating_point or value.dtype in (torch.float16, torch.bfloat16):
+        value = value.double()
+    changed = value.clone().reshape(-1)
+    index = data.draw(st.integers(0, changed.numel() - 1))
+    changed[index] = 1000.0 if changed[index] != 1000.0 else -1000.0
+    assert finder_of(changed.reshape(value.shape)).find(value, FREE, sliced=False) is None
+
+
+def test_a_mask_filled_with_any_large_negative_number_is_the_same_mask():
+    scores = torch.randn(2, 3, 4, 4)
+    causal = torch.triu(torch.ones(4, 4, dtype=torch.bool), diagonal=1)
+    finder = finder_of(scores.masked_fill(causal, -1e9), scores.masked_fill(causal, torch.finfo(torch.float32).min))
+    assert finder.find(scores.masked_fill(causal, -math.inf), ATTENTION) == (0,)  # the first of two that hold it
+    assert torch.equal(
+        comparable(scores.masked_fill(causal, -1e9)), comparable(scores.masked_fill(causal, -math.inf).double())
+    )
+
+
+def test_one_head_at_a_time_is_found_slice_by_slice():
+    heads = torch.randn(2, 3, 4)  # (heads, T, head_dim)
+    finder = finder_of(torch.randn(3, 4), heads[1].clone(), heads[0].clone())
+    assert finder.find(heads, ATTENTION) == (2, 1)
