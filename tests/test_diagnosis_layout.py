@@ -5,6 +5,7 @@ the tensor's dtype and whatever special values it holds (−∞ or a large negat
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import torch
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, arrays
 
-from grader.diagnosis.layout import ATTENTION, FREE, Finder, comparable
+from grader.diagnosis.layout import ATOL, ATTENTION, FREE, RTOL, Finder, close, comparable
 from grader.diagnosis.trace_records import Node, Trace
 
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64)
@@ -59,6 +60,42 @@ def test_a_value_that_differs_beyond_the_tolerance_is_never_found(value, data):
     index = data.draw(st.integers(0, changed.numel() - 1))
     changed[index] = 1000.0 if changed[index] != 1000.0 else -1000.0
     assert finder_of(changed.reshape(value.shape)).find(value, FREE, sliced=False) is None
+
+
+def allclose_in_torch(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """What `close` means, in torch's own terms: infinities equal where either has one, the rest
+    within `torch.allclose`'s tolerances, NaN equal to NaN."""
+    infinite = torch.isinf(a) | torch.isinf(b)
+    if not torch.equal(a[infinite], b[infinite]):
+        return False
+    return bool(torch.allclose(a[~infinite], b[~infinite], rtol=RTOL, atol=ATOL, equal_nan=True))
+
+
+@settings(max_examples=300, deadline=None)
+@given(tensors(), st.data())
+def test_close_is_torchs_allclose_with_infinities_matched(value, data):
+    """Pairs that differ nowhere, by a fraction or a multiple of the tolerance (on either side of
+    its edge), or in their special values."""
+    a = comparable(value)
+    factors = data.draw(
+        arrays(np.float64, tuple(a.shape), elements=st.sampled_from([0.0, 0.5, 0.999, 1.0, 1.001, 3.0]))
+    )
+    b = a + torch.from_numpy(factors) * (ATOL + RTOL * a.abs())
+    b.view(-1)[: data.draw(st.integers(0, 2))] = data.draw(st.sampled_from(SPECIALS))
+    b = comparable(b)
+    assert close(a, b) == allclose_in_torch(a, b)
+    assert close(b, a) == allclose_in_torch(b, a)
+    assert close(a, a.clone())
+
+
+def test_close_at_the_edges_of_the_double_range():
+    huge = torch.tensor([1.7e308, -1.7e308], dtype=torch.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not close(huge, -huge)  # their difference overflows: not close, as in torch, and quietly
+    assert close(huge, huge.clone())
+    assert close(torch.tensor([0.0], dtype=torch.float64), torch.tensor([ATOL], dtype=torch.float64))
+    assert close(torch.tensor([ATOL], dtype=torch.float64), torch.tensor([0.0], dtype=torch.float64))
 
 
 def test_a_mask_filled_with_any_large_negative_number_is_the_same_mask():

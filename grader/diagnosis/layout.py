@@ -38,17 +38,21 @@ def comparable(t: torch.Tensor) -> torch.Tensor:
 
 
 def close(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Equal within the suites' tolerances; NaN matches NaN, −∞ matches −∞."""
+    """Equal within the suites' tolerances (`torch.allclose`'s test, in numpy: half the time on a
+    probe's small tensors); NaN matches NaN, −∞ matches −∞. Of two `comparable` tensors."""
     if a.shape != b.shape:
         return False
     if a.numel() == 0:
         return True
-    infinite = torch.isinf(a) | torch.isinf(b)
-    if bool(infinite.any()):
-        if not torch.equal(a[infinite], b[infinite]):
+    x, y = a.numpy(), b.numpy()
+    infinite = np.isinf(x) | np.isinf(y)
+    if infinite.any():
+        if not np.array_equal(x[infinite], y[infinite]):
             return False
-        a, b = a[~infinite], b[~infinite]
-    return bool(torch.allclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=True))
+        x, y = x[~infinite], y[~infinite]
+    with np.errstate(over="ignore"):  # a difference past the largest double is +inf: not close, as in torch
+        near = np.abs(x - y) <= ATOL + np.abs(RTOL * y)
+    return bool(near.all() or (near | (np.isnan(x) & np.isnan(y))).all())
 
 
 @lru_cache(maxsize=4096)
