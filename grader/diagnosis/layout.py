@@ -161,7 +161,7 @@ class _Prepared:
     @property
     def ordered(self) -> torch.Tensor:
         if self._ordered is None:
-            self._ordered = torch.sort(self.value.flatten()).values
+            self._ordered = torch.from_numpy(np.sort(self.value.numpy(), axis=None))  # torch.sort's order, NaN last
         return self._ordered
 
 

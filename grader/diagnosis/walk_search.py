@@ -29,6 +29,7 @@ class Search:
     def __init__(self, reference: Trace, instance: Instance, student: Trace, finder: Finder):
         self.reference, self.instance, self.student, self.finder = reference, instance, student, finder
         self.ctx = instance.context
+        self._depends: dict[tuple[str, str], bool] = {}
 
     def right(self, name: str, state: State, on_track: bool) -> torch.Tensor | None:
         """The stage's right value: the reference's own while on track (or for a stage that needs
@@ -79,6 +80,13 @@ class Search:
                 return fused
         return nodes
 
+    def depends(self, later: str, earlier: str) -> bool:
+        """`pipeline.depends` through this instance's checkpoints, worked out once per pair."""
+        key = (later, earlier)
+        if key not in self._depends:
+            self._depends[key] = depends(later, earlier, self.instance.order)
+        return self._depends[key]
+
     def _sources(self, nodes: set[int]) -> frozenset[int]:
         """`nodes` and what they were copied or rearranged from (back through writes and views)."""
         todo, seen = list(nodes), set[int]()
@@ -112,7 +120,7 @@ class Search:
             value = self.right(name, state, on_track=False)
             if value is None:
                 return None
-            if depends(name, origin, order):
+            if self.depends(name, origin):
                 nodes = self.find(name, value, found, also=before)
                 if nodes is not None:
                     return nodes
@@ -135,7 +143,7 @@ class Search:
                 continue
             nodes = (
                 self.find(name, wrong, found, also=before)
-                if depends(name, origin, self.instance.order) and not alternative.skip
+                if self.depends(name, origin) and not alternative.skip
                 else None
             )
             if nodes is not None:
