@@ -98,6 +98,23 @@ def test_close_at_the_edges_of_the_double_range():
     assert close(torch.tensor([ATOL], dtype=torch.float64), torch.tensor([0.0], dtype=torch.float64))
 
 
+def test_a_signalling_nan_is_a_nan_quietly():
+    """Memory nobody computed may hold a signalling NaN: it is found and compared as any NaN, and
+    nothing warns (a warning would be an error where warnings are)."""
+    signalling = {
+        torch.float64: torch.tensor([0x7FF0000000000001, 0x3FF0000000000000]).view(torch.float64),
+        torch.float32: torch.tensor([0x7F800001, 0x3F800000], dtype=torch.int32).view(torch.float32),
+        torch.float16: torch.tensor([0x7C01, 0x3C00], dtype=torch.int16).view(torch.float16),
+    }
+    quiet = torch.tensor([math.nan, 1.0], dtype=torch.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for value in signalling.values():
+            assert finder_of(value).find(quiet, FREE) == (0,)
+            assert finder_of(quiet).find(value, FREE) == (0,)
+            assert close(comparable(value), comparable(value.clone())) and close(comparable(value), quiet)
+
+
 def test_a_mask_filled_with_any_large_negative_number_is_the_same_mask():
     scores = torch.randn(2, 3, 4, 4)
     causal = torch.triu(torch.ones(4, 4, dtype=torch.bool), diagonal=1)

@@ -50,7 +50,8 @@ def close(a: torch.Tensor, b: torch.Tensor) -> bool:
         if not np.array_equal(x[infinite], y[infinite]):
             return False
         x, y = x[~infinite], y[~infinite]
-    with np.errstate(over="ignore"):  # a difference past the largest double is +inf: not close, as in torch
+    # quietly, as torch: a difference past the largest double is +inf (not close); a signalling NaN
+    with np.errstate(over="ignore", invalid="ignore"):
         near = np.abs(x - y) <= ATOL + np.abs(RTOL * y)
     return bool(near.all() or (near | (np.isnan(x) & np.isnan(y))).all())
 
@@ -150,10 +151,10 @@ class _Prepared:
 
     @staticmethod
     def of(value: torch.Tensor) -> _Prepared:
-        """`value` made comparable (as `comparable` does, in numpy where it can: a few torch calls less)."""
-        try:
-            array = value.detach().numpy().astype(np.float64)
-        except (TypeError, RuntimeError):  # a dtype numpy lacks (bfloat16), a tensor numpy cannot share
+        """`value` made comparable (as `comparable` does, the mask in numpy: a few torch calls less)."""
+        try:  # torch's own conversion (numpy's warns on a signalling NaN), a copy of the student's tensor
+            array = value.detach().to(torch.float64, copy=True).numpy()
+        except (TypeError, RuntimeError):  # a tensor numpy cannot share (negative bit)
             return _Prepared(comparable(value))
         array[array < VERY_NEGATIVE] = -math.inf
         return _Prepared(torch.from_numpy(array), _Sums.of_array(array))
