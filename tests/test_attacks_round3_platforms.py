@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from grader.classroom import gradescope, prairielearn
-from grader.classroom.channels import section_label
+from grader.classroom.feedback_channels import section_label
 from grader.i18n import Catalog
 from grader.records import MODULE_SECTIONS, MODULES
 from tests.conftest import ROOT, solutions_as_submission

@@ -29,7 +29,6 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from grader.classroom.channels import channel_macros, check_blocks
 from grader.classroom.deployment import (
     ROOT,
     TORCH_INDEX,
@@ -42,6 +41,7 @@ from grader.classroom.deployment import (
     restrict_to_owner,
     runtime_requirements,
 )
+from grader.classroom.feedback_channels import channel_macros, check_blocks
 from grader.classroom.textsafe import clean, clip, fit_json
 from grader.i18n import LANGUAGES, TEMPLATES_DIR, Catalog
 from grader.quick_exit import exit_now

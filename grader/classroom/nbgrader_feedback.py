@@ -12,7 +12,7 @@ from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.classroom.channels import CheckBlocks, channel_template, check_blocks
+from grader.classroom.feedback_channels import CheckBlocks, channel_template, check_blocks
 from grader.classroom.nbgrader_repair import Repair
 from grader.i18n import Catalog, section_key
 from grader.records import MODULE_SECTIONS, GradeResult

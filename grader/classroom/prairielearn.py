@@ -37,7 +37,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grader.classroom.channels import channel_macros, check_blocks
 from grader.classroom.deployment import (
     ROOT,
     Graded,
@@ -48,6 +47,7 @@ from grader.classroom.deployment import (
     protection_lines,
     restrict_to_owner,
 )
+from grader.classroom.feedback_channels import channel_macros, check_blocks
 from grader.classroom.textsafe import clean, clip, fit_json
 from grader.i18n import LANGUAGES, Catalog
 from grader.quick_exit import exit_now

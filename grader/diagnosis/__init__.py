@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
-from grader.diagnosis import submission, trace_plan
+from grader.diagnosis import submission_diagnosis, trace_plan
 from grader.diagnosis.catalogue import CATALOGUE, Misconception
 from grader.diagnosis.consolidate import consolidate
 from grader.diagnosis.evidence import Findings
@@ -149,10 +149,10 @@ class Diagnoser:
         shared: Mapping[str, str] | None = None,
     ) -> list[TestOutcome]:
         """Blame, then a misconception and a `Diagnosis` for every failing test of one submission:
-        the outcomes anew (`grader.diagnosis.submission`). `traces`: probe -> the tracer's document
+        the outcomes anew (`grader.diagnosis.submission_diagnosis`). `traces`: probe -> the tracer's document
         (untrusted; see grader.diagnosis.trace_documents); `shared`: probe -> the traced probe whose
         trace stands for it (`trace_plan`'s, worked out again when not given)."""
-        return submission.diagnose_submission(self, outcomes, student, uses, sources, traces, shared)
+        return submission_diagnosis.diagnose_submission(self, outcomes, student, uses, sources, traces, shared)
 
 
 __all__ = [

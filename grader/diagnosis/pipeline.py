@@ -15,7 +15,7 @@ names the misconception it reproduces (None: a mistake the catalogue has no name
 from __future__ import annotations
 
 from grader.diagnosis.layout import ATTENTION, EXACT, FREE, ORDERED
-from grader.diagnosis.stages import (
+from grader.diagnosis.stage_functions import (
     AFTER_SOFTMAX,
     MASKS,
     NO_SOFTMAX,
@@ -32,7 +32,7 @@ from grader.diagnosis.stages import (
     triangle,
     weights_right,
 )
-from grader.diagnosis.stages_heads import (
+from grader.diagnosis.stage_functions_heads import (
     COPIES,
     _concatenated,
     _context_from,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from grader.diagnosis.pipeline import Context
 from grader.diagnosis.variants import Variant
-from grader.diagnosis.variants.staged import Wrong, staged, variants
+from grader.diagnosis.variants.pipeline_variants import Wrong, staged, variants
 
 MODULE = "sec3_3_simple_attention"
 

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from grader.diagnosis.pipeline import Context
 from grader.diagnosis.variants import Variant
-from grader.diagnosis.variants.staged import Wrong, staged, variants
+from grader.diagnosis.variants.pipeline_variants import Wrong, staged, variants
 from solutions.sec3_5_causal_attention import CausalAttention
 
 MODULE = "sec3_5_causal_attention"

@@ -8,7 +8,7 @@ import torch.nn as nn
 
 from grader.diagnosis.pipeline import Context
 from grader.diagnosis.variants import Variant
-from grader.diagnosis.variants.staged import Wrong, staged, variants
+from grader.diagnosis.variants.pipeline_variants import Wrong, staged, variants
 from solutions.sec3_5_causal_attention import CausalAttention
 from solutions.sec3_6_multi_head_attention import MultiHeadAttention, MultiHeadAttentionWrapper
 

@@ -2,7 +2,7 @@
 `grader.diagnosis.pipeline`): each takes a `state` (checkpoint name -> tensor, in the reference's
 layout) and a `Context`, and returns the checkpoint's value, or None when it does not apply. Here
 the records and the stages up to the attention weights (masking, scaling, normalising); the
-stages after them are `grader.diagnosis.stages_heads`."""
+stages after them are `grader.diagnosis.stage_functions_heads`."""
 
 from __future__ import annotations
 

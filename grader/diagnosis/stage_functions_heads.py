@@ -9,7 +9,7 @@ from collections.abc import Callable
 import torch
 
 from grader.diagnosis.masks import MASKS
-from grader.diagnosis.stages import Alternative, Context, State, _hidden
+from grader.diagnosis.stage_functions import Alternative, Context, State, _hidden
 
 
 # -- context and heads ---------------------------------------------------------------------------------
