@@ -62,6 +62,23 @@ def test_a_value_that_differs_beyond_the_tolerance_is_never_found(value, data):
     assert finder_of(changed.reshape(value.shape)).find(value, FREE, sliced=False) is None
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(array_shapes(min_dims=1, max_dims=3, max_side=4), min_size=1, max_size=4),
+    array_shapes(min_dims=1, max_dims=4, max_side=4),
+    st.sampled_from([FREE, ATTENTION]),
+)
+def test_a_value_no_node_may_hold_is_never_found(node_shapes, shape, kind):
+    """`may_hold` (checked before a search) never rules out a value `find` would find: here every
+    node holds ones, as does the value, so a node of its size (or a slice's) holds it."""
+    finder = finder_of(*(torch.ones(s) for s in node_shapes))
+    value = torch.ones(shape)
+    if not finder.may_hold(value):
+        assert finder.find(value, kind) is None
+    else:
+        assert any(math.prod(s) == value.numel() for s in node_shapes) or value.dim() > 1
+
+
 def allclose_in_torch(a: torch.Tensor, b: torch.Tensor) -> bool:
     """What `close` means, in torch's own terms: infinities equal where either has one, the rest
     within `torch.allclose`'s tolerances, NaN equal to NaN."""

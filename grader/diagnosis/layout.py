@@ -212,6 +212,12 @@ class Finder:
                 continue
             self.by_size.setdefault(node.value.numel(), []).append(_Entry(node.index, node.op >= 0, node.value))
 
+    def may_hold(self, value: torch.Tensor) -> bool:
+        """Whether some node has `value`'s size, or the size of one of its slices: only then can
+        `find` find it (checked first: most values looked for have no node of their size)."""
+        size = value.numel()
+        return size in self.by_size or any(1 < n <= MAX_SLICED and size // n in self.by_size for n in value.shape[:-1])
+
     def find(
         self, value: torch.Tensor, kind: str = FREE, sliced: bool = True, exclude: frozenset[int] = frozenset()
     ) -> tuple[int, ...] | None:

@@ -61,7 +61,7 @@ class Search:
     ) -> Nodes | None:
         """The student's nodes holding `value` as checkpoint `name` (not in its inputs, unless
         `inputs_too`, nor in the nodes `also`)."""
-        if value is None:
+        if value is None or not self.finder.may_hold(value):
             return None
         nan = torch.isnan(value)
         if bool(nan.all()):
