@@ -10,6 +10,7 @@ import re
 import pytest
 
 from grader.intake.contract import CONSTRUCTOR, PARAMETERS
+from grader.intake.discovery import read_submission
 from grader.intake.near_misses import near_misses
 from grader.records import MODULES, NearMiss
 from tests.conftest import ROOT
@@ -61,3 +62,21 @@ def test_a_misspelt_keyword_is_named_with_both_names_its_owner_and_line(owner):
 def test_a_signature_taking_any_keyword_is_no_near_miss():
     source = "class CausalAttention:\n    def __init__(self, d_in, d_out, context_len, **rest):\n        pass\n"
     assert [m for m in near_misses({"sec3_5_causal_attention": source}, {}) if m.kind == "keyword"] == []
+
+
+def test_a_first_look_reads_what_the_grading_read_does_but_the_misspelt_names(tmp_path):
+    """The plan's first look at a submission (`near_misses=False`) skips parsing its code for
+    misspelt names; its name, sources and content hash are the grading read's."""
+    wanted, misspelt = MISSPELT["MultiHeadAttention"]
+    module = owner_module("MultiHeadAttention")
+    for name, source in REFERENCE.items():
+        (tmp_path / f"{name}.py").write_text(source.replace(wanted, misspelt) if name == module else source)
+    whole = read_submission(tmp_path)
+    first_look = read_submission(tmp_path, near_misses=False)
+    assert any(miss.found == misspelt for miss in whole.intake.near_misses)
+    assert first_look.intake.near_misses == ()
+    assert (first_look.name, first_look.sources, first_look.content_hash) == (
+        whole.name,
+        whole.sources,
+        whole.content_hash,
+    )

@@ -207,11 +207,14 @@ def find_upload(path: Path, depth: int = 4, folders: int = 200, *, follow_root: 
 # -- reading one submission -------------------------------------------------------------------------
 
 
-def read_submission(path: Path, name: str | None = None, *, follow: bool = False) -> Submission:
+def read_submission(
+    path: Path, name: str | None = None, *, follow: bool = False, near_misses: bool = True
+) -> Submission:
     """Sources of the seven modules in the folder PATH, from .py files or, where there is none,
     notebooks (or, when it holds neither, the zip in it). PATH itself is not followed if it is a
     link (unless `follow`: a folder the instructor named): then the submission is empty, with a
-    note saying why."""
+    note saying why. Without `near_misses`, its intake lists no misspelt names (they are looked
+    for in its parsed code): a first look, for its name, content and track only."""
     path = Path(path)
     shown_name = name or decode_name(path.name or str(path))
     try:
@@ -219,30 +222,31 @@ def read_submission(path: Path, name: str | None = None, *, follow: bool = False
     except Refused as exc:
         return submission_from_files(shown_name, path, {}, [_folder_note(exc.reason, path)])
     with folder:
-        assembly = Assembly(shown_name, path)
+        assembly = Assembly(shown_name, path, near_misses=near_misses)
         read_level(folder, assembly)
         return assembly.submission()
 
 
-def read_candidate(candidate: Candidate, follow: bool = False) -> Submission:
-    """A discovered submission as a Submission: never raises (a failure is the student's note)."""
+def read_candidate(candidate: Candidate, follow: bool = False, *, near_misses: bool = True) -> Submission:
+    """A discovered submission as a Submission: never raises (a failure is the student's note).
+    `near_misses` as for `read_submission`."""
     try:
         if candidate.refused:
             return submission_from_files(
                 candidate.name, candidate.path, {}, [_folder_note(candidate.refused, candidate.path)]
             )
         if candidate.archive is not None:
-            return _read_zipped(candidate)
+            return _read_zipped(candidate, near_misses)
         if candidate.student is not None:
             with Folder.open(candidate.path, follow=True) as root:
-                return _read_student(root, candidate)
-        submission = read_submission(candidate.path, candidate.name, follow=follow)
+                return _read_student(root, candidate, near_misses)
+        submission = read_submission(candidate.path, candidate.name, follow=follow, near_misses=near_misses)
         if not submission.sources and not submission.problems:
             # students often hand in a folder inside their folder (an unzipped alice/ch3/): grade
             # the first folder in it that holds the modules, as the grading platforms do
             inner = find_upload(candidate.path, follow_root=follow)
             if inner is not None and inner != candidate.path:
-                submission = read_submission(inner, candidate.name)
+                submission = read_submission(inner, candidate.name, near_misses=near_misses)
         return submission
     except Exception as exc:  # noqa: BLE001 - one student's files never stop the class
         return submission_from_files(
@@ -250,14 +254,14 @@ def read_candidate(candidate: Candidate, follow: bool = False) -> Submission:
         )
 
 
-def _read_zipped(candidate: Candidate) -> Submission:
+def _read_zipped(candidate: Candidate, near_misses: bool) -> Submission:
     assert candidate.archive is not None
     try:
         with opened(candidate.archive) as archive:
             root = ZipFolder(archive, candidate.parts)
             if candidate.student is not None:
-                return _read_student(root, candidate)
-            assembly = Assembly(candidate.name, candidate.path)
+                return _read_student(root, candidate, near_misses)
+            assembly = Assembly(candidate.name, candidate.path, near_misses=near_misses)
             read_upload(root, assembly)
             return assembly.submission()
     except Refused as exc:
@@ -265,11 +269,11 @@ def _read_zipped(candidate: Candidate) -> Submission:
         return submission_from_files(candidate.name, candidate.path, {}, [note])
 
 
-def _read_student(root: Level, candidate: Candidate) -> Submission:
+def _read_student(root: Level, candidate: Candidate, near_misses: bool) -> Submission:
     """One student of an LMS download: their folders' upload, their files under their own names."""
     student = candidate.student
     assert student is not None
-    assembly = Assembly(candidate.name, candidate.path)
+    assembly = Assembly(candidate.name, candidate.path, near_misses=near_misses)
     assembly.identity = student.identity
     assembly.remarks = list(student.again)
     for folder in student.folders:

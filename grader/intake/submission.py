@@ -47,7 +47,13 @@ def reading_order(names: list[str]) -> list[str]:
 class Assembly:
     """A submission being put together, file by file."""
 
-    def __init__(self, name: str, path: Path, problems: list[IntegrityNote] | tuple[IntegrityNote, ...] = ()):
+    def __init__(
+        self,
+        name: str,
+        path: Path,
+        problems: list[IntegrityNote] | tuple[IntegrityNote, ...] = (),
+        near_misses: bool = True,
+    ):
         self.name = name
         self.path = Path(path)
         self.py: dict[str, str] = {}
@@ -60,6 +66,7 @@ class Assembly:
         self.remarks: list[IntegrityNote] = []
         self.identity: LmsIdentity | None = None
         self.notebooks_read: list[str] = []
+        self.looks_for_near_misses = near_misses  # False: a first look (names and content) that skips parsing
 
     def note(self, kind: str, filename: str) -> None:
         self.problems.append(IntegrityNote(kind, decode_name(filename)))
@@ -133,7 +140,7 @@ class Assembly:
         ordered = {module: sources[module] for module in MODULES if module in sources}
         intake = Intake(
             tuple(self.found[m] for m in MODULES if m in ordered),
-            near_misses(ordered, origins, self.definitions),
+            near_misses(ordered, origins, self.definitions) if self.looks_for_near_misses else (),
             tuple(self.remarks),
             self.identity,
             tuple(self.notebooks_read),

@@ -2,17 +2,18 @@
 earlier run already graded as they are now (their results are reused, `--force` aside).
 
 Submissions are read twice: once here to name them and decide what to (re)grade (their sources then
-dropped), once when a sandbox slot is about to take them (`Plan.load`). At most a few submissions'
-sources are held at a time, however many students and whatever their files hold.
+dropped; their code is not parsed for misspelt names), once when a sandbox slot is about to take
+them (`Plan.load`). At most a few submissions' sources are held at a time, however many students
+and whatever their files hold.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Protocol
 
 from grader.fingerprint import code_fingerprint, tree_digest
 from grader.frameworks import MINDSPORE, PYTORCH
@@ -37,7 +38,13 @@ CLASS_OUTPUTS = {
     "moodle-grades.csv",
 }
 
-Loader = Callable[[], Submission]
+
+class Loader(Protocol):
+    """Reads one submission as it is now. The plan's first look passes `near_misses=False`: it needs
+    the submission's name, content and track, not its misspelt names (which take parsing its code)."""
+
+    def __call__(self, near_misses: bool = True) -> Submission: ...
+
 
 # Submissions per worker for a worker beyond the free cores to pay off (`Plan.workers`). Measured on
 # 2 cores, `grade CLASS --jobs 1` against `--jobs 2`, wall clock, median of 3 runs (2 for MindSpore):
@@ -107,7 +114,7 @@ def plan_run(loaders: list[Loader], out_dir: Path, is_class: bool, fingerprint: 
     and a digest of it, whoever else is in the class) of every submission; what to grade."""
     heads = []
     for load in loaders:
-        submission = load()
+        submission = load(near_misses=False)
         heads.append((submission.name, submission.content_hash, planned_track(submission.sources)))
     raw = distinct_names([name for name, _, _ in heads])
     shown = display_names(raw)
