@@ -3,6 +3,7 @@ and the runner's resume-from-cache. One `grade()` call grades the whole hostile 
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -25,7 +26,7 @@ from grader.i18n import Catalog
 from grader.intake.discovery import read_submission
 from grader.probes import PROBES, load_all
 from grader.records import MODULES
-from grader.run import CACHE_DIR, grade
+from grader.run import CACHE_DIR, grade, grading
 from grader.sandbox import codec, mounts, slots
 from grader.sandbox.pool import Limits, SandboxPool, decode
 
@@ -125,12 +126,15 @@ def hostile(tmp_path_factory):
         (cls / attack.stem / f"{MODULE}.py").write_text(solution_source(MODULE) + "\n" + fill(attack.read_text()))
     victim_source = (cls / "victim" / f"{MODULE}.py").read_bytes()
     try:
+        collector = (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled())
         started = time.perf_counter()
         summary = grade(cls, out, jobs=2, limits=LIMITS, force=True)
         seconds = time.perf_counter() - started
+        collector_after = (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled())
         leftover = slot_processes()
         clean = grade(clean_cls, clean_out, jobs=2, limits=LIMITS, force=True)
         yield {
+            "collector": (collector, collector_after),
             "summary": summary,
             "clean": clean,
             "out": out,
@@ -159,6 +163,15 @@ def test_every_student_has_a_complete_result(hostile):
     assert len(expected_ids) >= len(SECTION_33)
     for name, document in docs.items():
         assert set(outcomes_by_id(document)) == expected_ids, name
+
+
+def test_a_class_run_leaves_the_garbage_collector_as_it_found_it(hostile):
+    """A run of eight submissions or more freezes what lives for the whole run and collects young
+    objects less often (grader.run.grading); `grade` is also called in-process (nbgrader's
+    autograde, the tests): the caller's collector is as it was afterwards."""
+    before, after = hostile["collector"]
+    assert len(hostile["docs"]) >= grading.FREEZE_FROM
+    assert after == before
 
 
 @pytest.mark.parametrize("attack", CHEATS)
