@@ -125,18 +125,21 @@ def expect_consistent(actual: Any, baseline: Any, *, what: str, on: str, baselin
 def expect_cases(cases: list[tuple[Any, torch.Tensor, str, str]], **tolerances: Any) -> None:
     """Each case (actual, expected, what, on) compared like `expect_close`; the first that differs
     fails the check, and its message says which inputs fail and which pass (batched or not)."""
-    failed: list[Mismatch] = []
+    # the mismatches' details only: a caught exception kept here would hold this frame through its
+    # traceback, and with it the test's frame and the student's outputs, in a cycle only the
+    # garbage collector frees
+    failed: list[Detail] = []
     passing: list[str] = []
     for actual, expected, what, on in cases:
         try:
             expect_close(actual, expected, what=what, on=on, **tolerances)
         except Mismatch as mismatch:
-            failed.append(mismatch)
+            failed.append(mismatch.detail)
         else:
             passing.append(on)
     if failed:
-        first = failed[0].detail
-        failing = list(dict.fromkeys(m.detail.params.get("on", "") for m in failed))
+        first = failed[0]
+        failing = list(dict.fromkeys(detail.params.get("on", "") for detail in failed))
         passing = [on for on in dict.fromkeys(passing) if on not in failing]
         if len(failing) + len(passing) > 1:
             first = replace(first, params={**first.params, "failing": failing, "passing": passing})
