@@ -168,10 +168,28 @@ def test_every_student_has_a_complete_result(hostile):
 def test_a_class_run_leaves_the_garbage_collector_as_it_found_it(hostile):
     """A run of eight submissions or more freezes what lives for the whole run and collects young
     objects less often (grader.run.grading); `grade` is also called in-process (nbgrader's
-    autograde, the tests): the caller's collector is as it was afterwards."""
+    autograde, the tests): a caller that froze nothing finds its collector's thresholds, nothing
+    frozen and the collector enabled, as they were."""
     before, after = hostile["collector"]
     assert len(hostile["docs"]) >= grading.FREEZE_FROM
     assert after == before
+
+
+def test_a_run_leaves_what_its_caller_froze_frozen(tmp_path, monkeypatch):
+    """A caller that froze objects of its own (gc.freeze) finds them frozen after a run: the run
+    freezes (and later unfreezes) only when nothing is frozen."""
+    monkeypatch.setattr(grading, "FREEZE_FROM", 1)  # one submission is enough to run as a class would
+    callers = [{"kept": []}]
+    gc.freeze()
+    try:
+        thresholds = gc.get_threshold()
+        grade(write_solutions(tmp_path / "alice"), tmp_path / "out", jobs=1, force=True)
+        assert gc.get_threshold() == thresholds
+        assert gc.get_freeze_count() > 0
+        assert not any(tracked is callers for tracked in gc.get_objects())  # frozen: in no generation
+    finally:
+        gc.unfreeze()
+    assert any(tracked is callers for tracked in gc.get_objects())
 
 
 @pytest.mark.parametrize("attack", CHEATS)

@@ -41,11 +41,14 @@ from grader.suites.hidden_suites import SuitesCannotRun, collect
 
 log = logging.getLogger("grader.run")
 FREEZE_FROM = 8  # submissions from which the long-lived objects are frozen out of the collector's view
-# Then, allocations between two collections of the youngest objects (Python's default: 700). Per
-# submission, the grading makes tens of thousands of short-lived objects (parsed code, outcomes,
-# report pieces) that refcounting frees; at the default, the collector walked the survivors again
-# and again: 1.5 ms of CPU per correct submission and 5 ms per buggy one (150 correct and 100 buggy
-# submissions of benchmarks/corpus.py), 0.2-0.4 ms and 2 ms at 20,000, with the same peak memory.
+# Then, how many more container objects may be alive than at the last collection of the youngest
+# ones before the next (Python's default: 700). A submission's grading keeps thousands of objects
+# alive for a while (parsed code, outcomes, report pieces, diagnoses); at the default the collector
+# walked them again and again: 1.5 ms of CPU per correct submission and 5 ms per buggy one (150
+# correct and 100 buggy submissions of benchmarks/corpus.py), 0.3 ms and 2 ms at 20,000. Garbage in
+# reference cycles waits longer to be freed, so the grading makes none that holds a submission's
+# outputs (grader.suites.compare.expect_cases); peak memory is the same (100 buggy submissions:
+# 365-367 MB; 40 submissions whose every output is 1 MB of the wrong shape: 318-324 MB).
 YOUNG_OBJECTS = 20_000
 
 
@@ -83,18 +86,21 @@ class Grading:
         """Grade every planned submission; each result goes to `on_result` once its reports are written."""
         threads = torch.get_num_threads()
         thresholds = gc.get_threshold()
+        frozen = False
         # the workers are busy with the submissions while this process computes the answer key;
         # one thread here, so that it does not fight the workers for the cores
         torch.set_num_threads(1)
         try:
             self.answer_key.reference(PYTORCH)
-            if len(self.plan.to_grade) >= FREEZE_FROM:
+            # a caller's own frozen objects stay frozen: the run freezes only when nothing is
+            if len(self.plan.to_grade) >= FREEZE_FROM and gc.get_freeze_count() == 0:
                 # what lives for the whole run (torch, pytest, the answer key) leaves the cyclic
                 # collector's view: its collections were about a tenth of this process's CPU time,
                 # walking it again and again (refcounting still frees what is frozen); for a few
                 # submissions the collection that comes first costs more than it saves
                 gc.collect()
                 gc.freeze()
+                frozen = True
                 gc.set_threshold(YOUNG_OBJECTS, *thresholds[1:])
             for run in self.pools.results():
                 if run.mode == "trace":
@@ -106,8 +112,9 @@ class Grading:
             while self.traced:
                 self.finish_traced(self.traced.popleft())
         finally:
-            gc.unfreeze()
-            gc.set_threshold(*thresholds)
+            if frozen:
+                gc.unfreeze()
+                gc.set_threshold(*thresholds)
             torch.set_num_threads(threads)
 
     def submit_next(self) -> None:
