@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import ast
 import re
+import shutil
+import zipfile
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from grader.intake.contract import CONSTRUCTOR, PARAMETERS
-from grader.intake.discovery import read_submission
+from grader.intake.discovery import discover, read_candidate
 from grader.intake.near_misses import near_misses
 from grader.records import MODULES, NearMiss
 from tests.conftest import ROOT
@@ -66,17 +70,29 @@ def test_a_signature_taking_any_keyword_is_no_near_miss():
 
 def test_a_first_look_reads_what_the_grading_read_does_but_the_misspelt_names(tmp_path):
     """The plan's first look at a submission (`near_misses=False`) skips parsing its code for
-    misspelt names; its name, sources and content hash are the grading read's."""
+    misspelt names: it is the grading read's submission without them, whichever way the student
+    handed it in (a folder, a zip in a folder, files of an LMS download, unzipped or not)."""
     wanted, misspelt = MISSPELT["MultiHeadAttention"]
     module = owner_module("MultiHeadAttention")
-    for name, source in REFERENCE.items():
-        (tmp_path / f"{name}.py").write_text(source.replace(wanted, misspelt) if name == module else source)
-    whole = read_submission(tmp_path)
-    first_look = read_submission(tmp_path, near_misses=False)
-    assert any(miss.found == misspelt for miss in whole.intake.near_misses)
-    assert first_look.intake.near_misses == ()
-    assert (first_look.name, first_look.sources, first_look.content_hash) == (
-        whole.name,
-        whole.sources,
-        whole.content_hash,
-    )
+    sources = {
+        name: source.replace(wanted, misspelt) if name == module else source for name, source in REFERENCE.items()
+    }
+    klass = tmp_path / "class"
+    for name, source in sources.items():
+        (klass / "plain").mkdir(parents=True, exist_ok=True)
+        (klass / "plain" / f"{name}.py").write_text(source)
+    (klass / "zipped").mkdir()
+    with zipfile.ZipFile(klass / "zipped" / "ch3.zip", "w") as upload:
+        for name, source in sources.items():
+            upload.writestr(f"ch3/{name}.py", source)
+    canvas = shutil.copytree(ROOT / "examples" / "lms" / "canvas-download", tmp_path / "canvas")
+    (canvas / f"leecarol_5103_70114_{module}.py").write_text(sources[module])
+    downloaded = Path(shutil.make_archive(str(tmp_path / "canvas"), "zip", canvas))  # the LMS's zip, as downloaded
+    candidates = [*discover(klass).candidates, *discover(canvas).candidates, *discover(downloaded).candidates]
+    misspelt_ones = 0
+    for candidate in candidates:
+        whole = read_candidate(candidate)
+        first_look = read_candidate(candidate, near_misses=False)
+        assert first_look == replace(whole, intake=replace(whole.intake, near_misses=())), candidate.name
+        misspelt_ones += any(miss.found == misspelt for miss in whole.intake.near_misses)
+    assert misspelt_ones == 4  # plain, zipped, and the LMS download's student, in its folder and its zip

@@ -66,7 +66,8 @@ class Assembly:
         self.remarks: list[IntegrityNote] = []
         self.identity: LmsIdentity | None = None
         self.notebooks_read: list[str] = []
-        self.looks_for_near_misses = near_misses  # False: a first look (names and content) that skips parsing
+        # False: a first look (names, content, track) that does not parse the code for misspelt names
+        self.looks_for_near_misses = near_misses
 
     def note(self, kind: str, filename: str) -> None:
         self.problems.append(IntegrityNote(kind, decode_name(filename)))
