@@ -32,7 +32,7 @@ from grader.sandbox.exposure import ANSWER_KEY_PARTS, answer_key_exposure, reada
 from grader.sandbox.runs import Limits
 
 ROOT = Path(__file__).resolve().parents[2]
-KIT_PARTS = ("grader", "solutions", "templates", "pyproject.toml", "README.md", "LICENSE")
+KIT_PARTS = ("grader", "solutions", "pyproject.toml", "README.md", "LICENSE")
 REPORT_FILES = ("results.json", "feedback.md", "feedback.html")
 # torch pinned and CPU-only: the build the kit is tested with (an unpinned torch pulls CUDA).
 TORCH_REQUIREMENT = "torch==2.13.0"
