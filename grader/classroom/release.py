@@ -44,6 +44,7 @@ PUBLIC_CHECK_FILES = (
 VALUE_CHECKS = "ch3_check_values.py"  # PyTorch's, with EXPECTED
 EXPECTED = "check_expected.json"
 CHECK_LIST = "ch3_check_list.py"
+SECTIONS_FILE = "ch3_check_sections.py"  # the kit's manifest of the sections (grader/sections.py)
 KIT_DIR = "_kit"
 INTAKE = "grader.intake"
 # Never part of anything students get.
@@ -101,6 +102,7 @@ def write_public_checks(folder: Path, lang: str, framework: str = "pytorch") -> 
     written = [Path(shutil.copyfile(RELEASE_TEMPLATES / name, folder / name)) for name in PUBLIC_CHECK_FILES]
     check_list = RELEASE_TEMPLATES / ("mindspore" if framework == "mindspore" else "") / CHECK_LIST
     written.append(Path(shutil.copyfile(check_list, folder / CHECK_LIST)))
+    written.append(Path(shutil.copyfile(GRADER_DIR / "sections.py", folder / SECTIONS_FILE)))
     if framework != "mindspore":
         from grader.classroom.public_expected import expected_document
 
