@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.diagnosis.catalogue import CATALOGUE
+from grader.diagnosis.catalogue.misconceptions import CATALOGUE
 from grader.i18n import LANGUAGES, TEMPLATES_DIR, Catalog, _load
 from grader.records import Detail, GradeResult, Heatmap, IntegrityNote, ProbeError, SectionScore, StudentFrame
 from grader.records import TestOutcome as Outcome  # not a test class

@@ -178,7 +178,7 @@ class Card:
 
 
 def misconception_card(mid: str, catalog: Catalog, tests: list[str] | None = None) -> Card:
-    from grader.diagnosis.catalogue import CATALOGUE  # grader.diagnosis imports torch: not in grader.run
+    from grader.diagnosis.catalogue.misconceptions import CATALOGUE  # grader.diagnosis imports torch: not in grader.run
 
     base = f"misconceptions.{mid}"
     known = catalog.has(f"{base}.title")

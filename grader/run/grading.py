@@ -25,7 +25,7 @@ import torch
 
 from grader.answer_key import KIT_CACHE, AnswerKey
 from grader.diagnosis import Diagnoser
-from grader.diagnosis.trace_documents import documents_of
+from grader.diagnosis.trace.documents import documents_of
 from grader.fingerprint import code_fingerprint
 from grader.frameworks import PYTORCH
 from grader.i18n import Catalog, section_key

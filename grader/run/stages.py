@@ -20,7 +20,7 @@ import torch
 
 from grader.diagnosis import Diagnoser
 from grader.diagnosis.blame import attribute_to_earlier_sections
-from grader.diagnosis.quotes import quoted
+from grader.diagnosis.source.quotes import quoted
 from grader.i18n import Catalog
 from grader.intake.notebook_cells import in_notebook_terms, message_in_notebook_terms
 from grader.intake.shown import shown
@@ -171,7 +171,7 @@ def _near_missed(outcome: TestOutcome, submission: Submission) -> TestOutcome:
 
 
 def _quoted(outcome: TestOutcome, submission: Submission) -> TestOutcome:
-    """Each error frame's code read from the submission's own sources (`grader.diagnosis.quotes`)."""
+    """Each error frame's code read from the submission's own sources (`grader.diagnosis.source.quotes`)."""
     error = quoted(outcome.error, submission.sources)
     return outcome if error is outcome.error else replace(outcome, error=error)
 
