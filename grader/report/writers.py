@@ -13,13 +13,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from grader.classroom.textsafe import spreadsheet_cell
 from grader.i18n import Catalog
 from grader.intake.shown import shown
 from grader.records import SECTIONS, GradeResult, IntegrityNote, TestOutcome
 from grader.report import results_file
 from grader.report.render import render_feedback, render_summary
 from grader.report.said import number
+from grader.report.textsafe import spreadsheet_cell
 
 log = logging.getLogger("grader.report")
 
