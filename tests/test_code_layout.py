@@ -89,7 +89,7 @@ LAYERS = (
 
 def unit(module: str) -> str:
     """The layered unit a dotted module under grader belongs to (`grader.diagnosis.walk.search` ->
-    "diagnosis.walk", `grader.report.said` -> "report")."""
+    "diagnosis.walk", `grader.report.sentences` -> "report")."""
     parts = module.split(".")[1:]
     if parts[:1] == ["diagnosis"] and len(parts) > 2 and f"diagnosis.{parts[1]}" in _LEVEL:
         return f"diagnosis.{parts[1]}"

@@ -14,10 +14,10 @@ from grader.diagnosis.catalogue.misconceptions import CATALOGUE
 from grader.i18n import LANGUAGES, TEMPLATES_DIR, Catalog, _load
 from grader.records import Detail, GradeResult, Heatmap, IntegrityNote, ProbeError, SectionScore, StudentFrame
 from grader.records import TestOutcome as Outcome  # not a test class
-from grader.report import said as text_module
+from grader.report import sentences as text_module
 from grader.report.feedback import feedback_view
 from grader.report.render import render_feedback, render_summary
-from grader.report.said import say, student, trusted, words
+from grader.report.sentences import say, student, trusted, words
 from grader.report.summary import class_view
 from grader.run import grade
 from tests.conftest import solutions_as_submission, stubs_as_submission

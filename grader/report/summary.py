@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from grader.i18n import Catalog, section_key
-from grader.intake.shown import shown
+from grader.intake.printable import printable
 from grader.records import SECTIONS, GradeResult, IntegrityNote
 from grader.report.messages import NoteView, check_title, misconception_card, note_view
 
@@ -115,7 +115,7 @@ def class_view(results: list[GradeResult], catalog: Catalog) -> ClassView:
         scores = {s.id: (s.score, s.max_score) for s in result.sections}
         rows.append(
             StudentRow(
-                shown(result.submission),
+                printable(result.submission),
                 result.score,
                 result.max_score,
                 [scores.get(s, (0.0, 0.0)) for s in section_ids],

@@ -10,7 +10,7 @@ import re
 import unicodedata
 from typing import Any
 
-from grader.intake.shown import shown
+from grader.intake.printable import printable
 
 ELLIPSIS = "\n[…]"
 # C0 and C1 controls except tab and newline: terminal escapes (ANSI colours that PrairieLearn would
@@ -94,7 +94,7 @@ def starts_formula(text: str) -> bool:
 def spreadsheet_cell(value: Any) -> str:
     """VALUE as a CSV cell that every spreadsheet shows as text, on one line: line breaks and tabs
     become spaces, control characters, bidirectional controls and undecodable bytes visible
-    escapes (`grader.intake.shown.shown`), and a cell that `starts_formula` gets a leading
+    escapes (`grader.intake.printable.printable`), and a cell that `starts_formula` gets a leading
     apostrophe, as spreadsheets expect for text. The one rule for every CSV the kit writes."""
-    text = shown(_BREAKS.sub(" ", value if isinstance(value, str) else shown(value)))
+    text = printable(_BREAKS.sub(" ", value if isinstance(value, str) else printable(value)))
     return "'" + text if starts_formula(text) else text

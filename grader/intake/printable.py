@@ -2,7 +2,7 @@
 
 Everything here is pure and standard-library only (the student bundle ships a copy of intake/).
 
-* `shown(text)`: any string (a folder name with undecodable bytes, an exception message with
+* `printable(text)`: any string (a folder name with undecodable bytes, an exception message with
   control characters, lone surrogates, bidirectional overrides) as printable text: those characters
   become visible escapes (``\\xc4``, ``\\n``, ``\\u202e``), nothing else changes, and the result
   can always be encoded as UTF-8.
@@ -49,7 +49,7 @@ def _needs_escape(char: str) -> bool:
 _SPECIAL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff" + "".join(chr(c) for c in sorted(_INVISIBLE)) + "]")
 
 
-def shown(text: object, keep: str = "", limit: int | None = None) -> str:
+def printable(text: object, keep: str = "", limit: int | None = None) -> str:
     """`text` with control characters, undecodable bytes and lone surrogates, bidirectional
     controls and line separators written as visible escapes. `keep` lists characters left as they
     are (e.g. "\\n\\t" for a block of output); `limit` cuts the result (with "…") to that many
@@ -75,7 +75,7 @@ def _plain(value: object) -> str:
 def decode_name(raw: str | bytes) -> str:
     """A file or folder name as listed by the OS (str with surrogateescape, or bytes) as text."""
     data = raw if isinstance(raw, bytes) else os.fsencode(raw)
-    return shown(data.decode("utf-8", "surrogateescape"))
+    return printable(data.decode("utf-8", "surrogateescape"))
 
 
 def replace_surrogates(text: str) -> str:

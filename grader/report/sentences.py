@@ -28,7 +28,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from grader.i18n import Catalog
-from grader.intake.shown import shown
+from grader.intake.printable import printable
 
 INLINE_LIMIT = 200  # characters of student text inside a sentence
 OUTPUT_LIMIT = 2000  # characters of a block of student output
@@ -220,7 +220,7 @@ def number(value: int | float) -> str:
 
 def inline(value: Any, limit: int = INLINE_LIMIT) -> str:
     """A student's value as one line of text: escapes for control characters, capped."""
-    return shown(_flat(value), limit=limit)
+    return printable(_flat(value), limit=limit)
 
 
 def _flat(value: Any, depth: int = 0) -> str:
@@ -244,7 +244,7 @@ def _flat(value: Any, depth: int = 0) -> str:
 def output_block(value: Any) -> str:
     """A block of the student's output (an exception's message): its lines kept, tabs as spaces,
     every other control character escaped, at most OUTPUT_LINES lines of OUTPUT_LIMIT characters."""
-    text = shown(_flat(value).replace("\r\n", "\n").replace("\t", "    "), keep="\n", limit=OUTPUT_LIMIT)
+    text = printable(_flat(value).replace("\r\n", "\n").replace("\t", "    "), keep="\n", limit=OUTPUT_LIMIT)
     lines = text.split("\n")
     if len(lines) > OUTPUT_LINES:
         lines = lines[:OUTPUT_LINES] + ["…"]
