@@ -19,11 +19,15 @@ PER_SECTION = {*MODULES, "framework_traps", "__init__"}
 
 def module_names(package: Path) -> list[Path]:
     """The modules under PACKAGE but the per-section families (the hidden suites are pytest's test
-    files, named by section too)."""
+    files, named by section too) and the files students get (templates/, exercises/: data the kit ships,
+    one edition per folder)."""
     return sorted(
         p
         for p in package.rglob("*.py")
-        if "__pycache__" not in p.parts and "hidden" not in p.parts and p.stem not in PER_SECTION
+        if "__pycache__" not in p.parts
+        and "hidden" not in p.parts
+        and p.stem not in PER_SECTION
+        and p.relative_to(package).parts[0] not in ("templates", "exercises")
     )
 
 
