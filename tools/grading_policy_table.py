@@ -14,6 +14,7 @@ import tomllib
 from pathlib import Path
 
 from grader.records import MODULE_SECTIONS
+from grader.resources import TEMPLATES_DIR
 from grader.suites.hidden_suites import SuiteItem, collect
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,7 +24,7 @@ START, END = "<!-- checks: start (made by tools/grading_policy_table.py) -->", "
 
 def english_titles() -> dict[str, str]:
     titles: dict[str, str] = {}
-    for catalogue in sorted((ROOT / "templates" / "i18n" / "en").glob("*.toml")):
+    for catalogue in sorted((TEMPLATES_DIR / "i18n" / "en").glob("*.toml")):
         tests = tomllib.loads(catalogue.read_text(encoding="utf-8")).get("tests", {})
         titles.update({test_id: entry["title"] for test_id, entry in tests.items() if "title" in entry})
     return titles
