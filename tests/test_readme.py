@@ -155,3 +155,11 @@ def test_readme_blocks_run_in_a_clean_shell_on_a_fresh_clone(fresh_clone):
         "autograder.zip",
     ):
         assert (clone / made).is_file(), made
+
+
+def test_the_contract_lists_every_misconception_the_catalogue_names():
+    """docs/exercise-api.md is the contract: a misconception id added to the catalogue is added there."""
+    from grader.diagnosis.catalogue.misconceptions import CATALOGUE
+
+    contract = (ROOT / "docs" / "exercise-api.md").read_text(encoding="utf-8")
+    assert not [mid for mid in CATALOGUE if f"| `{mid}` |" not in contract]
