@@ -26,9 +26,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grader.classroom.lms_export import ExportError, export
-from grader.classroom.textsafe import FORMULA_STARTS, spreadsheet_cell
 from grader.i18n import Catalog, section_key
 from grader.records import SECTIONS
+from grader.report.textsafe import FORMULA_STARTS, spreadsheet_cell
 from grader.run import grade
 from tests.conftest import ROOT
 

@@ -2,7 +2,7 @@
 
 Made in the trusted kit whenever a bundle or an nbgrader course is written: each value probe of
 the public check list (fixed inputs, known weights) runs on the reference solutions and on every
-known-buggy variant of its module (grader.diagnosis.variants). Per probe the document holds the
+known-buggy variant of its module (grader.diagnosis.catalogue.variants). Per probe the document holds the
 reference's output, each variant's output that differs from it (or the error it raises) under the
 variant's misconception id, and the reference's intermediate values at its declared checkpoints
 (`[checkpoint: ...]` in solutions/, read from a trace of the same run). These are values of
@@ -86,7 +86,7 @@ def _checkpoints(fn: Any, m: _Reference, modules: dict[str, ModuleType]) -> list
     """The reference's declared intermediate values on this probe, in the order it computes them."""
     import torch
 
-    from grader.diagnosis.checkpoints import declarations
+    from grader.diagnosis.walk.checkpoints import declarations
 
     def own(filename: str) -> bool:
         return Path(filename).resolve().parent == SOLUTIONS
@@ -127,7 +127,7 @@ def _differs(outcome: Any, expected: list) -> bool:
 
 def expected_document() -> dict:
     """check_expected.json's document (see the module's docstring)."""
-    from grader.diagnosis.variants import all_variants
+    from grader.diagnosis.catalogue.variants import all_variants
     from grader.reference_code import ModuleNamespace
 
     reference = ModuleNamespace("solutions")

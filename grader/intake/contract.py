@@ -1,4 +1,4 @@
-"""The names the exercise API requires of each module (../shared/exercise-api.md), as the intake
+"""The names the exercise API requires of each module (docs/exercise-api.md), as the intake
 needs them: to recognise a module's code in a notebook without `# module:` lines, and to name a
 near miss (`MultiHeadAttnetion`, `def forwad`, `qkv_bais=`).
 

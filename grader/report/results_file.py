@@ -15,7 +15,7 @@ from typing import Any
 
 from grader.fingerprint import version
 from grader.i18n import Catalog
-from grader.intake.shown import shown
+from grader.intake.printable import printable
 from grader.records import (
     MODULES,
     SECTIONS,
@@ -84,7 +84,7 @@ def _strict(value: Any) -> Any:
             value.encode("utf-8")
             return str(value)
         except UnicodeEncodeError:
-            return shown(value, keep="\n\t")
+            return printable(value, keep="\n\t")
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
