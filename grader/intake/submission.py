@@ -15,7 +15,7 @@ from pathlib import Path
 
 from grader.intake.chapter import Defined
 from grader.intake.contract import ALL_NAMES
-from grader.intake.near_misses import near_misses
+from grader.intake.near_misses import Search, search
 from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, notebook_code
 from grader.intake.shown import decode_name, shown
 from grader.intake.source_text import read_source
@@ -110,6 +110,9 @@ class Assembly:
         if code.test_cells:
             detail = f"{shown_name} ({_listed(code.test_cells)})"
             self.problems.append(IntegrityNote("submission.notebook-test-cells", detail))
+        if code.unread_cells:
+            detail = f"{shown_name} ({_listed(code.unread_cells)})"
+            self.problems.append(IntegrityNote("submission.notebook-cells-not-read", detail))
         self.definitions += [(shown_name, d) for d in code.definitions]
         named_like_a_module = filename[: -len(".ipynb")] in MODULES
         if not named_like_a_module and not code.modules and not any(d.name in ALL_NAMES for d in code.definitions):
@@ -131,22 +134,24 @@ class Assembly:
         for module, source in self.py.items():  # a .py file wins over a notebook
             sources[module] = source
             origins.pop(module, None)
+        ordered = {module: sources[module] for module in MODULES if module in sources}
+        misses = search(ordered, origins, self.definitions) if self.looks_for_near_misses else Search(())
+        problems = self.problems + [IntegrityNote("submission.names-not-compared", f) for f in misses.uncompared]
         digest = hashlib.sha256()
         for module in sorted(sources):
             digest.update(module.encode() + b"\0" + sources[module].encode("utf-8", "surrogatepass") + b"\0")
-        for note in self.problems + self.remarks:
+        for note in self.problems + self.remarks:  # what a first look reads too (no near-miss search)
             digest.update(b"note\0" + f"{note.kind}\0{note.detail}".encode("utf-8", "surrogatepass") + b"\0")
         if self.identity is not None:
             digest.update(b"identity\0" + repr(self.identity).encode("utf-8", "surrogatepass"))
-        ordered = {module: sources[module] for module in MODULES if module in sources}
         intake = Intake(
             tuple(self.found[m] for m in MODULES if m in ordered),
-            near_misses(ordered, origins, self.definitions) if self.looks_for_near_misses else (),
+            misses.found,
             tuple(self.remarks),
             self.identity,
             tuple(self.notebooks_read),
         )
-        return Submission(self.name, self.path, ordered, digest.hexdigest(), tuple(self.problems), origins, intake)
+        return Submission(self.name, self.path, ordered, digest.hexdigest(), tuple(problems), origins, intake)
 
 
 def _nothing_found(notebook: str, definitions: tuple[Defined, ...]) -> IntegrityNote:
