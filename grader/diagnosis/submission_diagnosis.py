@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from grader.diagnosis.attributes import differing_names, names_line
+from grader.diagnosis.attributes import differing_names, missing_attribute_line, names_line
 from grader.diagnosis.blame import BUILDERS, decide_blame, dependencies_pass, located_in_own_module
 from grader.diagnosis.catalogue import CATALOGUE
 from grader.diagnosis.consolidate import consolidate
@@ -161,4 +161,7 @@ def _location(
         refused = constructor(outcome, sources)
         if refused is not None:
             return refused[0], "signature"
+        missing = missing_attribute_line(outcome, sources)
+        if missing is not None:
+            return missing, "parameters"
     return location, None

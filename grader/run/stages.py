@@ -22,6 +22,7 @@ from grader.diagnosis import Diagnoser
 from grader.diagnosis.blame import attribute_to_earlier_sections
 from grader.diagnosis.quotes import quoted
 from grader.i18n import Catalog
+from grader.intake.contract import CLASSES, REQUIRED
 from grader.intake.notebook_cells import in_notebook_terms, message_in_notebook_terms
 from grader.intake.shown import shown
 from grader.probe_outputs import ProbeOutputs
@@ -112,6 +113,7 @@ def diagnosed(
         outcomes = [replace(o, misconception=None, diagnosis=None) for o in outcomes]
         partial = ("diagnosis",)
     outcomes = attribute_to_earlier_sections(outcomes, suites.uses)  # on the modules' own file names
+    outcomes = [_absent_not_broken(o, submission) for o in outcomes]
     outcomes = [_in_notebook_terms(_quoted(o, submission), submission) for o in outcomes]
     return tuple(_near_missed(_in_notebook_words(o, submission), submission) for o in outcomes), partial
 
@@ -125,6 +127,26 @@ def _missing_module(outcome: TestOutcome, submission: Submission) -> TestOutcome
         blocked_by=None,
         error=ProbeError(kind="import", key=key, module=outcome.module, params={"module": outcome.module}),
     )
+
+
+_NOT_THERE = {"import.missing", "import.missing-notebook", "import.needs-absent", "import.needs-absent-notebook"}
+
+
+def _absent_not_broken(outcome: TestOutcome, submission: Submission) -> TestOutcome:
+    """A module the submission does not have is missing, never broken: a check of such a module
+    says its own module is missing; a check of a module that is there, which needs one that is
+    not, says what it needs and that the submission does not have it."""
+    if outcome.status == "passed" or not outcome.blocked_by:
+        return outcome
+    if outcome.module not in submission.sources:
+        return replace(outcome, blocked_by=None)
+    needed = outcome.blocked_by
+    if needed in submission.sources:
+        return outcome
+    names = [n for n in REQUIRED.get(needed, ()) if n in CLASSES] or list(REQUIRED.get(needed, ()))
+    params = {"module": needed, "names": ", ".join(names)}
+    key = "import.needs-absent-notebook" if submission.intake.notebooks else "import.needs-absent"
+    return replace(outcome, blocked_by=None, error=ProbeError(kind="import", key=key, module=needed, params=params))
 
 
 def _in_notebook_words(outcome: TestOutcome, submission: Submission) -> TestOutcome:
@@ -153,7 +175,9 @@ def _near_missed(outcome: TestOutcome, submission: Submission) -> TestOutcome:
         m for m in submission.intake.near_misses if outcome.module == m.module or params.get("module") == m.module
     ]
     for miss in misses:  # the name the error names
-        if miss.kind == "name":
+        if miss.kind == "name" and str(error.key) in _NOT_THERE:
+            hit = params.get("module") == miss.module  # the module is missing: a name of it is misspelt
+        elif miss.kind == "name":
             hit = str(error.key).startswith("contract.missing-function") and params.get("name") == miss.wanted
         else:
             hit = error.kind in ("exception", "contract") and miss.wanted in text
