@@ -14,6 +14,7 @@ otherwise makes `failed_result` (every test an error, and a note).
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, replace
 
 import torch
@@ -22,7 +23,7 @@ from grader.diagnosis import Diagnoser
 from grader.diagnosis.blame import attribute_to_earlier_sections
 from grader.diagnosis.quotes import quoted
 from grader.i18n import Catalog
-from grader.intake.contract import CLASSES, REQUIRED
+from grader.intake.contract import CLASSES, OWNER, REQUIRED
 from grader.intake.notebook_cells import in_notebook_terms, message_in_notebook_terms
 from grader.intake.shown import shown
 from grader.probe_outputs import ProbeOutputs
@@ -136,12 +137,12 @@ def _absent_not_broken(outcome: TestOutcome, submission: Submission) -> TestOutc
     """A module the submission does not have is missing, never broken: a check of such a module
     says its own module is missing; a check of a module that is there, which needs one that is
     not, says what it needs and that the submission does not have it."""
-    if outcome.status == "passed" or not outcome.blocked_by:
+    if outcome.status == "passed":
         return outcome
     if outcome.module not in submission.sources:
-        return replace(outcome, blocked_by=None)
-    needed = outcome.blocked_by
-    if needed in submission.sources:
+        return replace(outcome, blocked_by=None) if outcome.blocked_by else outcome
+    needed = outcome.blocked_by or _undefined_owner(outcome)
+    if needed is None or needed in submission.sources:
         return outcome
     names = [n for n in REQUIRED.get(needed, ()) if n in CLASSES] or list(REQUIRED.get(needed, ()))
     params = {"module": needed, "names": ", ".join(names)}
@@ -149,16 +150,32 @@ def _absent_not_broken(outcome: TestOutcome, submission: Submission) -> TestOutc
     return replace(outcome, blocked_by=None, error=ProbeError(kind="import", key=key, module=needed, params=params))
 
 
+_UNDEFINED = re.compile(r"name '(\w+)' is not defined")
+
+
+def _undefined_owner(outcome: TestOutcome) -> str | None:
+    """The module whose required name the test's NameError says is not defined."""
+    error = outcome.error
+    if error is None or error.kind != "exception" or error.exc_type != "NameError":
+        return None
+    match = _UNDEFINED.search(str(error.message or "")[:1000])
+    return OWNER.get(match.group(1)) if match else None
+
+
 def _in_notebook_words(outcome: TestOutcome, submission: Submission) -> TestOutcome:
     """A function missing from a module made from a notebook: said of the notebook, not of a .py file."""
     error = outcome.error
-    if error is None or error.key != "contract.missing-function":
+    params = (error.params or {}) if error is not None else {}
+    if error is None or error.key not in ("contract.missing-function", "contract.missing-module-attribute"):
         return outcome
-    module = (error.params or {}).get("module")
+    name = params.get("name") if error.key == "contract.missing-function" else params.get("path")
+    if not isinstance(name, str) or "." in name:
+        return outcome
+    module = params.get("module")
     found = next((f for f in submission.intake.modules if f.module == module and f.how != "file"), None)
     if found is None:
         return outcome
-    params = {**(error.params or {}), "notebook": found.file}
+    params = {**params, "name": name, "notebook": found.file}
     return replace(outcome, error=replace(error, key="contract.missing-function-notebook", params=params))
 
 
