@@ -128,3 +128,43 @@ def test_a_missing_attribute_is_located_where_the_constructor_names_another(grad
     for test in stopped:
         diagnosis = test["diagnosis"] or {}
         assert (diagnosis.get("cell"), diagnosis.get("line")) == (cell, line), (test["id"], diagnosis)
+
+
+def test_a_tensor_is_not_a_definition():
+    """A demo cell's `attention_scores = inputs @ inputs.T` is no `attention_scores` function: 3.3
+    is recognised by its functions only, and a name bound to a function or a lambda still counts."""
+    from grader.intake.notebooks import notebook_code
+    from tests.student_notebooks import code, notebook
+
+    demo = "inputs = torch.rand(6, 3)\nattention_scores = inputs @ inputs.T"
+    cells = [
+        code("import torch"),
+        code(demo),
+        code("def softmax_naive(x):\n    return x.exp() / x.exp().sum(-1, True)"),
+    ]
+    found = notebook_code(json.dumps(notebook(cells)).encode(), "ch3.ipynb").modules
+    assert found["sec3_3_simple_attention"].names == ("softmax_naive",)
+    assert 2 not in found["sec3_3_simple_attention"].cells  # the demo cell is not part of it
+    aliased = cells + [code("def my_scores(x):\n    return x @ x.T"), code("attention_scores = my_scores")]
+    found = notebook_code(json.dumps(notebook(aliased)).encode(), "ch3.ipynb").modules
+    assert "attention_scores" in found["sec3_3_simple_attention"].names
+    lam = cells + [code("attention_weights = lambda s: torch.softmax(s, dim=-1)")]
+    found = notebook_code(json.dumps(notebook(lam)).encode(), "ch3.ipynb").modules
+    assert "attention_weights" in found["sec3_3_simple_attention"].names
+
+
+def test_a_class_defined_twice_says_which_definition_the_checks_ran():
+    from pathlib import Path
+
+    from grader.intake.submission import submission_from_files
+    from tests.student_notebooks import code, notebook
+
+    draft = "class CausalAttention(torch.nn.Module):\n    pass"
+    cells = [code("import torch"), code(draft), code("print(1)"), code(draft + "  # fixed")]
+    data = json.dumps(notebook(cells)).encode()
+    submission = submission_from_files("s", Path("s"), {"ch3.ipynb": data})
+    remarks = [(r.kind, r.detail) for r in submission.intake.remarks]
+    assert remarks == [("defined-again", "CausalAttention in ch3.ipynb (2, 4)")]
+    for lang in LANGUAGES:
+        text = Catalog(lang).t("found.remark.defined-again", detail=remarks[0][1])
+        assert "CausalAttention in ch3.ipynb (2, 4)" in text and "Run All" in text

@@ -16,7 +16,7 @@ from pathlib import Path
 from grader.intake.chapter import Defined
 from grader.intake.contract import ALL_NAMES
 from grader.intake.near_misses import Search, search
-from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, notebook_code
+from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookCode, NotebookError, notebook_code
 from grader.intake.shown import decode_name, shown
 from grader.intake.source_text import read_source
 from grader.records import MODULES, Intake, IntegrityNote, LineOrigin, LmsIdentity, ModuleFound, Submission
@@ -117,6 +117,7 @@ class Assembly:
         named_like_a_module = filename[: -len(".ipynb")] in MODULES
         if not named_like_a_module and not code.modules and not any(d.name in ALL_NAMES for d in code.definitions):
             self.problems.append(_nothing_found(shown_name, code.definitions))
+        self.remarks += _defined_again(shown_name, code)
         for module, generated in code.modules.items():
             if module in self.generated:
                 continue  # an earlier notebook (a module-named one) has it
@@ -152,6 +153,23 @@ class Assembly:
             tuple(self.notebooks_read),
         )
         return Submission(self.name, self.path, ordered, digest.hexdigest(), tuple(problems), origins, intake)
+
+
+def _defined_again(notebook: str, code: NotebookCode) -> list[IntegrityNote]:
+    """A required name a notebook defines in more than one cell, of a module recognised by its
+    names: the checks ran its last definition (as Run All leaves it), and the note says which."""
+    recognised = {
+        name for generated in code.modules.values() if generated.how == "recognised" for name in generated.names
+    }
+    cells: dict[str, list[int]] = {}
+    for defined in code.definitions:
+        if defined.name in recognised and defined.cell not in cells.setdefault(defined.name, []):
+            cells[defined.name].append(defined.cell)
+    return [
+        IntegrityNote("defined-again", f"{name} in {notebook} ({_listed(tuple(numbers))})")
+        for name, numbers in cells.items()
+        if len(numbers) > 1
+    ]
 
 
 def _nothing_found(notebook: str, definitions: tuple[Defined, ...]) -> IntegrityNote:
