@@ -5,16 +5,16 @@ step that reads a student's text before or after the sandbox.
 
 Prints the least CPU time of --repeat runs for: reading a 512 KB module in each encoding it may
 declare (SOURCE_ENCODINGS, and punycode, which is never used: read as UTF-8); parsing the worst
-text known at MAX_PARSED_CHARS (one f-string of replacement fields: quadratic in CPython 3.11)
-and at the module cap, which the trusted process no longer parses; the track's reading of a
-512 KB module that does not parse (blank lines); a notebook of 8 MB; quoting a line of a 512 KB
-module; and, for issue 36 point 6, a whole submission read as the grader reads it (notebook, then
-the near-miss search) for a notebook of 160,000 distinct definitions named like the contract's
-(the near-miss search's worst case: each costs a full edit-distance table against every required
-name), one of 1 MB of one-line assignments (a module's top-level names found by pattern), one of
-30,000 tiny cells (the most a notebook's JSON may hold), and 2 MB of code past the reading budget.
-Not part of the test run (tests/test_attacks_round3_text.py and tests/test_trusted_text_caps.py
-compare costs or count what was compared, never time).
+text known at MAX_PARSED_CHARS (one f-string of replacement fields: quadratic in CPython 3.11) and
+at the module cap, which the trusted process no longer parses; the track's reading of a 512 KB
+module that does not parse (blank lines); a notebook of 8 MB; quoting a line of a 512 KB module;
+and, for issue 36 point 6, a whole submission read as the grader reads it (notebook, then the
+near-miss search) for a notebook of 160,000 distinct definitions named like the contract's (the
+near-miss search's worst case: each costs a full edit-distance table against every required name),
+one of 20,000 one-line assignments in one cell (a module's top-level names found by pattern), one
+of 30,000 tiny cells (the most a notebook's JSON may hold), and 2 MB of code past the reading
+budget. Not part of the test run (tests/test_attacks_round3_text.py and
+tests/test_trusted_text_caps.py compare costs or count what was compared, never time).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def many_definitions(count: int = 160_000, per_cell: int = 80) -> bytes:
 
 def many_assignments() -> bytes:
     head = "import torch\nclass CausalAttention(torch.nn.Module):\n    pass\n"
-    return chapter([head + "".join(f"SelfAttention_v{i}=1\n" for i in range(48_000))])
+    return chapter([head + "".join(f"SelfAttention_v{i}=1\n" for i in range(20_000))])
 
 
 def tiny_cells() -> bytes:
@@ -119,7 +119,7 @@ def main() -> None:
     )
     for name, build in [
         ("160,000 distinct definitions", many_definitions),
-        ("48,000 top-level assignments in one cell", many_assignments),
+        ("20,000 top-level assignments in one cell", many_assignments),
         ("30,000 one-line cells", tiny_cells),
         ("2 MB of code, past the reading budget", past_the_budget),
     ]:

@@ -168,3 +168,29 @@ def test_a_class_defined_twice_says_which_definition_the_checks_ran():
     for lang in LANGUAGES:
         text = Catalog(lang).t("found.remark.defined-again", detail=remarks[0][1])
         assert "CausalAttention in ch3.ipynb (2, 4)" in text and "Run All" in text
+
+
+def test_a_module_lists_only_the_cells_that_define_its_names_and_one_cell_is_singular():
+    """Issue 37, point 6: a later cell that only repeats `import torch` is not one of 3.3's cells;
+    "code cell 2" in the singular; "Other code cells … were not run" said once per notebook."""
+    from types import SimpleNamespace
+
+    from grader.intake.notebooks import notebook_code
+    from grader.records import Intake, ModuleFound
+    from grader.report.found import found_view
+    from tests.student_notebooks import code, notebook
+
+    softmax = "def softmax_naive(x):\n    return torch.exp(x) / torch.exp(x).sum(-1, keepdim=True)"
+    later = "import torch\nclass CausalAttention(torch.nn.Module):\n    pass"
+    cells = [code("import torch"), code(softmax), code(later)]
+    modules = notebook_code(json.dumps(notebook(cells)).encode(), "ch3.ipynb").modules
+    assert modules["sec3_3_simple_attention"].cells == (2,)
+    assert modules["sec3_5_causal_attention"].cells == (3,)
+    found = tuple(
+        ModuleFound(m, "ch3.ipynb", g.how, g.cells, g.names) for m, g in modules.items() if g.how == "recognised"
+    )
+    view = found_view(SimpleNamespace(intake=Intake(found)), Catalog("en"))
+    lines = [s.plain() for s in view.modules]
+    assert any("ch3.ipynb, code cell 2, recognised" in line for line in lines), lines
+    remarks = [s.plain() for s in view.remarks]
+    assert remarks == ["Other code cells of ch3.ipynb (prints, examples) were not run."]

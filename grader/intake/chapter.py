@@ -228,4 +228,5 @@ def _recognised_module(found: Recognised, units: list[Unit], shown_name: str) ->
             builder.generated("")
             builder.generated(f"# --- code cell {cell} ---")
         builder.lines_of(unit.cell, unit.lines, unit.statement.first, unit.statement.last)
-    return builder.module(how="recognised", names=found.names)
+    defining = tuple(sorted({units[p].cell for p in found.units if not units[p].statement.imports}))
+    return builder.module(how="recognised", names=found.names, defining=defining)
