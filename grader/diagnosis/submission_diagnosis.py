@@ -116,6 +116,8 @@ def _diagnosed(
     run = diagnoser.variant_run(outcome, student) if outcome.probes else None
     variant = run.variant.id if run is not None else None
     elsewhere = run is not None and outcome.module not in run.variant.modules  # a mistake of a module it uses
+    if variant == "wrong-init" and evidence.computes_otherwise(outcome.module, outcomes):
+        variant = None  # the variant computes the reference's values with given weights; this module does not
     if variant and not found.misconceptions and not elsewhere:
         named.append(variant)  # else a variant equal on few, small outputs is the weaker evidence
     if not relies and outcome.error is None and not named:

@@ -75,6 +75,13 @@ def _constructor(tree: ast.Module, line: int) -> tuple[str, ast.FunctionDef] | N
     return None
 
 
+def class_at(file: str, line: int, sources: Mapping[str, str]) -> str | None:
+    """The class whose `def __init__` holds `line` of `file`."""
+    tree = parsed_once(sources.get(file.removesuffix(".py"), "")) if file.endswith(".py") else None
+    found = _constructor(tree, line) if tree is not None else None
+    return found[0] if found is not None else None
+
+
 def constructor_key(file: str, line: int, sources: Mapping[str, str]) -> tuple[str, int] | None:
     """The constructor (file, line of its `def __init__`) that `line` of `file` belongs to."""
     tree = parsed_once(sources.get(file.removesuffix(".py"), "")) if file.endswith(".py") else None
