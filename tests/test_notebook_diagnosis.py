@@ -58,6 +58,12 @@ def graded(tmp_path_factory):
             "        self.W_q = nn.Parameter(torch.rand(d_in, d_out))",
         ),
     }
+    students["swapped-qk"] = changed(
+        changed(reference, M35, "keys = self.W_key(x)", "keys = self.W_query(x)"),
+        M35,
+        "queries = self.W_query(x)",
+        "queries = self.W_key(x)",
+    )
     documents = {}
     for name, sources in students.items():
         documents[name] = chapter_notebook(sources, "demos")
@@ -128,6 +134,17 @@ def test_a_missing_attribute_is_located_where_the_constructor_names_another(grad
     for test in stopped:
         diagnosis = test["diagnosis"] or {}
         assert (diagnosis.get("cell"), diagnosis.get("line")) == (cell, line), (test["id"], diagnosis)
+
+
+def test_no_cause_is_named_where_none_fits(graded):
+    """wrong-init says the module computes the right thing with given weights: not for a forward
+    that swaps the query and key projections (its checks with given weights fail), nor for a class
+    no check could build with given weights (`W_q` for `W_query`)."""
+    for student, module in (("swapped-qk", M35), ("attributes", "sec3_4_self_attention")):
+        failed = failing(graded["results"][student], module)
+        assert failed
+        named = {m for t in failed for m in ((t["diagnosis"] or {}).get("misconceptions") or [])}
+        assert "wrong-init" not in named, (student, named)
 
 
 def test_a_tensor_is_not_a_definition():
