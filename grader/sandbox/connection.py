@@ -30,7 +30,11 @@ class WorkerFailed(RuntimeError):
 
 
 class WorkerConnection:
-    def __init__(self, command: Callable[[int], list[str]], environment: dict[str, str]):
+    def __init__(
+        self, command: Callable[[int], list[str]], environment: dict[str, str], inherited: tuple[int, ...] = ()
+    ):
+        """Start the worker `command(result_fd)` gives; `inherited`: more descriptors it gets
+        (its memory group's, `memory.MemoryGroups.descriptors`)."""
         read_fd, write_fd = os.pipe()
         self.fd = read_fd
         try:
@@ -39,7 +43,7 @@ class WorkerConnection:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-                pass_fds=(write_fd,),
+                pass_fds=(write_fd, *inherited),
                 env=environment,
                 start_new_session=True,
             )
@@ -104,7 +108,7 @@ class WorkerConnection:
                     results[name] = status_error(
                         status,
                         header.get("module"),
-                        payload_bytes if status == "too-large" else 0,
+                        {"too-large": payload_bytes, "memory": job["limits"]["memory_bytes"]}.get(status, 0),
                         job["limits"]["module_seconds"] if status == "module-timeout" else 0,
                     )
                 elif size > payload_bytes or not budget.take(size):
