@@ -214,13 +214,22 @@ def worker_command(
     directly when bubblewrap is unavailable (in a private view of the host, `view`, if given);
     `forks`: the submissions it will grade, when known (0: not known); `memory_group`: the
     descriptors of its slot's memory group (cgroup.procs, events; see `memory`), if any."""
-    python = [sys.executable, "-E", "-s", "-B", "-c", BOOT]
+    python = [interpreter(), "-E", "-s", "-B", "-c", BOOT]
     arguments = ["--uid", str(uid), "--result-fd", str(result_fd), "--flavour", flavour, "--forks", str(forks)]
     if memory_group is not None:
         arguments += ["--memory-group", ",".join(map(str, memory_group))]
     if bwrap is None:
         return python + [str(kit), *arguments, *(["--private-view", view] if view else [])]
     return bwrap + python + ["/tmp/kit", *arguments, "--pid-namespace"]
+
+
+def interpreter() -> str:
+    """This interpreter at a path the sandbox shows: its folder resolved (bubblewrap mounts the
+    interpreter's folders by their real paths, `python_roots`, so a venv reached through a
+    symbolic link is not where the workers find it), its own name kept (a venv's `python` is a
+    link to the base interpreter: run by the venv's path, it still finds the venv's packages)."""
+    folder, name = os.path.split(sys.executable)
+    return os.path.join(os.path.realpath(folder), name)
 
 
 def has_sys_admin() -> bool:
