@@ -108,7 +108,7 @@ class WorkerConnection:
                     results[name] = status_error(
                         status,
                         header.get("module"),
-                        {"too-large": payload_bytes, "memory": job["limits"]["memory_bytes"]}.get(status, 0),
+                        _limit_of(status, job["limits"], payload_bytes),
                         job["limits"]["module_seconds"] if status == "module-timeout" else 0,
                     )
                 elif size > payload_bytes or not budget.take(size):
@@ -167,6 +167,13 @@ class WorkerConnection:
             self._close_fd()
         except Exception:  # noqa: BLE001
             self.kill()
+
+
+def _limit_of(status: str, limits: dict, payload_bytes: int) -> int:
+    """The size limit a status says was exceeded (0: none)."""
+    if status == "too-large":
+        return payload_bytes
+    return limits["memory_bytes"] if status == "memory" else 0
 
 
 def job_record(
