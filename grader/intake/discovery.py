@@ -77,7 +77,8 @@ class Candidate:
     not UTF-8 as a surrogate escape; `grader.intake.names` shows it and names its report folder),
     and why it is refused as a whole (a student folder that is a link), if it is. In a zip
     (`archive`), `parts` is its folder there; in an LMS download, `student` says which folders or
-    files of the download's top level are the student's."""
+    files of the download's top level are the student's. An `upload` (Gradescope's, PrairieLearn's)
+    is one student's submission, whatever it holds: never a class, never an LMS download."""
 
     path: Path
     name: str
@@ -85,6 +86,7 @@ class Candidate:
     archive: Path | None = None
     parts: tuple[str, ...] = ()
     student: Student | None = field(default=None, compare=False)
+    upload: bool = False  # one student's upload to a grading platform, whatever its names look like
 
 
 @dataclass(frozen=True)
@@ -235,6 +237,8 @@ def read_candidate(candidate: Candidate, follow: bool = False, *, near_misses: b
             return submission_from_files(
                 candidate.name, candidate.path, {}, [_folder_note(candidate.refused, candidate.path)]
             )
+        if candidate.upload:
+            return _read_upload(candidate, follow, near_misses)
         if candidate.archive is not None:
             return _read_zipped(candidate, near_misses)
         if candidate.student is not None:
@@ -252,6 +256,20 @@ def read_candidate(candidate: Candidate, follow: bool = False, *, near_misses: b
         return submission_from_files(
             candidate.name, candidate.path, {}, [IntegrityNote("submission.unreadable", shown(type(exc).__name__))]
         )
+
+
+def _read_upload(candidate: Candidate, follow: bool, near_misses: bool) -> Submission:
+    """One student's upload: the folder in it that holds the modules, or the most complete of two
+    (`grader.intake.uploads.read_upload`: ch3/ beside ch3_backup/, said in a remark), a zip in it
+    read the same way; names are never read as an LMS's, folders never as a class's."""
+    try:
+        folder = Folder.open(candidate.path, follow=follow)
+    except Refused as exc:
+        return submission_from_files(candidate.name, candidate.path, {}, [_folder_note(exc.reason, candidate.path)])
+    with folder:
+        assembly = Assembly(candidate.name, candidate.path, near_misses=near_misses)
+        read_upload(folder, assembly)
+        return assembly.submission()
 
 
 def _read_zipped(candidate: Candidate, near_misses: bool) -> Submission:
