@@ -5,7 +5,7 @@ Every entry point reads submissions through this module: `grade` (grader.run), n
 It needs only the standard library and `grader.records`, so that the bundle can ship a copy.
 
 PATH is a folder or a zip (`grader.intake.archives`), holding one submission, a class of student
-folders, or an LMS's bulk download (`grader.intake.lms`: Canvas's flat files, Moodle's folders),
+folders, or an LMS's bulk download (`grader.intake.lms`: Canvas, Moodle, Blackboard Learn, Brightspace),
 each student's files read by the same rules (`grader.intake.uploads`). The rules (see
 `grader.intake.files`): only regular files directly inside a student's folder are read, never
 through a link (the student folder itself, a module file, a notebook), never a hard link, a FIFO,
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,6 +61,7 @@ __all__ = [
     "submission_from_files",
 ]
 MAX_STUDENTS = 100_000  # entries of a class folder looked at
+MAX_PEEK_BYTES = 64 * 1024  # an LMS's own file read to recognise its download (larger: not read)
 
 
 class DiscoveryError(Exception):
@@ -132,7 +134,7 @@ def discover(path: Path) -> Discovery:
         raise DiscoveryError("discovery.missing", path=shown(path)) from None
     with root:
         visible = _visible(root)
-        students = None if any(is_module_file(e.name) for e in visible) else bulk_download(visible)
+        students = None if any(is_module_file(e.name) for e in visible) else bulk_download(visible, _peek(root))
         if students:
             return Discovery(True, [Candidate(path, s.name, student=s) for s in students])
         if holds(root):
@@ -151,6 +153,19 @@ def discover(path: Path) -> Discovery:
     return Discovery(True, sorted(candidates, key=lambda c: os.fsencode(c.path.name)))
 
 
+def _peek(level: Level) -> Callable[[str], bytes | None]:
+    """Reads a small file of LEVEL by the intake's rules (what an LMS writes beside the students'
+    files: Blackboard's attempt .txt), None when it cannot be read."""
+
+    def peek(name: str) -> bytes | None:
+        try:
+            return level.read(name, MAX_PEEK_BYTES)
+        except (Refused, OSError):
+            return None
+
+    return peek
+
+
 def _own_name(path: Path) -> str:
     return Path(os.path.abspath(path)).name or "submission"
 
@@ -166,7 +181,7 @@ def _discover_zip(path: Path, name: str | None = None) -> Discovery:
                 if len(visible) != 1 or visible[0].kind != "folder" or holds(root.subfolder(visible[0].name)):
                     break
                 root = root.subfolder(visible[0].name)
-            students = None if any(is_module_file(e.name) for e in visible) else bulk_download(visible)
+            students = None if any(is_module_file(e.name) for e in visible) else bulk_download(visible, _peek(root))
             folders = [e.name for e in visible if e.kind == "folder"]
             single = not students and (holds(root, zips=True) or len(folders) < 2)
     except Refused:

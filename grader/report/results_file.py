@@ -15,6 +15,7 @@ from typing import Any
 
 from grader.i18n import Catalog
 from grader.intake.shown import shown
+from grader.lms import FORMATS
 from grader.records import (
     MODULES,
     SECTIONS,
@@ -177,7 +178,7 @@ def _intake(document: dict) -> Intake:
     )
     lms = document.get("lms")
     identity = None
-    if isinstance(lms, dict) and lms.get("lms") in ("canvas", "moodle"):
+    if isinstance(lms, dict) and lms.get("lms") in FORMATS:
         identity = LmsIdentity(
             str(lms["lms"]), str(lms.get("user_id", "")), str(lms.get("name", "")), lms.get("late") is True
         )
