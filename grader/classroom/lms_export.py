@@ -35,10 +35,10 @@ from grader.classroom.lms_roster import (
     read_output,
     read_roster,
 )
-from grader.classroom.textsafe import spreadsheet_cell
 from grader.i18n import Catalog, section_key
 from grader.lms import FORMATS, NAMES, LmsFormat, Sheet
 from grader.records import SECTIONS, LmsIdentity
+from grader.report.textsafe import spreadsheet_cell
 
 __all__ = ["GROUPINGS", "LMS", "Export", "ExportError", "StudentGrades", "export", "read_output", "read_roster"]
 LMS = NAMES
