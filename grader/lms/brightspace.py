@@ -31,7 +31,8 @@ from collections.abc import Sequence
 from grader.lms.base import LmsFormat, Named, Peek, Reading, Sheet, Student
 from grader.records import IntegrityNote, LmsIdentity
 
-_FOLDER = re.compile(r"^(?P<submission>\d+)-(?P<user>\d+) - (?P<name>.+) - (?P<date>[^-]+)$")
+# a folder: the name runs to the last " - " (a name may hold one; the date never does)
+_FOLDER = re.compile(r"^(?P<submission>\d+)-(?P<user>\d+) - (?P<name>.+) - (?P<date>.+)$")
 _DATE = r"[A-Z][a-z]{2} \d{1,2}, \d{4} \d{3,4} [AP]M"
 _FILE = re.compile(rf"^(?P<submission>\d+)-(?P<user>\d+) - (?P<name>.+?) ?- (?P<date>{_DATE}) - (?P<original>.+)$")
 IDENTITY = ("OrgDefinedId", "Username")
