@@ -19,11 +19,15 @@ PER_SECTION = {*MODULES, "framework_traps", "__init__"}
 
 def module_names(package: Path) -> list[Path]:
     """The modules under PACKAGE but the per-section families (the hidden suites are pytest's test
-    files, named by section too)."""
+    files, named by section too) and the files students get (templates/, exercises/: data the kit ships,
+    one edition per folder)."""
     return sorted(
         p
         for p in package.rglob("*.py")
-        if "__pycache__" not in p.parts and "hidden" not in p.parts and p.stem not in PER_SECTION
+        if "__pycache__" not in p.parts
+        and "hidden" not in p.parts
+        and p.stem not in PER_SECTION
+        and p.relative_to(package).parts[0] not in ("templates", "exercises")
     )
 
 
@@ -65,6 +69,7 @@ def test_a_clash_is_seen(tmp_path):
 # takes its place here.
 LAYERS = (
     ("__init__",),  # the package itself (for its folder): it imports nothing
+    ("sections", "resources"),  # the manifest of the sections; where the kit's data files are
     ("records", "i18n", "quick_exit", "fingerprint"),
     ("intake",),
     ("probes",),
@@ -96,6 +101,7 @@ def unit(module: str) -> str:
     return parts[0] if parts else "__init__"
 
 
+DATA = ("templates", "exercises")  # the folders of files the kit ships to students (grader/resources.py)
 _LEVEL = {name: level for level, names in enumerate(LAYERS) for name in names}
 
 
@@ -103,7 +109,11 @@ def imports(root: Path) -> Iterator[tuple[str, str]]:
     """(module, imported module) for every import of grader's own modules under ROOT/grader, lazy
     ones inside functions included (`from grader.x import y` imports `grader.x.y` when that is a
     module, else `grader.x`)."""
-    modules = {_dotted(path.relative_to(root)): path for path in (root / "grader").rglob("*.py")}
+    modules = {
+        _dotted(path.relative_to(root)): path
+        for path in (root / "grader").rglob("*.py")
+        if path.relative_to(root / "grader").parts[0] not in DATA  # what students get: not the kit's code
+    }
     for module, path in sorted(modules.items()):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:

@@ -452,7 +452,7 @@ def test_the_deploy_catalogue_says_everything_in_both_languages():
         return found
 
     catalogues = {
-        lang: tomllib.loads((ROOT / "templates" / "i18n" / lang / "deploy.toml").read_text(encoding="utf-8"))
+        lang: tomllib.loads((ROOT / "grader" / "templates" / "i18n" / lang / "deploy.toml").read_text(encoding="utf-8"))
         for lang in ("en", "zh")
     }
     assert keys(catalogues["en"]) == keys(catalogues["zh"])

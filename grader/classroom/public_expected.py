@@ -20,9 +20,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from grader import sections
 from grader.i18n import TEMPLATES_DIR
 
 RELEASE = TEMPLATES_DIR / "release"
+SECTIONS_MODULE = "ch3_check_sections"
 PUBLIC_MODULES = (
     "ch3_check_tools",
     "ch3_check_list",
@@ -55,13 +57,15 @@ class _Reference:
 @contextlib.contextmanager
 def public_checks() -> Iterator[dict[str, ModuleType]]:
     """The public check modules of templates/release/, imported as students import them, then forgotten."""
-    saved = {name: sys.modules.pop(name) for name in PUBLIC_MODULES if name in sys.modules}
+    names = (SECTIONS_MODULE, *PUBLIC_MODULES)
+    saved = {name: sys.modules.pop(name) for name in names if name in sys.modules}
+    sys.modules[SECTIONS_MODULE] = sections  # what a bundle ships as ch3_check_sections.py
     sys.path.insert(0, str(RELEASE))
     try:
         yield {name: importlib.import_module(name) for name in PUBLIC_MODULES}
     finally:
         sys.path.remove(str(RELEASE))
-        for name in PUBLIC_MODULES:
+        for name in names:
             sys.modules.pop(name, None)
         sys.modules.update(saved)
 

@@ -19,7 +19,7 @@ from grader.diagnosis.catalogue.misconceptions import CATALOGUE
 from grader.diagnosis.catalogue.signatures import configuration_differs, signatures
 from grader.diagnosis.catalogue.variants import VariantRun
 from grader.diagnosis.evidence import Evidence, Found
-from grader.diagnosis.source.attribute_names import differing_names, names_line
+from grader.diagnosis.source.attribute_names import differing_names, missing_attribute_line, names_line
 from grader.diagnosis.source.fixed_sizes import fixed_size_line
 from grader.diagnosis.source.keywords import caller_misnamed, constructor, named_otherwise
 from grader.diagnosis.source.quotes import frame
@@ -50,7 +50,9 @@ def diagnosed_test(
         pattern = None  # the telltale message, but no size fixed (a view's arguments swapped)
     found = evidence.for_outcome(outcome, outcomes)
     variant = run.variant.id if run is not None else None
-    named = _named(outcome, pattern, run, found, moved)
+    if variant == "wrong-init" and evidence.computes_otherwise(outcome.module, outcomes):
+        variant = None  # the variant computes the reference's values with given weights; this module does not
+    named = _named(outcome, pattern, variant, run, found, moved)
     if not relies and outcome.error is None and not named:
         named += signatures(outcome, student, reference)
         if (
@@ -77,7 +79,9 @@ def diagnosed_test(
     return replace(outcome, misconception=named[0] if named else None, diagnosis=diagnosis)
 
 
-def _named(outcome: TestOutcome, pattern: str | None, run: VariantRun | None, found: Found, moved: bool) -> list[str]:
+def _named(
+    outcome: TestOutcome, pattern: str | None, variant: str | None, run: VariantRun | None, found: Found, moved: bool
+) -> list[str]:
     """The causes the test's own evidence names: a builder moved here by blame (its only task is
     the configuration), the error pattern, the student's own values, then a variant of its module."""
     named: list[str] = []
@@ -87,8 +91,8 @@ def _named(outcome: TestOutcome, pattern: str | None, run: VariantRun | None, fo
         named.append(pattern)
     named += found.misconceptions  # the student's own values say it
     elsewhere = run is not None and outcome.module not in run.variant.modules  # a mistake of a module it uses
-    if run is not None and not found.misconceptions and not elsewhere:
-        named.append(run.variant.id)  # else a variant equal on few, small outputs is the weaker evidence
+    if variant and not found.misconceptions and not elsewhere:
+        named.append(variant)  # else a variant equal on few, small outputs is the weaker evidence
     return named
 
 
@@ -118,4 +122,7 @@ def _location(
         refused = constructor(outcome, sources)
         if refused is not None:
             return refused[0], "signature"
+        missing = missing_attribute_line(outcome, sources)
+        if missing is not None:
+            return missing, "parameters"
     return location, None

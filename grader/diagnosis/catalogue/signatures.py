@@ -19,18 +19,14 @@ import torch
 
 from grader.probe_outputs import ProbeOutputs
 from grader.records import TestOutcome
+from grader.sections import SECTIONS
 
 # probes that call a module twice in eval mode on the same input: (first, second) output keys
 REPEATED_EVAL = {
     "sec3_5_causal_attention:eval_mode": ("first", "second"),
     "sec3_6_multi_head_attention:mha_dropout": ("eval_a", "eval_b"),
 }
-ATTENTION_MODULES = (
-    "sec3_5_causal_attention",
-    "sec3_6_multi_head_attention",
-    "exercise3_2_two_dim_output",
-    "exercise3_3_gpt2_attention",
-)
+ATTENTION_MODULES = tuple(s.module for s in SECTIONS if s.causal)  # causal attention: a NaN first token is telling
 
 
 def _tensors(value: Any, key: str = "") -> Iterator[tuple[str, torch.Tensor]]:

@@ -10,17 +10,11 @@ import contextlib
 import os
 
 import numpy as np
+from ch3_check_sections import BOOK_ORDER
 from ch3_check_tools import CheckList, Mismatch, expect_refusal, fmt, phrase
 
-MODULES = (
-    "sec3_3_simple_attention",
-    "sec3_4_self_attention",
-    "exercise3_1_weight_transfer",
-    "sec3_5_causal_attention",
-    "sec3_6_multi_head_attention",
-    "exercise3_2_two_dim_output",
-    "exercise3_3_gpt2_attention",
-)
+MODULES = BOOK_ORDER  # the sections in the book's order (ch3_check_sections.py, the kit's manifest)
+VALUE_CHECKS = None  # no value checks in this edition yet
 CHECKS = CheckList()
 check = CHECKS.check
 # (pattern of "ErrorType: message", hint key): PyTorch habits MindSpore answers with an error.

@@ -6,8 +6,8 @@ of known mistakes and the reference's intermediate values, never its code (ch3_c
 uses them to say why a check fails). Some checks here are properties that no single value shows:
 dropout in training mode, the wrapper's parameters, the exercises' configurations.
 
-ch3_check_list.py imports this module last; the checks register in CHECKS, which the runner takes
-in book order.
+ch3_checks.py imports this module after ch3_check_list.py (its VALUE_CHECKS); the checks register in
+CHECKS, which the runner takes in book order.
 """
 
 from __future__ import annotations

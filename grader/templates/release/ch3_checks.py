@@ -13,6 +13,7 @@ beside this file.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
 import linecache
@@ -29,13 +30,15 @@ from ch3_check_diagnosis import diagnose, explained
 from ch3_check_list import CHECKS, HINTS, MODULES, framework, seeded
 from ch3_check_tools import Mismatch, Undefined
 
+if ch3_check_list.VALUE_CHECKS:  # the edition's value checks, registered after its other checks
+    importlib.import_module(ch3_check_list.VALUE_CHECKS)
 HERE = Path(__file__).resolve().parent
 MARKS = {"pass": "✔", "fail": "✘", "todo": "…"}
 OWN_FILES = {
     os.path.abspath(f)
     for f in (__file__, ch3_check_list.__file__, ch3_check_tools.__file__, HERE / "check.py")
     if f is not None
-} | {os.path.abspath(HERE / f"ch3_check_{name}.py") for name in ("values", "trace", "diagnosis")}
+} | {os.path.abspath(HERE / f"ch3_check_{name}.py") for name in ("values", "trace", "diagnosis", "sections")}
 
 
 class Code:

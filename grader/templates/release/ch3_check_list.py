@@ -14,17 +14,11 @@ from __future__ import annotations
 import contextlib
 import warnings
 
+from ch3_check_sections import BOOK_ORDER
 from ch3_check_tools import CheckList, Mismatch, expect_refusal, fmt, phrase
 
-MODULES = (
-    "sec3_3_simple_attention",
-    "sec3_4_self_attention",
-    "exercise3_1_weight_transfer",
-    "sec3_5_causal_attention",
-    "sec3_6_multi_head_attention",
-    "exercise3_2_two_dim_output",
-    "exercise3_3_gpt2_attention",
-)
+MODULES = BOOK_ORDER  # the sections in the book's order (ch3_check_sections.py, the kit's manifest)
+VALUE_CHECKS = "ch3_check_values"  # the value checks, registered after these by ch3_checks.py
 CHECKS = CheckList()
 check = CHECKS.check
 HINTS = ()  # (pattern of "ErrorType: message", hint key): none in PyTorch terms yet
@@ -284,6 +278,3 @@ def _(m, torch):
     expect_equal("build_gpt2_small_attention().W_query.in_features", d_in, 768, "wrong-config")
     with torch.no_grad():
         expect_tensor("build_gpt2_small_attention()(x)", mha(torch.rand(1, 4, 768)), torch, (1, 4, 768))
-
-
-import ch3_check_values  # noqa: E402, F401 - the value checks, registered after these (see its docstring)
