@@ -140,7 +140,9 @@ def causality(ns):
     x = randn(3, 5, 4, seed=541)
     changed = x.clone()
     changed[:, 3:, :] = randn(3, 2, 4, seed=542) * 3  # tokens 4 and 5 change
-    return {"original": run(module, x), "changed": run(module, changed)}
+    earlier = x.clone()
+    earlier[:, 0, :] = randn(3, 4, seed=543) * 3  # token 1 changes: the later outputs should
+    return {"original": run(module, x), "changed": run(module, changed), "earlier_changed": run(module, earlier)}
 
 
 @probe(MODULE)

@@ -71,6 +71,13 @@ def _future_changed(x: torch.Tensor, keep: int, seed: int) -> torch.Tensor:
     return changed
 
 
+def _first_changed(x: torch.Tensor, seed: int) -> torch.Tensor:
+    """x with its first token replaced by other values (every later output should change)."""
+    changed = x.clone()
+    changed[:, 0] = randn(x.shape[0], x.shape[2], seed=seed)
+    return changed
+
+
 def _param_count(module) -> int:
     return sum(p.numel() for p in module.parameters())
 
@@ -125,7 +132,8 @@ def wrapper_causal(ns):
     with torch.no_grad():
         out = tensor(module(x), "MultiHeadAttentionWrapper(x)")
         changed = tensor(module(_future_changed(x, 3, seed=652)), "MultiHeadAttentionWrapper(x)")
-    return {"out": out, "changed": changed, "keep": 3}
+        earlier = tensor(module(_first_changed(x, seed=653)), "MultiHeadAttentionWrapper(x)")
+    return {"out": out, "changed": changed, "earlier": earlier, "keep": 3}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -194,7 +202,8 @@ def mha_causal(ns):
     with torch.no_grad():
         out = tensor(module(x), "MultiHeadAttention(x)")
         changed = tensor(module(_future_changed(x, 3, seed=672)), "MultiHeadAttention(x)")
-    return {"out": out, "changed": changed, "keep": 3}
+        earlier = tensor(module(_first_changed(x, seed=673)), "MultiHeadAttention(x)")
+    return {"out": out, "changed": changed, "earlier": earlier, "keep": 3}
 
 
 @probe(MODULE)
