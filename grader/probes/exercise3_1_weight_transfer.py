@@ -38,7 +38,7 @@ class MatrixShell(nn.Module):
         super().__init__()
         generator = torch.Generator().manual_seed(seed)
         for name in NAMES:
-            setattr(self, name, nn.Parameter(torch.rand(d_in, d_out, generator=generator)))
+            setattr(self, name, nn.Parameter(torch.rand(d_in, d_out, generator=generator, dtype=torch.float32)))
 
 
 # probe -> (d_in, d_out, seed)

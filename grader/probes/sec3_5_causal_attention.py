@@ -32,7 +32,7 @@ CONTEXT = 7
 def book_scores() -> torch.Tensor:
     """The book's 3.5.1 scores: queries @ keys.T with the seeded 3.4 matrices (d_k = 2)."""
     generator = torch.Generator().manual_seed(123)
-    w_query, w_key = (torch.rand(3, 2, generator=generator) for _ in range(2))
+    w_query, w_key = (torch.rand(3, 2, generator=generator, dtype=torch.float32) for _ in range(2))
     x = book_inputs()
     return (x @ w_query) @ (x @ w_key).T  # (6, 6)
 

@@ -223,7 +223,13 @@ def mha_dropout(ns):
     attention weight of the first token (which attends only to itself) zeroes its whole head."""
     d_in, d_out, heads = 6, 8, 2
     module = _mha(ns, d_in, d_out, 8, heads, dropout=0.5, seed=690)
-    transplant(module, {"out_proj.weight": torch.eye(d_out), "out_proj.bias": torch.zeros(d_out)})
+    transplant(
+        module,
+        {
+            "out_proj.weight": torch.eye(d_out, dtype=torch.float32),
+            "out_proj.bias": torch.zeros(d_out, dtype=torch.float32),
+        },
+    )
     x = randn(8, 5, d_in, seed=691)
     module.eval()
     with torch.no_grad():
