@@ -222,6 +222,18 @@ def test_check_on_correct_code_passes_and_speaks_chinese(bundle, tmp_path):
     assert result.returncode == 0 and "44 项检查中通过了 44 项" in result.stdout and "因果注意力" in result.stdout
 
 
+def test_check_passes_correct_code_that_sets_float64_as_the_default_dtype(bundle, tmp_path):
+    """A student module that calls torch.set_default_dtype(torch.float64) at import once made 18 of
+    the 44 public checks fail on correct code (inputs and initial weights drawn in float64), while
+    the grader gave full marks: each check now starts from float32, as each probe does."""
+    folder = solutions_as_submission(tmp_path / "mine")
+    module = folder / "sec3_3_simple_attention.py"
+    module.write_text(module.read_text() + "\ntorch.set_default_dtype(torch.float64)\n")
+    result = _check(bundle, folder)
+    assert result.returncode == 0, result.stdout
+    assert ALL_PASS in result.stdout
+
+
 def test_check_gives_the_reason_of_each_failure(bundle, tmp_path):
     folder = solutions_as_submission(tmp_path / "mine")
     path = folder / "sec3_5_causal_attention.py"

@@ -22,6 +22,7 @@ import resource
 import signal
 import sys
 import threading
+from collections.abc import Mapping
 
 from grader.frameworks import namespace_for
 from grader.sandbox import driver, oom, seccomp
@@ -41,7 +42,7 @@ WORKER_MODULES: frozenset[str] = frozenset()  # the fork server's modules (`reme
 __all__ = ["FAILED", "NOT_DROPPED", "NO_NAMESPACE", "run", "serve"]
 
 
-def serve(write_fd: int, command_fd: int, uid: int, probes: dict) -> None:
+def serve(write_fd: int, command_fd: int, uid: int, probes: Mapping) -> None:
     """A freshly forked child: its job is the first line of its command pipe, {"job": {"id", "mode",
     "track", "limits", "files": [file names]}, "probes": [...], "poisoned": {module: failure},
     "scratch": folder, "park": bool} (from the watcher, the trusted side of the sandbox); then
@@ -60,7 +61,7 @@ def run(
     scratch: str,
     write_fd: int,
     uid: int,
-    probes: dict,
+    probes: Mapping,
     command_fd: int = -1,
 ) -> None:
     """The child's whole life: restrict, then one frame per probe (and, with a `command_fd`, the
@@ -124,7 +125,9 @@ def _forget_modules(directory: str, students: set[str], warm: frozenset[str]) ->
             pass
 
 
-def _run_probes(remaining: list[str], run_probe, probes: dict, ns, scratch: str, write_fd: int) -> tuple[bytes, bool]:
+def _run_probes(
+    remaining: list[str], run_probe, probes: Mapping, ns, scratch: str, write_fd: int
+) -> tuple[bytes, bool]:
     """One frame per probe; returns the last result's frame (still to write) and whether every
     probe ran (False: this child left something behind and must end, see `left_behind`)."""
     pending = b""

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import socket
+from types import MappingProxyType
 
-from grader.sandbox import child, cleanup, forks, warmup
+from grader.sandbox import child, cleanup, forks, sealing, warmup
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_PDEATHSIG = 1
@@ -30,12 +31,16 @@ def serve(
     _detach_from_the_pool()
     warmup.warm_up(flavour, expected)
     child.block_keyrings(memory_group)
+    from grader.frameworks import bind_namespaces
     from grader.probes import PROBES
     from grader.sandbox import driver
 
+    probes = MappingProxyType(dict(PROBES))  # the table as warmed up: the children's, and nobody's to change
+    bind_namespaces()  # every track's namespace imported: a child imports nothing of the kit
+    sealing.hide_kit()  # no student module can import (and rebind) what the children run
     child.remember_worker_modules()
 
-    forks.send(end, {"probes": sorted(PROBES), "modes": sorted(driver.MODES)})
+    forks.send(end, {"probes": sorted(probes), "modes": sorted(driver.MODES)})
     spared = {1, os.getpid(), watcher}
     while True:
         try:
@@ -49,7 +54,7 @@ def serve(
         pid = os.fork()
         if pid == 0:
             try:
-                child.serve(result_fd, command_fd, uid, PROBES)
+                child.serve(result_fd, command_fd, uid, probes)
             finally:
                 os._exit(forks.FAILED)
         forks.close_all(fds)

@@ -54,6 +54,7 @@ SANDBOX_FILES = [
     "sandbox/forkserver.py",
     "sandbox/private_view.py",
     "sandbox/seccomp.py",
+    "sandbox/sealing.py",
     "sandbox/warmup.py",
     "sandbox/worker.py",
     "sandbox/job.py",
