@@ -52,6 +52,7 @@ SANDBOX_FILES = [
     "sandbox/forkserver.py",
     "sandbox/private_view.py",
     "sandbox/seccomp.py",
+    "sandbox/stand_ins.py",
     "sandbox/warmup.py",
     "sandbox/worker.py",
     "sandbox/job.py",
