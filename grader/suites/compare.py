@@ -159,13 +159,13 @@ def judged_against(actual: Any, expected: torch.Tensor, own: Any) -> torch.Tenso
     class is wrong, and is charged in its own section) and `actual` does not match the reference
     (any correct later code passes). None: `actual` is exactly what the student's own earlier code
     gives, NaN where it gives NaN, and passes (a NaN is never shown as an expected value)."""
-    if type(own) is not torch.Tensor or own.shape != expected.shape or not torch.is_floating_point(own):
+    if type(own) is not torch.Tensor or not torch.is_floating_point(own):
         return expected
     if _close(own, expected) or _close(actual, expected):
         return expected
     if _close(actual, own, equal_nan=True):
         return None
-    return own if bool(torch.isfinite(own).all()) else expected
+    return own if own.shape == expected.shape and bool(torch.isfinite(own).all()) else expected
 
 
 def _close(
@@ -206,7 +206,7 @@ def follows_own_non_causal(got: Any, own_out: Any, own_changed: Any, keep: int) 
     earlier code gives on both inputs, and that code is not causal: the later code is as causal as
     what it is built from, and the mistake is charged to the earlier section only."""
     if own_out is None or own_changed is None or unchanged_before(own_out, own_changed, keep):
-        return False
+        return False  # (a causal own code of another shape than the reference's: judged as usual)
     return _close(got.get("out"), own_out, equal_nan=True) and _close(got.get("changed"), own_changed, equal_nan=True)
 
 
