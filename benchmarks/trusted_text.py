@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grader.diagnosis.quotes import code_at
+from grader.diagnosis.source.quotes import code_at
 from grader.frameworks import track_of
 from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, notebook_modules
 from grader.intake.parsing import MAX_PARSED_CHARS, parsed

@@ -42,7 +42,7 @@ def mindspore_solutions_as_submission(target: Path) -> Path:
 def stubs_as_submission(target: Path) -> Path:
     target.mkdir(parents=True, exist_ok=True)
     for module in MODULES:
-        shutil.copy(ROOT / "exercises" / f"{module}.py", target / f"{module}.py")
+        shutil.copy(ROOT / "grader" / "exercises" / f"{module}.py", target / f"{module}.py")
     return target
 
 

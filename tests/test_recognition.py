@@ -47,7 +47,9 @@ def lines_from(submission, module: str) -> list[tuple[int, int, str]]:
 # -- the contract's names are the stubs' ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("stubs", [ROOT / "exercises", ROOT / "exercises" / "mindspore"], ids=["pytorch", "mindspore"])
+@pytest.mark.parametrize(
+    "stubs", [ROOT / "grader" / "exercises", ROOT / "grader" / "exercises" / "mindspore"], ids=["pytorch", "mindspore"]
+)
 def test_the_required_names_are_the_stubs_names(stubs):
     for module, names in REQUIRED.items():
         tree = ast.parse((stubs / f"{module}.py").read_text(encoding="utf-8"))

@@ -12,12 +12,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.diagnosis import recognise
-from grader.diagnosis.attributes import constructor_key
 from grader.diagnosis.blame import BUILDERS
-from grader.diagnosis.checkpoints import reference
-from grader.diagnosis.quotes import frame
-from grader.diagnosis.trace_documents import Received, Site, TraceError, fingerprint, parse_trace
+from grader.diagnosis.source.attribute_names import constructor_key
+from grader.diagnosis.source.quotes import frame
+from grader.diagnosis.trace.documents import Received, Site, TraceError, fingerprint, parse_trace
+from grader.diagnosis.walk import recognise
+from grader.diagnosis.walk.checkpoints import reference
 from grader.records import StudentFrame, TestOutcome
 
 log = logging.getLogger(__name__)

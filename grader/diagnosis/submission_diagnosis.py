@@ -6,7 +6,7 @@ Every diagnosis carries its line when one is known, an exception's included: the
 recogniser found, else (for a cause an exception names) the exception's own line in the student's
 code, else (a constructor refusing a keyword of the contract, raised before any line of theirs
 runs) the constructor's `def __init__` (`keywords`); for a check of parameter or buffer names, the
-constructor statement that assigns another name than the reference's (`attributes`).
+constructor statement that assigns another name than the reference's (`attribute_names`).
 """
 
 from __future__ import annotations
@@ -15,15 +15,20 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from grader.diagnosis.attributes import differing_names, names_line
 from grader.diagnosis.blame import BUILDERS, decide_blame, dependencies_pass, located_in_own_module
-from grader.diagnosis.catalogue import CATALOGUE
+from grader.diagnosis.catalogue.misconceptions import CATALOGUE
+from grader.diagnosis.catalogue.signatures import (
+    bias_charged_to_class,
+    class_mishandles_bias,
+    configuration_differs,
+    signatures,
+)
 from grader.diagnosis.consolidate import consolidate
 from grader.diagnosis.evidence import Evidence, Found
-from grader.diagnosis.fixed_sizes import fixed_size_line
-from grader.diagnosis.keywords import caller_misnamed, constructor, named_otherwise
-from grader.diagnosis.quotes import frame
-from grader.diagnosis.signatures import bias_charged_to_class, class_mishandles_bias, configuration_differs, signatures
+from grader.diagnosis.source.attribute_names import differing_names, names_line
+from grader.diagnosis.source.fixed_sizes import fixed_size_line
+from grader.diagnosis.source.keywords import caller_misnamed, constructor, named_otherwise
+from grader.diagnosis.source.quotes import frame
 from grader.diagnosis.trace_plan import departs_where_it_relies, trace_plan
 from grader.probe_outputs import ProbeOutputs
 from grader.records import Diagnosis, StudentFrame, TestOutcome

@@ -41,7 +41,7 @@ from grader.intake.chapter import Defined, analysed_cells, chapter_modules, defi
 from grader.intake.files import Refused, read_file
 from grader.intake.magics import python_code
 from grader.intake.notebook_cells import CHAPTER_NOTEBOOK_MARKER, GeneratedModule, section_module, tags
-from grader.intake.shown import replace_surrogates
+from grader.intake.printable import replace_surrogates
 from grader.records import MODULES
 
 __all__ = [

@@ -17,7 +17,7 @@ from grader.intake.chapter import Defined
 from grader.intake.contract import ALL_NAMES
 from grader.intake.near_misses import near_misses
 from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, notebook_code
-from grader.intake.shown import decode_name, shown
+from grader.intake.printable import decode_name, printable
 from grader.intake.source_text import read_source
 from grader.records import MODULES, Intake, IntegrityNote, LineOrigin, LmsIdentity, ModuleFound, Submission
 
@@ -92,7 +92,8 @@ class Assembly:
             if source.ignored:
                 self.problems.append(
                     IntegrityNote(
-                        "submission.encoding-not-read", f"{decode_name(filename)} ({shown(source.declared, limit=40)})"
+                        "submission.encoding-not-read",
+                        f"{decode_name(filename)} ({printable(source.declared, limit=40)})",
                     )
                 )
             self.py[filename[:-3]] = source.text

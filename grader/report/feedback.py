@@ -27,7 +27,7 @@ from grader.report.messages import (
     with_near_miss,
 )
 from grader.report.next_step import first_to_fix
-from grader.report.said import Said, inline, number, say, student, words
+from grader.report.sentences import Said, inline, number, say, student, words
 
 # -- views of one submission -------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from grader.i18n import Catalog, section_key
 from grader.records import MODULE_SECTIONS, MODULES, GradeResult, ModuleFound, NearMiss
-from grader.report.said import Said, say, student, trusted, words
+from grader.report.sentences import Said, say, student, trusted, words
 
 HOWS = ("file", "notebook", "marked", "recognised")
 

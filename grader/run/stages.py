@@ -2,9 +2,9 @@
 
 1. `probe_outputs`, `outcomes`: the hidden suites on the sandbox's probe outputs -> one TestOutcome per test;
 2. `trace_plan`: which failing probes the sandbox should run again under the tracer;
-3. `diagnosed`: a missing module named as such, blame, the misconceptions and the student's line
+3. `with_diagnoses`: a missing module named as such, blame, the misconceptions and the student's line
    (from the traces, when there are some), blame on earlier sections, cells of notebooks;
-4. `assembled`: each test's message, the heatmaps, the integrity notes and the scores -> GradeResult.
+4. `grade_result`: each test's message, the heatmaps, the integrity notes and the scores -> GradeResult.
 
 Whatever one submission's data provokes in a stage costs that submission only: a failed diagnosis,
 message or heatmap leaves its part out of the report and says so (`grader.partial`); a failed stage
@@ -20,15 +20,15 @@ import torch
 
 from grader.diagnosis import Diagnoser
 from grader.diagnosis.blame import attribute_to_earlier_sections
-from grader.diagnosis.quotes import quoted
+from grader.diagnosis.source.quotes import quoted
 from grader.i18n import Catalog
 from grader.intake.notebook_cells import in_notebook_terms, message_in_notebook_terms
-from grader.intake.shown import shown
+from grader.intake.printable import printable
 from grader.probe_outputs import ProbeOutputs
 from grader.probes import BOOK_TOKENS
 from grader.records import GradeResult, Heatmap, IntegrityNote, ProbeError, SectionScore, Submission, TestOutcome
 from grader.report.messages import outcome_message
-from grader.report.said import words
+from grader.report.sentences import words
 from grader.sandbox.runs import SandboxRun
 from grader.suites.hidden_suites import HiddenSuites, SuiteItem
 
@@ -88,7 +88,7 @@ def trace_plan(graded: Graded, diagnoser: Diagnoser, suites: HiddenSuites) -> Tr
     try:
         probes, shared = diagnoser.trace_plan(list(graded.outcomes), graded.outputs, suites.uses, sources)
     except Exception:
-        log.exception("choosing the probes to trace for %s failed", shown(graded.submission.name))
+        log.exception("choosing the probes to trace for %s failed", printable(graded.submission.name))
         return TracePlan(shared={})
     return TracePlan(tuple(probes), shared)
 
@@ -96,7 +96,7 @@ def trace_plan(graded: Graded, diagnoser: Diagnoser, suites: HiddenSuites) -> Tr
 # -- 3. the diagnosis -----------------------------------------------------------------------------
 
 
-def diagnosed(
+def with_diagnoses(
     graded: Graded, diagnoser: Diagnoser, suites: HiddenSuites, traces: dict[str, dict], plan: TracePlan
 ) -> tuple[tuple[TestOutcome, ...], tuple[str, ...]]:
     """The outcomes with their causes and lines, and the stages that failed (left out of the report)."""
@@ -108,7 +108,7 @@ def diagnosed(
             outcomes, graded.outputs, suites.uses, submission.sources, traces, plan.shared
         )
     except Exception:
-        log.exception("diagnosis of %s failed", shown(submission.name))
+        log.exception("diagnosis of %s failed", printable(submission.name))
         outcomes = [replace(o, misconception=None, diagnosis=None) for o in outcomes]
         partial = ("diagnosis",)
     outcomes = attribute_to_earlier_sections(outcomes, suites.uses)  # on the modules' own file names
@@ -171,7 +171,7 @@ def _near_missed(outcome: TestOutcome, submission: Submission) -> TestOutcome:
 
 
 def _quoted(outcome: TestOutcome, submission: Submission) -> TestOutcome:
-    """Each error frame's code read from the submission's own sources (`grader.diagnosis.quotes`)."""
+    """Each error frame's code read from the submission's own sources (`grader.diagnosis.source.quotes`)."""
     error = quoted(outcome.error, submission.sources)
     return outcome if error is outcome.error else replace(outcome, error=error)
 
@@ -196,7 +196,7 @@ def _in_notebook_terms(outcome: TestOutcome, submission: Submission) -> TestOutc
 # -- 4. the result --------------------------------------------------------------------------------
 
 
-def assembled(
+def grade_result(
     graded: Graded,
     outcomes: tuple[TestOutcome, ...],
     partial: tuple[str, ...],
@@ -213,21 +213,21 @@ def assembled(
         for name, result in graded.outputs.results.items()
         if isinstance(result, ProbeError) and result.kind == "integrity"
     ]
-    said = []
+    with_messages = []
     for outcome in outcomes:
         try:
-            said.append(replace(outcome, message=outcome_message(outcome, catalog)))
+            with_messages.append(replace(outcome, message=outcome_message(outcome, catalog)))
         except Exception:
-            log.exception("the message of %s for %s failed", outcome.id, shown(submission.name))
-            said.append(replace(outcome, message=words(catalog.t(f"status.{outcome.status}"))))
+            log.exception("the message of %s for %s failed", outcome.id, printable(submission.name))
+            with_messages.append(replace(outcome, message=words(catalog.t(f"status.{outcome.status}"))))
             partial += ("messages",)
     try:
         maps = heatmaps(suites.infos, reference, graded.outputs)
     except Exception:
-        log.exception("the heatmaps of %s failed", shown(submission.name))
+        log.exception("the heatmaps of %s failed", printable(submission.name))
         maps, partial = [], partial + ("heatmaps",)
     integrity += [IntegrityNote("grader.partial", stage) for stage in dict.fromkeys(partial)]
-    return _result(submission, said, integrity, titles, graded.run.track, maps)
+    return _result(submission, with_messages, integrity, titles, graded.run.track, maps)
 
 
 def failed_result(
