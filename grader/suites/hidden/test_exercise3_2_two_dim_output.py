@@ -20,6 +20,12 @@ def test_two_heads_two_dimensional_output(student, reference):
 
 # judged against the student's own MultiHeadAttentionWrapper (and heads) in the exercise's configuration
 # when that differs from the reference's: the earlier sections' mistakes are charged there only
+@pytest.mark.uses(
+    "sec3_6_multi_head_attention::test_wrapper_matches_reference",
+    "sec3_5_causal_attention::test_causal_attention_matches_reference",
+    "sec3_5_causal_attention::test_causal_attention_book_seed",  # the heads' parameters, seeded
+    own=True,
+)
 @pytest.mark.points(2)
 def test_seeded_output(student, reference):
     got, want = student.run(P + "seeded_output"), reference.run(P + "seeded_output")

@@ -34,6 +34,9 @@ def test_configuration(student, reference):
 
 # judged against the student's own MultiHeadAttention in GPT-2 small's configuration when that differs
 # from the reference's: Exercise 3.3 is about building the module, a mistake of 3.6 is charged there only
+@pytest.mark.uses(
+    "sec3_6_multi_head_attention::test_mha_matches_reference", "sec3_6_multi_head_attention::test_mha_causal", own=True
+)
 @pytest.mark.points(1)
 def test_forward_is_causal(student, reference):
     got, want = student.run(P + "forward"), reference.run(P + "forward")

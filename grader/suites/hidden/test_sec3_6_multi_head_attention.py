@@ -75,6 +75,11 @@ def _own_heads(student, key):
 
 # The wrapper is judged against what the student's own CausalAttention gives, side by side, when that
 # differs from the reference's: a mistake of 3.5 costs 3.5's points only (docs/grading-policy.md).
+@pytest.mark.uses(
+    "sec3_5_causal_attention::test_causal_attention_matches_reference",
+    "sec3_5_causal_attention::test_causality",
+    own=True,
+)
 @pytest.mark.points(2)
 def test_wrapper_matches_reference(student, reference):
     got, want = student.run(P + "wrapper_forward"), reference.run(P + "wrapper_forward")
@@ -88,6 +93,11 @@ def test_wrapper_matches_reference(student, reference):
     expect_cases(cases)
 
 
+@pytest.mark.uses(
+    "sec3_5_causal_attention::test_causal_attention_matches_reference",
+    "sec3_5_causal_attention::test_causality",
+    own=True,
+)
 @pytest.mark.points(1)
 def test_wrapper_causal(student, reference):
     got = student.run(P + "wrapper_causal")
