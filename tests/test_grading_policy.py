@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.sandbox import driver, stand_ins
+from grader import stand_ins
+from grader.sandbox import driver
 from tests.conftest import mindspore_solutions_as_submission, solutions_as_submission
 
 CAUSAL, MHA = "sec3_5_causal_attention", "sec3_6_multi_head_attention"

@@ -35,7 +35,7 @@ FAILURE_KINDS = frozenset({"timeout", "crash", "resource", "exit"})  # how an ea
 IMPORT_KEYS = {
     "import.missing": frozenset({"import"}),
     "import.poisoned": FAILURE_KINDS,
-    # code used a name it took from a module that does not import (grader.sandbox.stand_ins)
+    # code used a name it took from a module that does not import (grader.stand_ins)
     "import.stand-in": frozenset({"import", "exit", "resource"}),
     "import.stand-in-located": frozenset({"import", "exit", "resource"}),
     "import.stand-in-missing": frozenset({"import"}),

@@ -18,9 +18,10 @@ from typing import Any
 
 import torch
 
+from grader import stand_ins
 from grader.probes import PROBE_MODULES, ContractError, Namespace, Probe, cpu_manual_seed, own_code
 from grader.probes.tracer import traced
-from grader.sandbox import codec, stand_ins
+from grader.sandbox import codec
 
 MAX_TEXT = 2000
 

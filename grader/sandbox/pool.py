@@ -40,6 +40,7 @@ KIT_ROOT = Path(grader.__file__).resolve().parent
 SANDBOX_FILES = [
     "__init__.py",
     "sections.py",
+    "stand_ins.py",
     "probes",
     "frameworks",
     "sandbox/__init__.py",
@@ -53,7 +54,6 @@ SANDBOX_FILES = [
     "sandbox/forkserver.py",
     "sandbox/private_view.py",
     "sandbox/seccomp.py",
-    "sandbox/stand_ins.py",
     "sandbox/warmup.py",
     "sandbox/worker.py",
     "sandbox/job.py",

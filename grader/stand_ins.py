@@ -10,7 +10,8 @@ only when it is used (called, instantiated, subclassed and then instantiated), r
 name that module and its line (`grader.sandbox.driver.describe_error`), never the later module.
 
 A stand-in is a class, so that `class MyHead(CausalAttention): ...` at module level still imports.
-Runs in the sandbox: standard library only.
+Standard library only: it runs in the sandbox (`grader.sandbox.driver`) and in the student bundle's
+check.py, which applies the same policy.
 """
 
 from __future__ import annotations
