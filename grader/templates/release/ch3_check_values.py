@@ -24,6 +24,7 @@ from ch3_check_list import (
     expect_equal,
     expect_tensor,
     transfer_mistake,
+    transfer_shells,
     without_bias,
 )
 from ch3_check_tools import Mismatch, fmt, phrase
@@ -203,11 +204,13 @@ def _(m, torch):
     return m.SelfAttention_v1(3, 2)(book_inputs(torch))
 
 
-@probe("exercise3_1_weight_transfer", "ex3_1-values", "transfer_weights(SelfAttention_v2(3, 4), sa_v1); sa_v1(inputs)")
+@probe(
+    "exercise3_1_weight_transfer",
+    "ex3_1-values",
+    "transfer_weights(sa_v2, sa_v1); torch.stack([sa_v1.W_query, sa_v1.W_key, sa_v1.W_value])",
+)
 def _(m, torch):
-    sa = m._sibling("sec3_4_self_attention")
-    sa_v2 = set_qkv("SelfAttention_v2(3, 4)", sa.SelfAttention_v2(3, 4), torch, 3, 4, 30)
-    sa_v1 = sa.SelfAttention_v1(3, 4)
+    sa_v2, sa_v1 = transfer_shells(torch, 3, 4, seed=30)
     m.transfer_weights(sa_v2, sa_v1)
     mistake = transfer_mistake(sa_v1, sa_v2, torch)
     if mistake:
@@ -217,7 +220,7 @@ def _(m, torch):
             phrase("other-weights"),
             cause=mistake,
         )
-    return sa_v1(book_inputs(torch))
+    return torch.stack([getattr(sa_v1, name) for name in ("W_query", "W_key", "W_value")]).detach()
 
 
 @probe("sec3_5_causal_attention", "sec3_5-renormalize-values", "mask_and_renormalize(w)")
