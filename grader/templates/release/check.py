@@ -156,7 +156,9 @@ def stand_in_finder(modules_dir, direct, codes):
             return DoesNotImport(codes[module])
         if module in failures:
             return failures[module]
-        return None if (modules_dir / f"{module}.py").is_file() else DoesNotImport(Unavailable("missing-module", module=module))
+        if (modules_dir / f"{module}.py").is_file():
+            return None
+        return DoesNotImport(Unavailable("missing-module", module=module))
 
     def failed(module, exc):
         failures[module] = exc
