@@ -221,3 +221,17 @@ def test_an_earlier_module_raising_at_import_is_named_with_its_line(tmp_path, cl
     assert record["key"] == "import.stand-in-located" and record["exc_type"] == "ValueError"
     assert record["frames"][-1]["file"] == f"{CAUSAL}.py" and record["frames"][-1]["line"] == 2
     assert re.search("no", record["message"])
+
+
+def test_a_new_namespace_is_not_answered_by_an_earlier_ones_stand_ins(tmp_path, clean_imports):
+    """A parked child imports the submission afresh for its next command (a new namespace): the
+    earlier namespace's record of a broken module must not turn the new one's own import of it into
+    a stand-in."""
+    broken = {CAUSAL: "def simple_causal_mask(n)\n    pass\n", MHA: LATER_MODULE}
+    first = _namespace(tmp_path, broken)
+    with pytest.raises(driver.ImportFailed):
+        first.module(CAUSAL)
+    second = _namespace(tmp_path, broken)
+    with pytest.raises(driver.ImportFailed):
+        second.module(CAUSAL)
+    assert sum(isinstance(f, stand_ins.StandInFinder) for f in sys.meta_path) == 1

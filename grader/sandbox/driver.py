@@ -84,6 +84,9 @@ class StudentNamespace:
         finder = stand_ins.StandInFinder(
             self.directory, frozenset(PROBE_MODULES), self._direct, self._known_failure, self._failed
         )
+        # one namespace's stand-ins at a time: an earlier namespace's (an earlier command's, in the
+        # same child) would answer the imports this one makes itself with its own old failures
+        sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, stand_ins.StandInFinder)]
         sys.meta_path.insert(0, finder)
 
     def module(self, name: str) -> Any:
