@@ -96,7 +96,9 @@ def _gradescope(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
     path = build_autograder_zip(args.out, lang=args.lang, visibility=args.visibility)
-    print(Catalog(args.lang).t("cli.file-written", path=path))
+    catalog = Catalog(args.lang)
+    print(catalog.t("cli.file-written", path=path))
+    print(catalog.t("deploy.cli.gradescope-next", path=path))
     return 0
 
 

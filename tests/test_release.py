@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grader.classroom.release import KIT_DIR, intake_closure
+from grader.i18n import Catalog
 from tests.buggy import all_buggy
 from tests.conftest import MODULES, ROOT, forget_public_checks, solutions_as_submission, stubs_as_submission
 
@@ -118,6 +119,20 @@ def test_bundle_layout(bundle):
         ).read_bytes()
     readme = (bundle / "README.md").read_text(encoding="utf-8")
     assert "python check.py" in readme and "python check.py my_chapter3.ipynb" in readme and "{" not in readme
+
+
+CPU_TORCH = "pip install torch --index-url https://download.pytorch.org/whl/cpu"
+
+
+def test_the_readme_installs_torchs_cpu_build_and_asks_for_no_module_lines(bundle):
+    """`pip install torch` brings the CUDA build on Linux (gigabytes); a chapter notebook is read
+    by the names it defines, so no cell needs a `# module:` line."""
+    readme = (bundle / "README.md").read_text(encoding="utf-8")
+    assert CPU_TORCH in readme and "# module:" not in readme
+    for lang in ("en", "zh"):
+        catalog = Catalog(lang)
+        assert CPU_TORCH in catalog.t("classroom.release.readme-requirements")
+        assert "# module:" not in catalog.t("classroom.release.readme-notebooks")
 
 
 def test_bundle_holds_no_hidden_test_or_solution_code(bundle):

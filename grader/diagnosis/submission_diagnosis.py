@@ -25,7 +25,7 @@ from grader.diagnosis.catalogue.signatures import (
 )
 from grader.diagnosis.consolidate import consolidate
 from grader.diagnosis.evidence import Evidence, Found
-from grader.diagnosis.source.attribute_names import differing_names, names_line
+from grader.diagnosis.source.attribute_names import differing_names, missing_attribute_line, names_line
 from grader.diagnosis.source.fixed_sizes import fixed_size_line
 from grader.diagnosis.source.keywords import caller_misnamed, constructor, named_otherwise
 from grader.diagnosis.source.quotes import frame
@@ -116,6 +116,8 @@ def _diagnosed(
     run = diagnoser.variant_run(outcome, student) if outcome.probes else None
     variant = run.variant.id if run is not None else None
     elsewhere = run is not None and outcome.module not in run.variant.modules  # a mistake of a module it uses
+    if variant == "wrong-init" and evidence.computes_otherwise(outcome.module, outcomes):
+        variant = None  # the variant computes the reference's values with given weights; this module does not
     if variant and not found.misconceptions and not elsewhere:
         named.append(variant)  # else a variant equal on few, small outputs is the weaker evidence
     if not relies and outcome.error is None and not named:
@@ -166,4 +168,7 @@ def _location(
         refused = constructor(outcome, sources)
         if refused is not None:
             return refused[0], "signature"
+        missing = missing_attribute_line(outcome, sources)
+        if missing is not None:
+            return missing, "parameters"
     return location, None

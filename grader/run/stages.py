@@ -14,6 +14,7 @@ otherwise makes `failed_result` (every test an error, and a note).
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, replace
 
 import torch
@@ -22,6 +23,7 @@ from grader.diagnosis import Diagnoser
 from grader.diagnosis.blame import attribute_to_earlier_sections
 from grader.diagnosis.source.quotes import quoted
 from grader.i18n import Catalog
+from grader.intake.contract import CLASSES, OWNER, REQUIRED
 from grader.intake.notebook_cells import in_notebook_terms, message_in_notebook_terms
 from grader.intake.printable import printable
 from grader.probe_outputs import ProbeOutputs
@@ -112,6 +114,7 @@ def with_diagnoses(
         outcomes = [replace(o, misconception=None, diagnosis=None) for o in outcomes]
         partial = ("diagnosis",)
     outcomes = attribute_to_earlier_sections(outcomes, suites.uses)  # on the modules' own file names
+    outcomes = [_absent_not_broken(o, submission) for o in outcomes]
     outcomes = [_in_notebook_terms(_quoted(o, submission), submission) for o in outcomes]
     return tuple(_near_missed(_in_notebook_words(o, submission), submission) for o in outcomes), partial
 
@@ -127,16 +130,52 @@ def _missing_module(outcome: TestOutcome, submission: Submission) -> TestOutcome
     )
 
 
+_NOT_THERE = {"import.missing", "import.missing-notebook", "import.needs-absent", "import.needs-absent-notebook"}
+
+
+def _absent_not_broken(outcome: TestOutcome, submission: Submission) -> TestOutcome:
+    """A module the submission does not have is missing, never broken: a check of such a module
+    says its own module is missing; a check of a module that is there, which needs one that is
+    not, says what it needs and that the submission does not have it."""
+    if outcome.status == "passed":
+        return outcome
+    if outcome.module not in submission.sources:
+        return replace(outcome, blocked_by=None) if outcome.blocked_by else outcome
+    needed = outcome.blocked_by or _undefined_owner(outcome)
+    if needed is None or needed in submission.sources:
+        return outcome
+    names = [n for n in REQUIRED.get(needed, ()) if n in CLASSES] or list(REQUIRED.get(needed, ()))
+    params = {"module": needed, "names": ", ".join(names)}
+    key = "import.needs-absent-notebook" if submission.intake.notebooks else "import.needs-absent"
+    return replace(outcome, blocked_by=None, error=ProbeError(kind="import", key=key, module=needed, params=params))
+
+
+_UNDEFINED = re.compile(r"name '(\w+)' is not defined")
+
+
+def _undefined_owner(outcome: TestOutcome) -> str | None:
+    """The module whose required name the test's NameError says is not defined."""
+    error = outcome.error
+    if error is None or error.kind != "exception" or error.exc_type != "NameError":
+        return None
+    match = _UNDEFINED.search(str(error.message or "")[:1000])
+    return OWNER.get(match.group(1)) if match else None
+
+
 def _in_notebook_words(outcome: TestOutcome, submission: Submission) -> TestOutcome:
     """A function missing from a module made from a notebook: said of the notebook, not of a .py file."""
     error = outcome.error
-    if error is None or error.key != "contract.missing-function":
+    params = (error.params or {}) if error is not None else {}
+    if error is None or error.key not in ("contract.missing-function", "contract.missing-module-attribute"):
         return outcome
-    module = (error.params or {}).get("module")
+    name = params.get("name") if error.key == "contract.missing-function" else params.get("path")
+    if not isinstance(name, str) or "." in name:
+        return outcome
+    module = params.get("module")
     found = next((f for f in submission.intake.modules if f.module == module and f.how != "file"), None)
     if found is None:
         return outcome
-    params = {**(error.params or {}), "notebook": found.file}
+    params = {**params, "name": name, "notebook": found.file}
     return replace(outcome, error=replace(error, key="contract.missing-function-notebook", params=params))
 
 
@@ -153,7 +192,9 @@ def _near_missed(outcome: TestOutcome, submission: Submission) -> TestOutcome:
         m for m in submission.intake.near_misses if outcome.module == m.module or params.get("module") == m.module
     ]
     for miss in misses:  # the name the error names
-        if miss.kind == "name":
+        if miss.kind == "name" and str(error.key) in _NOT_THERE:
+            hit = params.get("module") == miss.module  # the module is missing: a name of it is misspelt
+        elif miss.kind == "name":
             hit = str(error.key).startswith("contract.missing-function") and params.get("name") == miss.wanted
         else:
             hit = error.kind in ("exception", "contract") and miss.wanted in text

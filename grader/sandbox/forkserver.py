@@ -16,9 +16,12 @@ PR_SET_CHILD_SUBREAPER = 36
 PR_SET_PDEATHSIG = 1
 
 
-def serve(end: socket.socket, uid: int, flavour: str, pid_namespace: bool, expected: int = 0) -> None:
+def serve(
+    end: socket.socket, uid: int, flavour: str, pid_namespace: bool, expected: int = 0, memory_group: int = -1
+) -> None:
     """Warm up (for about `expected` submissions; 0: not known), say so, then fork children until the
-    watcher closes its end."""
+    watcher closes its end; each child joins the memory group whose cgroup.procs `memory_group`
+    is open on (-1: none, and no child may make a memfd: nothing would count its pages)."""
     watcher = os.getppid()
     child.LIBC.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)  # the watcher gone (killed): nothing is left to watch children
     if os.getppid() != watcher:
@@ -26,7 +29,7 @@ def serve(end: socket.socket, uid: int, flavour: str, pid_namespace: bool, expec
     child.LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # the children's orphans come back here
     _detach_from_the_pool()
     warmup.warm_up(flavour, expected)
-    child.block_keyrings()
+    child.block_keyrings(memory_group)
     from grader.probes import PROBES
     from grader.sandbox import driver
 

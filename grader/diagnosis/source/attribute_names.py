@@ -17,6 +17,7 @@ import functools
 from collections.abc import Mapping
 
 from grader.diagnosis.source.init_methods import constructors, reference_constructor
+from grader.diagnosis.source.quotes import frame
 from grader.intake.parsing import parsed_once
 from grader.probe_outputs import ProbeOutputs
 from grader.records import StudentFrame, TestOutcome
@@ -74,6 +75,13 @@ def _constructor(tree: ast.Module, line: int) -> tuple[str, ast.FunctionDef] | N
     return None
 
 
+def class_at(file: str, line: int, sources: Mapping[str, str]) -> str | None:
+    """The class whose `def __init__` holds `line` of `file`."""
+    tree = parsed_once(sources.get(file.removesuffix(".py"), "")) if file.endswith(".py") else None
+    found = _constructor(tree, line) if tree is not None else None
+    return found[0] if found is not None else None
+
+
 def constructor_key(file: str, line: int, sources: Mapping[str, str]) -> tuple[str, int] | None:
     """The constructor (file, line of its `def __init__`) that `line` of `file` belongs to."""
     tree = parsed_once(sources.get(file.removesuffix(".py"), "")) if file.endswith(".py") else None
@@ -118,3 +126,29 @@ def names_line(within: StudentFrame, names: tuple[list, list], sources: Mapping[
     if len(assigned) > len(ours):
         return assigned[len(ours)][0]
     return init.body[-1].lineno if len(assigned) < len(ours) else None
+
+
+def missing_attribute_line(outcome: TestOutcome, sources: Mapping[str, str]) -> StudentFrame | None:
+    """For a check that stopped because the student's object lacks an attribute of the contract
+    (`W_query`, or `heads.0.W_query` of a wrapper's head): the constructor's statement that assigns,
+    at the reference's place of that attribute, another name (`self.W_q = ...`); else the class's
+    `def __init__` line. The class is looked for in the test's module, then in the others."""
+    error = outcome.error
+    params = (error.params or {}) if error is not None else {}
+    if error is None or error.key not in ("contract.missing-object-attribute", "contract.missing-object-attribute-of"):
+        return None
+    if error.key.endswith("-of"):
+        cls, wanted = str(params.get("got", "")), str(params.get("expected", ""))
+    else:
+        cls, wanted = str(params.get("name", "")), str(params.get("path", "")).split(".")[0]
+    for module in [outcome.module] + [m for m in sources if m != outcome.module]:
+        tree = parsed_once(sources.get(module, ""))
+        init = next((i for node, i in constructors(tree) if node.name == cls), None) if tree is not None else None
+        if init is None:
+            continue
+        reference = reference_constructor(cls)
+        order = [name for _, name in _assignments(reference, _AnyName())] if reference is not None else []
+        theirs = _assignments(init, _AnyName())
+        line = theirs[order.index(wanted)][0] if wanted in order and order.index(wanted) < len(theirs) else init.lineno
+        return frame(f"{module}.py", line, "__init__", sources)
+    return None

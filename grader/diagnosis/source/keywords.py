@@ -19,6 +19,11 @@ from grader.intake.parsing import parsed_once
 from grader.records import StudentFrame, TestOutcome
 
 REFUSED = re.compile(r"\b(\w+)\.__init__\(\) got an unexpected keyword argument '(\w+)'")
+# Any other call the constructor's signature refuses: too many or too few arguments, one given twice.
+SIGNATURE = re.compile(
+    r"\b(\w+)\.__init__\(\) (?:takes \d+ positional arguments? but \d+ (?:were|was) given"
+    r"|missing \d+ required (?:positional|keyword-only) arguments?|got multiple values for argument)"
+)
 
 
 def refused_keyword(outcome: TestOutcome) -> tuple[str, str] | None:
@@ -30,15 +35,28 @@ def refused_keyword(outcome: TestOutcome) -> tuple[str, str] | None:
     return (match.group(1), match.group(2)) if match else None
 
 
-def constructor(outcome: TestOutcome, sources: Mapping[str, str]) -> tuple[StudentFrame, list[str]] | None:
-    """The `def __init__` line of the class that refused a keyword (in the test's module, else in
-    any module of the submission) and the names of its parameters."""
+def refusing_class(outcome: TestOutcome) -> str | None:
+    """The class whose constructor's signature refused the call of the test's error, if it did."""
     refused = refused_keyword(outcome)
+    if refused is not None:
+        return refused[0]
+    error = outcome.error
+    if error is None or error.kind != "exception" or error.exc_type != "TypeError":
+        return None
+    match = SIGNATURE.search(str(error.message))
+    return match.group(1) if match else None
+
+
+def constructor(outcome: TestOutcome, sources: Mapping[str, str]) -> tuple[StudentFrame, list[str]] | None:
+    """The `def __init__` line of the class whose signature refused the call (a keyword, or the
+    number of arguments), in the test's module, else in any module of the submission, and the
+    names of its parameters."""
+    refused = refusing_class(outcome)
     if refused is None:
         return None
     modules = [outcome.module] + [m for m in sources if m != outcome.module]
     for module in modules:
-        init = constructor_of(parsed_once(sources.get(module, "")), refused[0])
+        init = constructor_of(parsed_once(sources.get(module, "")), refused)
         if init is not None:
             names = [a.arg for a in init.args.args + init.args.kwonlyargs]
             return frame(f"{module}.py", init.lineno, "__init__", sources), names
