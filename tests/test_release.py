@@ -862,3 +862,40 @@ def test_check_names_every_missing_package_in_one_message_torch_first(bundle, tm
         "check.py needs torch and jinja2, which this Python does not have. Install them as README.md "
         "of this folder says (for example: pip install torch jinja2)."
     )
+
+
+def _failing_sections(out: str) -> set[str]:
+    """The sections of check.py's report with a check that fails (✘)."""
+    failing, section = set(), ""
+    for line in out.splitlines():
+        if line and not line.startswith(" "):
+            section = line
+        elif line.strip().startswith("✘"):
+            failing.add(section)
+    return failing
+
+
+def test_check_charges_a_mistake_where_the_grader_does(bundle, tmp_path):
+    """check.py applies the grader's policy (docs/grading-policy.md), so its sections fail where the
+    report's lose points: bob's 3.4 mistake costs nothing in Exercise 3.1; dave's syntax error in 3.5
+    costs 3.5, the wrapper and Exercise 3.2, not MultiHeadAttention or Exercise 3.3; a mask never
+    applied costs 3.5 only; a MultiHeadAttention returning zeros costs 3.6 only."""
+    from tests.test_grading_policy import EDITS, _submission
+
+    titles = {
+        "3.3": "3.3 Attention without trainable weights",
+        "3.4": "3.4 Self-attention with trainable weights",
+        "3.5": "3.5 Causal attention",
+        "3.6": "3.6 Multi-head attention",
+        "ex3.2": "Exercise 3.2 Returning two-dimensional embedding vectors",
+    }
+    bob = _check(bundle, ROOT / "examples" / "class" / "bob").stdout
+    assert _failing_sections(bob) == {titles["3.3"], titles["3.4"]}, bob
+    dave = _check(bundle, ROOT / "examples" / "class" / "dave").stdout
+    assert _failing_sections(dave) == {titles["3.5"], titles["3.6"], titles["ex3.2"]}, dave
+    assert all("MultiHeadAttentionWrapper" in line for line in dave.splitlines() if "✘ MultiHead" in line), dave
+    expected = {"mask-not-applied": {titles["3.5"]}, "zeros-mha": {titles["3.6"]}}
+    for name, sections in expected.items():
+        _submission(tmp_path / name, "pytorch", EDITS["pytorch"][name])
+        out = _check(bundle, tmp_path / name).stdout
+        assert _failing_sections(out) == sections, out

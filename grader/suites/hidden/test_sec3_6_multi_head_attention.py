@@ -13,6 +13,10 @@ from grader.suites.compare import (
     expect_equal,
     expect_shape,
     expect_varies,
+    follows_own_non_causal,
+    judged_against,
+    same_values,
+    side_by_side,
 )
 
 P = "sec3_6_multi_head_attention:"
@@ -64,6 +68,8 @@ def test_wrapper_concatenates_heads(student, reference):
     reference.run(P + "wrapper_heads")
     expect_varies(got["out"], what="what.mha_wrapper_output", on="on.mha_wrapper_main")
     side_by_side = torch.cat(got["heads"], dim=-1)  # the wrapper's own heads, next to each other
+    if same_values(got["out"], side_by_side):
+        return  # NaN where its heads give NaN too: the heads' CausalAttention is charged in 3.5
     expect_consistent(
         got["out"],
         side_by_side,
@@ -74,31 +80,46 @@ def test_wrapper_concatenates_heads(student, reference):
     )
 
 
+def _own_heads(student, key):
+    """The student's own CausalAttention (3.5) for each head of wrapper case `key`, side by side
+    (None when it cannot be run: the wrapper is then judged against the reference only)."""
+    own = student.outputs(P + "wrapper_own_heads")
+    return own.get(key) if isinstance(own, dict) else None
+
+
+# The wrapper is judged against what the student's own CausalAttention gives, side by side, when that
+# differs from the reference's: a mistake of 3.5 costs 3.5's points only (docs/grading-policy.md).
 @pytest.mark.uses(
-    "sec3_5_causal_attention::test_causal_attention_matches_reference", "sec3_5_causal_attention::test_causality"
+    "sec3_5_causal_attention::test_causal_attention_matches_reference",
+    "sec3_5_causal_attention::test_causality",
+    own=True,
 )
 @pytest.mark.points(2)
 def test_wrapper_matches_reference(student, reference):
     got, want = student.run(P + "wrapper_forward"), reference.run(P + "wrapper_forward")
-    expect_cases(
-        [
-            (got["main"], want["main"], "what.mha_wrapper_output", "on.mha_wrapper_main"),
-            (got["square"], want["square"], "what.mha_wrapper_output", "on.mha_wrapper_square"),
-        ]
-    )
+    cases = []
+    for key, on in (("main", "on.mha_wrapper_main"), ("square", "on.mha_wrapper_square")):
+        expected = judged_against(got[key], want[key], side_by_side(_own_heads(student, key)))
+        if expected is want[key]:
+            cases.append((got[key], expected, "what.mha_wrapper_output", on))
+        elif expected is not None:  # None: exactly the student's own heads side by side
+            cases.append((got[key], expected, "what.mha_wrapper_vs_own_heads", on))
+    expect_cases(cases)
 
 
 @pytest.mark.uses(
-    "sec3_5_causal_attention::test_causal_attention_matches_reference", "sec3_5_causal_attention::test_causality"
+    "sec3_5_causal_attention::test_causal_attention_matches_reference",
+    "sec3_5_causal_attention::test_causality",
+    own=True,
 )
 @pytest.mark.points(1)
 def test_wrapper_causal(student, reference):
-    _causal(
-        student.run(P + "wrapper_causal"),
-        reference.run(P + "wrapper_causal"),
-        "check.mha-wrapper-causal",
-        "what.mha_wrapper_output",
-    )
+    got = student.run(P + "wrapper_causal")
+    own = _own_heads(student, "causal")
+    own = own if isinstance(own, dict) else {}
+    if follows_own_non_causal(got, side_by_side(own.get("out")), side_by_side(own.get("changed")), got["keep"]):
+        return  # as causal as the student's own heads: their CausalAttention is charged in 3.5
+    _causal(got, reference.run(P + "wrapper_causal"), "check.mha-wrapper-causal", "what.mha_wrapper_output")
 
 
 # -- 3.6.2 MultiHeadAttention ------------------------------------------------------------------
