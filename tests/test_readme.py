@@ -178,3 +178,11 @@ def test_the_contract_lists_every_misconception_the_catalogue_names():
 
     contract = (ROOT / "docs" / "exercise-api.md").read_text(encoding="utf-8")
     assert not [mid for mid in CATALOGUE if f"| `{mid}` |" not in contract]
+
+
+def test_the_grading_policy_lists_every_check_as_the_suites_declare_it():
+    """docs/grading-policy.md's table of checks is made from the hidden suites: it is never stale."""
+    from tools.grading_policy_table import PAGE, current_table, page_with
+
+    page = PAGE.read_text(encoding="utf-8")
+    assert page == page_with(page, current_table()), "run tools/grading_policy_table.py --write"
