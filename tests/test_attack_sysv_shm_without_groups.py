@@ -1,0 +1,38 @@
+"""Round-four attack on memory (issue 36, point 5: "every page a submission makes — mapped, shared
+memory, memfd, tmpfs — counts against one limit per submission"). Where the machine offers no
+memory group, the fallback refuses memfd, but System V shared memory is not refused: a child that
+attaches, fills and detaches 8 MB segments (`tests/attacks/round5_sysv_hoard.py`) keeps twice its
+64 MB limit (128 MB, measured; the segments live as long as the child's IPC namespace) and the
+code under test goes on running. With a memory group the same attack is stopped ("used more than
+64 MB"), and the next student is graded as usual."""
+
+from __future__ import annotations
+
+import pytest
+
+from grader.intake.discovery import read_submission
+from grader.records import ProbeError
+from grader.sandbox import memory
+from grader.sandbox.pool import Limits, SandboxPool
+from tests.conftest import solutions_as_submission
+from tests.test_sandbox_attacks import PROBE, SECTION_PROBES, attacked, run_all
+
+LIMIT_MB = 64
+LIMITS = Limits(
+    probe_seconds=5, probe_wall_seconds=30, submission_seconds=120, cpu_seconds=30, memory_bytes=LIMIT_MB * 1024**2
+)
+
+
+@pytest.mark.xfail(strict=True, reason="without memory groups, System V shm keeps twice the limit (128 of 64 MB)")
+def test_without_memory_groups_system_v_shared_memory_is_bounded(tmp_path, monkeypatch):
+    def none() -> memory.Hierarchy:
+        raise OSError("no cgroup memory controller is mounted")
+
+    monkeypatch.setattr(memory, "find", none)
+    hoard = attacked(tmp_path, "hoard", "round5_sysv_hoard.py", LIMIT_MB=str(LIMIT_MB))
+    honest = read_submission(solutions_as_submission(tmp_path / "honest"))
+    with SandboxPool(1, LIMITS, probes=SECTION_PROBES) as pool:
+        results = run_all(pool, [hoard, honest])
+    stopped = results["hoard"][PROBE]
+    assert isinstance(stopped, ProbeError)
+    assert "kept" not in stopped.message, stopped.message  # the hoard never got to say what it kept
