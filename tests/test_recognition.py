@@ -389,3 +389,15 @@ def test_seeding_brings_no_loop_nor_another_modules_code(tmp_path):
     assert "torch.manual_seed(123)" in m34 and "W = torch.rand(3, 2)" in m34
     assert "for _ in range(3)" not in m34 and "probe =" not in m34
     assert "manual_seed" not in submission.sources[M33]
+
+
+def test_the_random_state_statements_weighed_are_bounded(tmp_path):
+    """Thousands of drawing demos between the seed and a needed drawn value: at most
+    MAX_RANDOM_CANDIDATES are weighed (what one notebook costs does not grow with what it holds)."""
+    from grader.intake.recognition import MAX_RANDOM_CANDIDATES
+
+    demos = "\n".join(f"d{i} = torch.rand(1)" for i in range(3 * MAX_RANDOM_CANDIDATES))
+    cells = ["import torch\nimport torch.nn as nn", "torch.manual_seed(123)", demos, *SEEDED_CELLS[-2:]]
+    m34 = read(tmp_path, [code(c) for c in cells]).sources[M34]
+    assert 0 < m34.count("= torch.rand(1)") < MAX_RANDOM_CANDIDATES
+    assert "W = torch.rand(3, 2)" in m34

@@ -187,6 +187,7 @@ def recognise(units: list[Unit], taken: frozenset[str] | set[str]) -> list[Recog
 
 
 MAX_RANDOM_CANDIDATES = 200  # seeding and drawing statements weighed for one module, at most
+MAX_RANDOM_VISITS = 2000  # statements their needs may walk through, in all (then no more are weighed)
 
 
 def _closure(
@@ -271,11 +272,11 @@ def _random_state(
     ones after it that draw from it, with what they need. Each is kept only when it and what it
     needs stay in this module (nothing imported from an earlier one) and none loops at top level (a
     demo that may run long); they run guarded (a demo that fails costs nothing). At most
-    MAX_RANDOM_CANDIDATES statements are weighed."""
+    MAX_RANDOM_CANDIDATES statements are weighed, their needs walking MAX_RANDOM_VISITS statements."""
     units = notebook.units
     added: set[int] = set()
     scanned = 0  # positions before this one were weighed already
-    weighed = 0
+    weighed = visited = 0
     for position in sorted(selected):
         statement = units[position].statement
         if statement.imports or statement.seeds or not notebook.draws(position, module):
@@ -292,6 +293,9 @@ def _random_state(
             if weighed > MAX_RANDOM_CANDIDATES:
                 return added
             found, imports = gather([candidate], selected | added)
+            visited += len(found)
+            if visited > MAX_RANDOM_VISITS:
+                return added
             if not imports and not any(units[p].statement.loops or units[p].owner for p in found):
                 added |= found
         scanned = max(scanned, position)
