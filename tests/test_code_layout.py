@@ -69,7 +69,9 @@ def test_a_clash_is_seen(tmp_path):
 # takes its place here.
 LAYERS = (
     ("__init__",),  # the package itself (for its folder): it imports nothing
+    ("sections", "resources"),  # the manifest of the sections; where the kit's data files are
     ("records", "i18n", "quick_exit", "fingerprint"),
+    ("lms",),  # each LMS's names and grade import (standard library and records only)
     ("intake",),
     ("probes",),
     ("frameworks",),
@@ -100,6 +102,7 @@ def unit(module: str) -> str:
     return parts[0] if parts else "__init__"
 
 
+DATA = ("templates", "exercises")  # the folders of files the kit ships to students (grader/resources.py)
 _LEVEL = {name: level for level, names in enumerate(LAYERS) for name in names}
 
 
@@ -107,7 +110,11 @@ def imports(root: Path) -> Iterator[tuple[str, str]]:
     """(module, imported module) for every import of grader's own modules under ROOT/grader, lazy
     ones inside functions included (`from grader.x import y` imports `grader.x.y` when that is a
     module, else `grader.x`)."""
-    modules = {_dotted(path.relative_to(root)): path for path in (root / "grader").rglob("*.py")}
+    modules = {
+        _dotted(path.relative_to(root)): path
+        for path in (root / "grader").rglob("*.py")
+        if path.relative_to(root / "grader").parts[0] not in DATA  # what students get: not the kit's code
+    }
     for module, path in sorted(modules.items()):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -155,6 +156,23 @@ def test_dave_syntax_error_costs_only_what_needs_that_file(graded_class):
             assert "sec3_5_causal_attention.py" in test.message
         else:
             assert test.status == "passed"
+
+
+def test_the_example_class_readme_says_where_daves_feedback_points_and_what_cannot_pass(graded_class):
+    """examples/class/README.md names the file and line of dave's syntax error, as his feedback
+    does (quoting the line), and the checks it says cannot pass do not."""
+    results, reports = graded_class
+    readme = (ROOT / "examples" / "class" / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| dave |"))
+    error = next(t.error for t in results["dave"].tests if t.section == "3.5")
+    assert (error.exc_type, error.location.file) == ("SyntaxError", "sec3_5_causal_attention.py")
+    assert f"`{error.location.file}`, line {error.location.line}" in row
+    quoted = re.search(r"\(`([^`]+)`\)", row).group(1)
+    feedback = (reports / "dave" / "feedback.md").read_text()
+    assert quoted in feedback and "SyntaxError" in feedback
+    assert "3.6 wrapper" in row and "Exercise 3.2" in row
+    cannot_pass = [t for t in results["dave"].tests if "wrapper" in t.id or t.section == "ex3.2"]
+    assert cannot_pass and all(t.status != "passed" for t in cannot_pass)
 
 
 def test_erin_unfinished_sections_score_zero_and_finished_ones_full(graded_class):

@@ -136,6 +136,7 @@ def test_a_notebook_without_markers_gives_each_module_its_definitions_and_nothin
     m36 = submission.sources[M36]
     assert "from sec3_5_causal_attention import CausalAttention" in m36 and "class CausalAttention" not in m36
     found = {f.module: f for f in submission.intake.modules}
+    # the cells that define its names and what they need (not the imports cell every module shares)
     assert found[M35].how == "recognised" and found[M35].cells == (5, 6, 9)
     assert found[M35].names == ("CausalAttention",) and found[M33].names == ("softmax_naive",)
 

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grader.classroom.release import KIT_DIR, intake_closure
+from grader.i18n import Catalog
 from tests.buggy import all_buggy
 from tests.conftest import MODULES, ROOT, forget_public_checks, solutions_as_submission, stubs_as_submission
 
@@ -120,6 +121,20 @@ def test_bundle_layout(bundle):
     assert "python check.py" in readme and "python check.py my_chapter3.ipynb" in readme and "{" not in readme
 
 
+CPU_TORCH = "pip install torch --index-url https://download.pytorch.org/whl/cpu"
+
+
+def test_the_readme_installs_torchs_cpu_build_and_asks_for_no_module_lines(bundle):
+    """`pip install torch` brings the CUDA build on Linux (gigabytes); a chapter notebook is read
+    by the names it defines, so no cell needs a `# module:` line."""
+    readme = (bundle / "README.md").read_text(encoding="utf-8")
+    assert CPU_TORCH in readme and "# module:" not in readme
+    for lang in ("en", "zh"):
+        catalog = Catalog(lang)
+        assert CPU_TORCH in catalog.t("classroom.release.readme-requirements")
+        assert "# module:" not in catalog.t("classroom.release.readme-notebooks")
+
+
 def test_bundle_holds_no_hidden_test_or_solution_code(bundle):
     assert leaks(bundle) == []
 
@@ -205,6 +220,18 @@ def test_check_on_correct_code_passes_and_speaks_chinese(bundle, tmp_path):
     assert ALL_PASS in result.stdout and "Next:" not in result.stdout
     result = _check(bundle, folder, "--lang", "zh")
     assert result.returncode == 0 and "44 项检查中通过了 44 项" in result.stdout and "因果注意力" in result.stdout
+
+
+def test_check_passes_correct_code_that_sets_float64_as_the_default_dtype(bundle, tmp_path):
+    """A student module that calls torch.set_default_dtype(torch.float64) at import once made 18 of
+    the 44 public checks fail on correct code (inputs and initial weights drawn in float64), while
+    the grader gave full marks: each check now starts from float32, as each probe does."""
+    folder = solutions_as_submission(tmp_path / "mine")
+    module = folder / "sec3_3_simple_attention.py"
+    module.write_text(module.read_text() + "\ntorch.set_default_dtype(torch.float64)\n")
+    result = _check(bundle, folder)
+    assert result.returncode == 0, result.stdout
+    assert ALL_PASS in result.stdout
 
 
 def test_check_gives_the_reason_of_each_failure(bundle, tmp_path):

@@ -31,20 +31,40 @@ def _run(command: list[str], cwd: Path, timeout: float = 900) -> subprocess.Comp
     return done
 
 
+def _tracked() -> list[str]:
+    """The checkout's files as a commit would hold them (tracked, and new ones not ignored)."""
+    listed = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+    names = subprocess.run(listed, cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
+    return [name for name in names if name and (ROOT / name).is_file() and not (ROOT / name).is_symlink()]
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> Path:
-    """The bin/ folder of a venv with the kit installed from its wheel."""
-    base = tmp_path_factory.mktemp("wheel")
+def wheel(tmp_path_factory) -> Path:
+    """The kit's wheel, built from a copy of the checkout's files."""
+    base = tmp_path_factory.mktemp("build")
     source = base / "source"
-    listed = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]  # what a commit would hold
-    tracked = subprocess.run(listed, cwd=ROOT, capture_output=True, check=True).stdout
-    for name in tracked.decode().split("\0"):
-        if name and (ROOT / name).is_file():
-            (source / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, source / name)
+    for name in _tracked():
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, source / name)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input"]
     _run([*pip, "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(base / "dist"), str(source)], base)
-    (wheel,) = (base / "dist").glob("attention_kit-*.whl")
+    (built,) = (base / "dist").glob("attention_kit-*.whl")
+    return built
+
+
+def test_the_wheel_holds_every_file_of_the_package(wheel):
+    """Every file of grader/ and solutions/ a commit holds is in the wheel (package data included)."""
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert sorted(n for n in _tracked() if n.startswith(("grader/", "solutions/")) and n not in names) == []
+    metadata = zipfile.ZipFile(wheel).read("attention_kit-0.1.0.dist-info/METADATA").decode()
+    assert all(field in metadata for field in ("License-Expression: Apache-2.0", "Classifier:", "Project-URL:"))
+
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory) -> Path:
+    """The bin/ folder of a venv with the kit installed from its wheel."""
+    base = tmp_path_factory.mktemp("wheel")
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input"]
     python = deps_only_python(base / "venv")
     _run([*pip, "--python", str(python), "install", "--quiet", "--no-deps", "--no-index", str(wheel)], base)
     return python.parent
@@ -79,13 +99,15 @@ def test_the_wheel_holds_everything_the_kit_reads(installed):
 
 
 def test_grade_reports_are_the_checkouts(installed, places):
+    """One submission (en) and a class (zh): every file the same, byte for byte."""
     for place, bin_dir in zip(places, (installed, CHECKOUT_BIN)):
-        shutil.copytree(ROOT / "examples" / "class" / "bob", place / "bob")
-        _run([str(bin_dir / "grade"), "bob", "--out", "report", "--quiet"], place)
-        _run([str(bin_dir / "grade"), "bob", "--out", "report-zh", "--lang", "zh", "--quiet"], place)
+        for student in ("alice", "bob"):
+            shutil.copytree(ROOT / "examples" / "class" / student, place / "class" / student)
+        _run([str(bin_dir / "grade"), "class/bob", "--out", "report", "--quiet"], place)
+        _run([str(bin_dir / "grade"), "class", "--out", "class-zh", "--lang", "zh", "--quiet"], place)
     wheel, checkout = places
     _same_tree(wheel / "report", checkout / "report")
-    _same_tree(wheel / "report-zh", checkout / "report-zh")
+    _same_tree(wheel / "class-zh", checkout / "class-zh")  # with summary.html and gradebook.csv
     assert '"kit_version": "0.1.0"' in (wheel / "report" / "results.json").read_text(encoding="utf-8")
 
 

@@ -71,6 +71,13 @@ def _future_changed(x: torch.Tensor, keep: int, seed: int) -> torch.Tensor:
     return changed
 
 
+def _first_changed(x: torch.Tensor, seed: int) -> torch.Tensor:
+    """x with its first token replaced by other values (every later output should change)."""
+    changed = x.clone()
+    changed[:, 0] = randn(x.shape[0], x.shape[2], seed=seed)
+    return changed
+
+
 def _param_count(module) -> int:
     return sum(p.numel() for p in module.parameters())
 
@@ -125,7 +132,8 @@ def wrapper_causal(ns):
     with torch.no_grad():
         out = tensor(module(x), "MultiHeadAttentionWrapper(x)")
         changed = tensor(module(_future_changed(x, 3, seed=652)), "MultiHeadAttentionWrapper(x)")
-    return {"out": out, "changed": changed, "keep": 3}
+        earlier = tensor(module(_first_changed(x, seed=653)), "MultiHeadAttentionWrapper(x)")
+    return {"out": out, "changed": changed, "earlier": earlier, "keep": 3}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -194,7 +202,8 @@ def mha_causal(ns):
     with torch.no_grad():
         out = tensor(module(x), "MultiHeadAttention(x)")
         changed = tensor(module(_future_changed(x, 3, seed=672)), "MultiHeadAttention(x)")
-    return {"out": out, "changed": changed, "keep": 3}
+        earlier = tensor(module(_first_changed(x, seed=673)), "MultiHeadAttention(x)")
+    return {"out": out, "changed": changed, "earlier": earlier, "keep": 3}
 
 
 @probe(MODULE)
@@ -214,7 +223,13 @@ def mha_dropout(ns):
     attention weight of the first token (which attends only to itself) zeroes its whole head."""
     d_in, d_out, heads = 6, 8, 2
     module = _mha(ns, d_in, d_out, 8, heads, dropout=0.5, seed=690)
-    transplant(module, {"out_proj.weight": torch.eye(d_out), "out_proj.bias": torch.zeros(d_out)})
+    transplant(
+        module,
+        {
+            "out_proj.weight": torch.eye(d_out, dtype=torch.float32),
+            "out_proj.bias": torch.zeros(d_out, dtype=torch.float32),
+        },
+    )
     x = randn(8, 5, d_in, seed=691)
     module.eval()
     with torch.no_grad():

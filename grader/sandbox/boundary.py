@@ -39,6 +39,7 @@ STATUSES = {
     "timeout": ("timeout", "sandbox.timeout"),
     "crash": ("crash", "sandbox.crash"),
     "resource": ("resource", "sandbox.resource"),
+    "memory": ("resource", "sandbox.memory"),  # the submission's memory group's limit
     "exit": ("exit", "sandbox.exit"),
     "too-large": ("resource", "sandbox.output-too-large"),
     "over-budget": ("resource", "sandbox.over-budget"),

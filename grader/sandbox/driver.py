@@ -94,6 +94,7 @@ class StudentNamespace:
             except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt included
                 failure = exc if isinstance(exc, ModulePoisoned) else ImportFailed(name, exc)
             finally:
+                torch_defaults()  # the probe that imports a module runs as every other one
                 self.on_imported(name)  # a later hang is no longer this import's fault
         self._failures[name] = failure
         raise failure
@@ -211,10 +212,16 @@ def plain_param(value: Any) -> Any:
     return value if type(value) in (bool, int, float, str) else _text(value)
 
 
-def reset_global_state() -> None:
-    """Undo global changes a previous probe (or a student module) may have made."""
+def torch_defaults() -> None:
+    """float32 as the default dtype and gradients on, whatever a student module set (at import, a
+    `torch.set_default_dtype(torch.float64)` would change the probe's layers and inputs)."""
     torch.set_default_dtype(torch.float32)
     torch.set_grad_enabled(True)
+
+
+def reset_global_state() -> None:
+    """Undo global changes a previous probe (or a student module) may have made."""
+    torch_defaults()
     cpu_manual_seed(0)
 
 

@@ -48,8 +48,12 @@ def _shape(value: Any) -> list[int]:
 
 
 def expect_tensor(actual: Any, *, what: str) -> torch.Tensor:
+    """`actual` as a tensor of real numbers: a complex one fails here, never compared through a cast
+    that would drop its imaginary part."""
     if type(actual) is not torch.Tensor:
         fail("mismatch.not-tensor", what=what, got=type(actual).__name__)
+    if actual.is_complex():
+        fail("mismatch.complex", what=what, got=str(actual.dtype).removeprefix("torch."))
     return actual
 
 
@@ -120,6 +124,32 @@ def expect_consistent(actual: Any, baseline: Any, *, what: str, on: str, baselin
             total=finite.numel(),
         )
     expect_close(actual, baseline, what=what, on=on)
+
+
+def expect_depends(actual: Any, baseline: Any, *, what: str, on: str, key: str = "mismatch.ignores-input") -> None:
+    """The work a property is about, judged here from the student's outputs (never from anything
+    their process says about itself): `actual`, their code run on changed inputs, differs from
+    `baseline`, the same code on the original ones. Outputs that stay the same whatever the input
+    satisfy causality or batch independence trivially: the property check fails with `key`."""
+    if _indistinguishable(expect_tensor(actual, what=what), expect_tensor(baseline, what=what)):
+        fail(key, what=what, on=on)
+
+
+def expect_varies(batch: Any, *, what: str, on: str) -> None:
+    """Different sequences of one batch (its first dimension) give different outputs."""
+    batch = expect_tensor(batch, what=what)
+    if batch.dim() and batch.shape[0] > 1 and all(_indistinguishable(row, batch[0]) for row in batch[1:]):
+        fail("mismatch.ignores-input", what=what, on=on)
+
+
+def _indistinguishable(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal, to within float32 rounding, and finite (non-finite outputs are other checks' to judge)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if not torch.is_floating_point(a):
+        return torch.equal(a, b)
+    finite = bool(torch.isfinite(a).all()) and bool(torch.isfinite(b).all())
+    return finite and torch.allclose(a, b, atol=1e-6, rtol=1e-5)
 
 
 def expect_cases(cases: list[tuple[Any, torch.Tensor, str, str]], **tolerances: Any) -> None:

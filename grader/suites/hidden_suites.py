@@ -10,6 +10,7 @@ submission's outcomes are `HiddenSuites.run(student, reference)`.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,7 +65,9 @@ class HiddenSuites:
         """Every hidden test's outcome on `student`'s outputs, compared with `reference`'s. Whatever
         the student's outputs provoke in a test, or in the grader's handling of it, is that test's
         outcome, never the run's end."""
-        return tuple(_guarded(test, student, reference) for test in self._tests)
+        with warnings.catch_warnings():  # what the student's outputs provoke is said in the outcome, not the console
+            warnings.simplefilter("ignore")
+            return tuple(_guarded(test, student, reference) for test in self._tests)
 
 
 def collect() -> HiddenSuites:

@@ -4,22 +4,42 @@ multi-head attention with weight splits."""
 import pytest
 import torch
 
-from grader.suites.compare import expect, expect_cases, expect_close, expect_consistent, expect_equal, expect_shape
+from grader.suites.compare import (
+    expect,
+    expect_cases,
+    expect_close,
+    expect_consistent,
+    expect_depends,
+    expect_equal,
+    expect_shape,
+    expect_varies,
+)
 
 P = "sec3_6_multi_head_attention:"
 
 
 def _causal(got, want, key, what):
-    """Outputs before position `keep` must not change when later tokens change."""
+    """Outputs before position `keep` must not change when later tokens change; outputs after the
+    first token must change when it does (a module whose outputs ignore the input, or see only
+    their own token, is causal for nothing)."""
     keep = want["keep"]
     expect_shape(got["out"], want["out"].shape, what=what, on="on.mha_causal")
     expect_shape(got["changed"], want["changed"].shape, what=what, on="on.mha_causal")
+    expect_varies(got["out"], what=what, on="on.mha_causal")
     # NaN is not "changed": a fully masked row gives NaN whatever the later tokens are
     broken = (~torch.isfinite(got["out"]) | ~torch.isfinite(got["changed"])).any(dim=0).any(dim=-1)
     expect(not bool(broken.any()), "check.mha-nonfinite", positions=[i for i, b in enumerate(broken.tolist()) if b])
     earlier_same = torch.allclose(got["out"][:, :keep], got["changed"][:, :keep], atol=1e-5, rtol=1e-4)
     differs = (got["out"][:, :keep] - got["changed"][:, :keep]).abs().amax(dim=(0, 2))
     expect(earlier_same, key, keep=keep, positions=[i for i, d in enumerate(differs.tolist()) if not d <= 1e-5])
+    expect_shape(got["earlier"], want["earlier"].shape, what=what, on="on.mha_first_token_changed")
+    expect_depends(
+        got["earlier"][:, 1:],
+        got["out"][:, 1:],
+        what=what,
+        on="on.mha_first_token_changed",
+        key="mismatch.later-ignore-earlier",
+    )
 
 
 # -- 3.6.1 MultiHeadAttentionWrapper -----------------------------------------------------------
@@ -42,6 +62,7 @@ def test_wrapper_registers_heads(student, reference):
 def test_wrapper_concatenates_heads(student, reference):
     got = student.run(P + "wrapper_heads")
     reference.run(P + "wrapper_heads")
+    expect_varies(got["out"], what="what.mha_wrapper_output", on="on.mha_wrapper_main")
     side_by_side = torch.cat(got["heads"], dim=-1)  # the wrapper's own heads, next to each other
     expect_consistent(
         got["out"],
@@ -112,6 +133,7 @@ def test_mha_causal(student, reference):
 def test_mha_batch_independent(student, reference):
     got, want = student.run(P + "mha_batch"), reference.run(P + "mha_batch")
     expect_shape(got["batched"], want["batched"].shape, what="what.mha_output", on="on.mha_batch")
+    expect_varies(got["batched"], what="what.mha_output", on="on.mha_batch")
     expect(torch.allclose(got["batched"], got["single"], atol=1e-5, rtol=1e-4), "check.mha-batch-independent")
 
 

@@ -34,10 +34,20 @@ def framework():
 
 @contextlib.contextmanager
 def seeded(torch):
-    """Each check starts from seed 0 and leaves the caller's random state as it was."""
+    """Each check starts from seed 0, float32 as the default dtype and gradients on, whatever the
+    student's code set (`torch.set_default_dtype(torch.float64)` at import would change every input
+    drawn without a dtype and every layer's initial weights; the grader resets the same before each
+    of its probes), and leaves the caller's random state and settings as they were."""
+    dtype, grad = torch.get_default_dtype(), torch.is_grad_enabled()
     with torch.random.fork_rng(devices=[]):
+        torch.set_default_dtype(torch.float32)
+        torch.set_grad_enabled(True)
         torch.manual_seed(0)
-        yield
+        try:
+            yield
+        finally:
+            torch.set_default_dtype(dtype)
+            torch.set_grad_enabled(grad)
 
 
 def expect_tensor(what, value, torch, shape=None):
