@@ -20,6 +20,9 @@ MODULE_SECTIONS: dict[str, str] = {
 }
 MODULES: tuple[str, ...] = tuple(MODULE_SECTIONS)
 SECTIONS: tuple[str, ...] = tuple(MODULE_SECTIONS.values())
+# The chapter's order: each exercise where the book sets it (Exercise 3.1 at the end of 3.4,
+# Exercise 3.2 in 3.6.1, Exercise 3.3 at the end of 3.6). Where to start follows it.
+BOOK_ORDER: tuple[str, ...] = ("3.3", "3.4", "ex3.1", "3.5", "3.6", "ex3.2", "ex3.3")
 
 
 @dataclass(frozen=True)
