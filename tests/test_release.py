@@ -283,7 +283,8 @@ def test_check_on_a_blank_and_a_buggy_notebook_says_where_in_the_notebook(bundle
     blank = _check(bundle, chapter_notebook(stubs, tmp_path / "blank" / "ch3.ipynb"))
     assert "0 of 44 checks pass" in blank.stdout
     assert re.search(
-        r"Start here -> attention_scores_for_query still raises NotImplementedError \(ch3\.ipynb, code cell 2, line \d+\)",
+        r"Start here -> attention_scores_for_query still raises NotImplementedError"
+        r" \(ch3\.ipynb, code cell 2, line \d+\)",
         blank.stdout,
     ), blank.stdout
     one_next_step(blank.stdout)
