@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 MINDSPORE_STAMP := $(VENV)/.installed-mindspore
 
-.PHONY: demo test setup mindspore sandbox-tools benchmark clean
+.PHONY: demo test check setup mindspore sandbox-tools benchmark clean
 
 setup: $(STAMP) sandbox-tools
 
@@ -51,6 +51,14 @@ test: setup mindspore
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -n auto --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+
+# The inner loop: the same linter, formatter check and type checker, and the tests that start no
+# sandbox pool, no nbgrader and no clone (marker `inner`, tests/conftest.py).
+check: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q -n auto -m inner $(PYTEST_ARGS)
 
 benchmark: setup
 	$(BIN)/python benchmarks/throughput.py

@@ -91,11 +91,11 @@ class InProcess:
         run = SandboxRun(submission, run_probes(directory))
         return stages.outcomes(run, stages.probe_outputs(run), self.suites, self.reference)
 
-    def diagnosed(self, graded: stages.Graded, trace: bool = True) -> tuple[TestOutcome, ...]:
+    def with_diagnoses(self, graded: stages.Graded, trace: bool = True) -> tuple[TestOutcome, ...]:
         """The outcomes as the grading run diagnoses them, with traces of what failed (`trace`)."""
         plan = stages.trace_plan(graded, self.diagnoser, self.suites) if trace else stages.TracePlan(shared={})
         documents = trace_probes(graded.submission.path, plan.probes) if plan.probes else {}
-        return stages.diagnosed(graded, self.diagnoser, self.suites, documents, plan)[0]
+        return stages.with_diagnoses(graded, self.diagnoser, self.suites, documents, plan)[0]
 
 
 def grade_each(directories: list[Path], check: Callable[..., None]) -> None:
@@ -116,4 +116,4 @@ def grade_in_process(
     grading = InProcess()
     for directory in directories:
         graded = grading.graded(directory)
-        sink(directory, graded.outputs, list(grading.diagnosed(graded, trace)))
+        sink(directory, graded.outputs, list(grading.with_diagnoses(graded, trace)))

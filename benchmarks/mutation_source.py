@@ -6,20 +6,17 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = [
-    "sec3_3_simple_attention",
-    "sec3_4_self_attention",
-    "sec3_5_causal_attention",
-    "sec3_6_multi_head_attention",
-    "exercise3_1_weight_transfer",
-    "exercise3_2_two_dim_output",
-    "exercise3_3_gpt2_attention",
-]
-EXERCISE_BUILDERS = {"exercise3_2_two_dim_output", "exercise3_3_gpt2_attention"}
+sys.path.insert(0, str(ROOT))
+
+from grader import sections  # the manifest of the sections
+
+MODULES = list(sections.MODULES)
+EXERCISE_BUILDERS = {s.module for s in sections.SECTIONS if s.configures}
 CHECKPOINT = re.compile(r"\[checkpoint: ([\w=, ]+)\]")
 PROJECTION_ATTRIBUTES = ("W_query", "W_key", "W_value")
 

@@ -5,10 +5,16 @@ step that reads a student's text before or after the sandbox.
 
 Prints the least CPU time of --repeat runs for: reading a 512 KB module in each encoding it may
 declare (SOURCE_ENCODINGS, and punycode, which is never used: read as UTF-8); parsing the worst
-text known at MAX_PARSED_CHARS (one f-string of replacement fields: quadratic in CPython 3.11)
-and at the module cap, which the trusted process no longer parses; the track's reading of a
-512 KB module that does not parse (blank lines); a notebook of 8 MB; quoting a line of a 512 KB
-module. Not part of the test run (tests/test_attacks_round3_text.py compares costs, never times).
+text known at MAX_PARSED_CHARS (one f-string of replacement fields: quadratic in CPython 3.11) and
+at the module cap, which the trusted process no longer parses; the track's reading of a 512 KB
+module that does not parse (blank lines); a notebook of 8 MB; quoting a line of a 512 KB module;
+and, for issue 36 point 6, a whole submission read as the grader reads it (notebook, then the
+near-miss search) for a notebook of 160,000 distinct definitions named like the contract's (the
+near-miss search's worst case: each costs a full edit-distance table against every required name),
+one of 20,000 one-line assignments in one cell (a module's top-level names found by pattern), one
+of 30,000 tiny cells (the most a notebook's JSON may hold), and 2 MB of code past the reading
+budget. Not part of the test run (tests/test_attacks_round3_text.py and
+tests/test_trusted_text_caps.py compare costs or count what was compared, never time).
 """
 
 from __future__ import annotations
@@ -23,12 +29,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grader.diagnosis.quotes import code_at
+from grader.diagnosis.source.quotes import code_at
 from grader.frameworks import track_of
 from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, notebook_modules
 from grader.intake.parsing import MAX_PARSED_CHARS, parsed
 from grader.intake.source_text import SOURCE_ENCODINGS, read_source
-from grader.intake.submission import MAX_SOURCE_BYTES
+from grader.intake.submission import MAX_SOURCE_BYTES, submission_from_files
 
 
 def cpu(function, argument, repeat: int) -> float:
@@ -54,6 +60,32 @@ def notebook() -> bytes:
     line = "%time x = 1  # a note\n"
     cell = line * (MAX_NOTEBOOK_BYTES // len(line) // 40)
     return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "source": cell} for _ in range(32)]}).encode()
+
+
+def chapter(cells: list[str]) -> bytes:
+    return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "source": c} for c in cells]}).encode()
+
+
+def many_definitions(count: int = 160_000, per_cell: int = 80) -> bytes:
+    unit = "def SelfAttention{:06d}(x): pass\n"
+    return chapter(["".join(unit.format(i) for i in range(c, c + per_cell)) for c in range(0, count, per_cell)])
+
+
+def many_assignments() -> bytes:
+    head = "import torch\nclass CausalAttention(torch.nn.Module):\n    pass\n"
+    return chapter([head + "".join(f"SelfAttention_v{i}=1\n" for i in range(20_000))])
+
+
+def tiny_cells() -> bytes:
+    return chapter([f"def f{i}(): pass\n" for i in range(30_000)])
+
+
+def past_the_budget() -> bytes:
+    return chapter(["x = 1  # " + "y" * 65_000 + "\n"] * 32)
+
+
+def whole_read(data: bytes) -> None:
+    submission_from_files("student", Path("student"), {"ch3.ipynb": data})
 
 
 def main() -> None:
@@ -85,6 +117,14 @@ def main() -> None:
     rows.append(
         ("quote the last line of a 512 KB module", cpu(lambda t: code_at("m.py", t.count("\n"), {"m": t}), text, 1))
     )
+    for name, build in [
+        ("160,000 distinct definitions", many_definitions),
+        ("20,000 top-level assignments in one cell", many_assignments),
+        ("30,000 one-line cells", tiny_cells),
+        ("2 MB of code, past the reading budget", past_the_budget),
+    ]:
+        data = build()
+        rows.append((f"a submission of a notebook of {name} ({len(data) // 1024} KB)", cpu(whole_read, data, repeat)))
     width = max(len(name) for name, _ in rows)
     for name, seconds in rows:
         print(f"{name:<{width}}  {seconds * 1000:9.1f} ms")

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import grader
-from grader.diagnosis.variants import VariantRun, all_variants
+from grader.diagnosis.catalogue.variants import VariantRun, all_variants
 from grader.fingerprint import code_fingerprint, version
 from grader.frameworks import MINDSPORE, PYTORCH, SEEDED_PROBES, namespace_for
 from grader.probe_outputs import ProbeOutputs, ProbeResults

@@ -10,7 +10,7 @@ from pathlib import Path
 from grader import commands
 from grader.i18n import LANGUAGES, Catalog
 from grader.intake.discovery import DiscoveryError
-from grader.intake.shown import shown
+from grader.intake.printable import printable
 from grader.quick_exit import exit_now
 
 
@@ -101,7 +101,7 @@ def run_grade(args: argparse.Namespace) -> int:
         out.print(
             catalog.t(
                 "cli.submission-done",
-                name=shown(result.submission),
+                name=printable(result.submission),
                 score=f"{result.score:g}",
                 max_score=f"{result.max_score:g}",
                 seconds=f"{summary.seconds:.1f}",

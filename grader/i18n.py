@@ -1,14 +1,14 @@
-"""Message catalogues: every user-facing string lives in templates/i18n/<lang>.toml."""
+"""Message catalogues: every user-facing string lives in grader/templates/i18n/<lang>/*.toml."""
 
 from __future__ import annotations
 
 import string
 import tomllib
 from functools import cache, lru_cache
-from pathlib import Path
 from typing import Any
 
-TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
+from grader.resources import TEMPLATES_DIR
+
 LANGUAGES = ("en", "zh")
 
 

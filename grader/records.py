@@ -8,21 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# The seven student modules, in book order, and the section each belongs to.
-MODULE_SECTIONS: dict[str, str] = {
-    "sec3_3_simple_attention": "3.3",
-    "sec3_4_self_attention": "3.4",
-    "sec3_5_causal_attention": "3.5",
-    "sec3_6_multi_head_attention": "3.6",
-    "exercise3_1_weight_transfer": "ex3.1",
-    "exercise3_2_two_dim_output": "ex3.2",
-    "exercise3_3_gpt2_attention": "ex3.3",
-}
-MODULES: tuple[str, ...] = tuple(MODULE_SECTIONS)
+# The seven student modules, in grading order, and the section each belongs to: from the manifest
+# (grader/sections.py), here where every stage reads them.
+from grader.sections import MODULE_SECTIONS as MODULE_SECTIONS
+from grader.sections import MODULES as MODULES
+
 SECTIONS: tuple[str, ...] = tuple(MODULE_SECTIONS.values())
-# The chapter's order: each exercise where the book sets it (Exercise 3.1 at the end of 3.4,
-# Exercise 3.2 in 3.6.1, Exercise 3.3 at the end of 3.6). Where to start follows it.
-BOOK_ORDER: tuple[str, ...] = ("3.3", "3.4", "ex3.1", "3.5", "3.6", "ex3.2", "ex3.3")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Reference solutions for Chapter 3, "Coding Attention Mechanisms".
 
 One module per book section or exercise, with the same API as the student stubs in
-``exercises/``:
+``grader/exercises/``:
 
 - ``sec3_3_simple_attention``      3.3   attention without trainable weights
 - ``sec3_4_self_attention``        3.4   scaled dot-product attention with trainable weights

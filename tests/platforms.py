@@ -78,7 +78,7 @@ def answer_key_lines() -> set[str]:
     """Lines (stripped, 30+ characters) of solutions/ and the hidden suites that appear nowhere a
     student may look: not in the stubs, the probes, the sandbox's code or the catalogues."""
     public = set()
-    for folder in ("exercises", "grader/probes", "grader/sandbox", "templates"):
+    for folder in ("grader/exercises", "grader/probes", "grader/sandbox", "grader/templates"):
         for file in (ROOT / folder).rglob("*"):
             if file.is_file() and file.suffix in (".py", ".toml", ".j2", ".md"):
                 public |= {line.strip() for line in file.read_text(encoding="utf-8").splitlines()}

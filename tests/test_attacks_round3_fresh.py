@@ -374,7 +374,7 @@ def test_a_trace_places_no_op_on_a_line_of_text_compiled_under_a_files_name(tmp_
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from in_process import trace_probes
 
-    from grader.diagnosis.trace_documents import parse_trace
+    from grader.diagnosis.trace.documents import parse_trace
 
     module = "sec3_3_simple_attention"
     submission = solutions_as_submission(tmp_path / "student")

@@ -36,8 +36,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from grader.diagnosis.paths import same_lines_for_every_input, uses_modules
-from grader.diagnosis.quotes import code_at
+from grader.diagnosis.shared_paths import same_lines_for_every_input, uses_modules
+from grader.diagnosis.source.quotes import code_at
 from grader.frameworks import track_of
 from grader.intake.lines import source_line, source_lines
 from grader.intake.notebook_cells import in_notebook_terms

@@ -24,7 +24,7 @@ from grader.classroom.gradescope import to_gradescope
 from grader.classroom.prairielearn import to_prairielearn
 from grader.i18n import LANGUAGES, Catalog
 from grader.records import SECTIONS, GradeResult
-from grader.report.said import markdown_text
+from grader.report.sentences import markdown_text
 from grader.run import grade
 from tests.conftest import ROOT
 

@@ -31,7 +31,7 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 NAMES = {"softmax", "dropout", "none", "true", "false", "numpy", "jinja2", "pip", "python", "torch", "mindspore"}
 NAMES |= {"triu", "tril", "diagonal", "view", "transpose", "contiguous", "reshape", "cat", "eval", "train"}
 NAMES |= {"forward", "construct", "ops", "keepdim", "keepdims", "axis", "dim", "bias", "nan", "inf"}
-STUBS = [ROOT / "exercises" / "zh", ROOT / "exercises" / "mindspore" / "zh"]
+STUBS = [ROOT / "grader" / "exercises" / "zh", ROOT / "grader" / "exercises" / "mindspore" / "zh"]
 
 
 def english_words(text: str) -> list[str]:

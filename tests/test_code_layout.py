@@ -5,7 +5,9 @@ other. The one exception is on purpose: a family of modules with one per section
 
 from __future__ import annotations
 
+import ast
 import itertools
+from collections.abc import Iterator
 from pathlib import Path
 
 from grader.intake.near_misses import distance
@@ -17,11 +19,15 @@ PER_SECTION = {*MODULES, "framework_traps", "__init__"}
 
 def module_names(package: Path) -> list[Path]:
     """The modules under PACKAGE but the per-section families (the hidden suites are pytest's test
-    files, named by section too)."""
+    files, named by section too) and the files students get (templates/, exercises/: data the kit ships,
+    one edition per folder)."""
     return sorted(
         p
         for p in package.rglob("*.py")
-        if "__pycache__" not in p.parts and "hidden" not in p.parts and p.stem not in PER_SECTION
+        if "__pycache__" not in p.parts
+        and "hidden" not in p.parts
+        and p.stem not in PER_SECTION
+        and p.relative_to(package).parts[0] not in ("templates", "exercises")
     )
 
 
@@ -52,4 +58,115 @@ def test_a_clash_is_seen(tmp_path):
     assert clashes(tmp_path) == {
         ("classroom/channels.py", "sandbox/channel.py"),
         ("diagnosis/stages.py", "run/stages.py"),
+    }
+
+
+# The kit's layers, lowest first: a module imports only from its own package (or diagnosis room)
+# or from a lower layer, so no package imports one above it and no two packages import each other
+# (two units of one layer may not import each other either). Within the diagnosis, its rooms are
+# layered too: reading the source and the trace, then walking the student's computation, then the
+# catalogue, then the diagnosis itself (its top-level modules). A new package or top-level module
+# takes its place here.
+LAYERS = (
+    ("__init__",),  # the package itself (for its folder): it imports nothing
+    ("sections", "resources"),  # the manifest of the sections; where the kit's data files are
+    ("records", "i18n", "quick_exit", "fingerprint"),
+    ("intake",),
+    ("probes",),
+    ("frameworks",),
+    ("sandbox",),
+    ("probe_outputs",),
+    ("reference_code",),
+    ("suites",),
+    ("diagnosis.source", "diagnosis.trace"),
+    ("diagnosis.walk",),
+    ("diagnosis.catalogue",),
+    ("diagnosis",),
+    ("answer_key",),
+    ("report",),
+    ("run",),
+    ("classroom",),
+    ("commands",),
+    ("cli",),
+    ("__main__",),
+)
+
+
+def unit(module: str) -> str:
+    """The layered unit a dotted module under grader belongs to (`grader.diagnosis.walk.search` ->
+    "diagnosis.walk", `grader.report.sentences` -> "report")."""
+    parts = module.split(".")[1:]
+    if parts[:1] == ["diagnosis"] and len(parts) > 2 and f"diagnosis.{parts[1]}" in _LEVEL:
+        return f"diagnosis.{parts[1]}"
+    return parts[0] if parts else "__init__"
+
+
+DATA = ("templates", "exercises")  # the folders of files the kit ships to students (grader/resources.py)
+_LEVEL = {name: level for level, names in enumerate(LAYERS) for name in names}
+
+
+def imports(root: Path) -> Iterator[tuple[str, str]]:
+    """(module, imported module) for every import of grader's own modules under ROOT/grader, lazy
+    ones inside functions included (`from grader.x import y` imports `grader.x.y` when that is a
+    module, else `grader.x`)."""
+    modules = {
+        _dotted(path.relative_to(root)): path
+        for path in (root / "grader").rglob("*.py")
+        if path.relative_to(root / "grader").parts[0] not in DATA  # what students get: not the kit's code
+    }
+    for module, path in sorted(modules.items()):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                targets = [
+                    f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                    for a in node.names
+                ]
+            elif isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                continue
+            yield from ((module, target) for target in targets if target.split(".")[0] == "grader")
+
+
+def _dotted(relative: Path) -> str:
+    parts = relative.with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def upward(root: Path) -> set[tuple[str, str]]:
+    """The imports under ROOT/grader that run up the layers (or into a unit LAYERS does not know)."""
+    found = set()
+    for module, target in imports(root):
+        source, wanted = unit(module), unit(target)
+        if source != wanted and _LEVEL.get(wanted, len(LAYERS)) >= _LEVEL.get(source, -1):
+            found.add((module, target))
+    return found
+
+
+def test_layers_import_one_way():
+    assert len(list(imports(ROOT))) > 300
+    assert upward(ROOT) == set()
+
+
+def test_an_upward_import_is_seen(tmp_path):
+    files = {
+        "grader/__init__.py": "",
+        "grader/report/__init__.py": "",
+        "grader/report/writers.py": "from grader.classroom.textsafe import spreadsheet_cell\n",
+        "grader/classroom/__init__.py": "",
+        "grader/classroom/textsafe.py": "from grader.report import writers\n",
+        "grader/diagnosis/__init__.py": "",
+        "grader/diagnosis/walk/__init__.py": "",
+        "grader/diagnosis/walk/search.py": "def f():\n    from grader.diagnosis import blame\n",
+        "grader/diagnosis/blame.py": "import grader.diagnosis.walk.search\n",
+        "grader/intake/__init__.py": "",
+        "grader/intake/files.py": "from grader import report\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert upward(tmp_path) == {
+        ("grader.report.writers", "grader.classroom.textsafe"),
+        ("grader.diagnosis.walk.search", "grader.diagnosis.blame"),
+        ("grader.intake.files", "grader.report"),
     }

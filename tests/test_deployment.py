@@ -22,9 +22,9 @@ from grader.classroom.deployment import (
     readable_by_others,
     runtime_requirements,
 )
-from grader.classroom.textsafe import clean, clip, fit_json, json_size
 from grader.i18n import Catalog
 from grader.records import IntegrityNote
+from grader.report.textsafe import clean, clip, fit_json, json_size
 from tests.conftest import ROOT
 from tests.platforms import open_root, remove_root
 

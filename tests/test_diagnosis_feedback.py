@@ -20,8 +20,8 @@ import pytest
 from grader.i18n import Catalog
 from grader.records import SECTIONS, GradeResult, SectionScore
 from grader.report.render import render_feedback
-from grader.report.said import html as as_html
-from grader.report.said import markdown as md
+from grader.report.sentences import html as as_html
+from grader.report.sentences import markdown as md
 from grader.run import grade
 from tests.conftest import ROOT, solutions_as_submission
 

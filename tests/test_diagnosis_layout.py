@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, arrays
 
-from grader.diagnosis.layout import ATOL, ATTENTION, FREE, RTOL, Finder, close, comparable
-from grader.diagnosis.trace_records import Node, Trace
+from grader.diagnosis.trace.graph import Node, Trace
+from grader.diagnosis.walk.layout import ATOL, ATTENTION, FREE, RTOL, Finder, close, comparable
 
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64)
 SPECIALS = (-math.inf, math.inf, math.nan, -1e9)

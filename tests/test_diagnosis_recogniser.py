@@ -18,7 +18,7 @@ import diagnosis as benchmark
 import pytest
 from mutation import single_mutants
 
-from grader.diagnosis.catalogue import CATALOGUE
+from grader.diagnosis.catalogue.misconceptions import CATALOGUE
 from tests.buggy import all_buggy
 from tests.conftest import ROOT
 

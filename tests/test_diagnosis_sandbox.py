@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from in_process import student_modules
 
-from grader.diagnosis.trace_documents import parse_trace
+from grader.diagnosis.trace.documents import parse_trace
 from grader.probes import PROBES, load_all
 from grader.probes.tracer import traced
 from grader.run import grade
@@ -167,7 +167,7 @@ def test_a_hostile_trace_changes_no_score_and_no_status(tmp_path, monkeypatch, j
 
 
 def test_only_trace_records_are_read_from_a_trace_job():
-    from grader.diagnosis.trace_documents import documents_of
+    from grader.diagnosis.trace.documents import documents_of
     from grader.records import ProbeError
 
     good = {"ops": [], "nodes": [], "calls": [], "truncated": False}

@@ -1,4 +1,4 @@
-"""Shared traces and the student's own control flow (Diagnoser.trace_plan, grader.diagnosis.paths).
+"""Shared traces and the student's own control flow (Diagnoser.trace_plan, grader.diagnosis.shared_paths).
 
 One known-buggy variant explains several tests whose probes run the same reference functions, but
 the student's code takes other lines for other inputs: the same mistake written twice, picked by
@@ -21,7 +21,7 @@ from mutation_source import solution_sources
 
 from grader.diagnosis import Diagnoser
 from grader.diagnosis.blame import attribute_to_earlier_sections
-from grader.diagnosis.paths import same_lines_for_every_input, uses_modules
+from grader.diagnosis.shared_paths import same_lines_for_every_input, uses_modules
 
 MHA, CAUSAL = "sec3_6_multi_head_attention", "sec3_5_causal_attention"
 MHA_SOFTMAX = (

@@ -1,4 +1,4 @@
-"""The tracer (grader/probes/tracer.py) and the validation of what it sends (grader/diagnosis/trace_documents.py).
+"""The tracer (grader/probes/tracer.py) and the validation of what it sends (grader/diagnosis/trace/documents.py).
 
 A trace comes from student code: it must never change what the probe returns, must stay within
 its caps however much the code computes, and the trusted side accepts only the documented
@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from in_process import run_probes, student_modules, trace_probes
 
-from grader.diagnosis.checkpoints import SOLUTIONS_DIR, reference
-from grader.diagnosis.recognise import analyse
-from grader.diagnosis.trace_documents import Received, TraceError, documents_of, fingerprint, parse_trace
+from grader.diagnosis.trace.documents import Received, TraceError, documents_of, fingerprint, parse_trace
+from grader.diagnosis.walk.checkpoints import SOLUTIONS_DIR, reference
+from grader.diagnosis.walk.recognise import analyse
 from grader.probes import PROBES, load_all, tracer
 from grader.probes.tracer import traced
 from grader.reference_code import ModuleNamespace

@@ -14,7 +14,7 @@ import pytest
 import torch
 from in_process import run_probes, student_modules, trace_probes
 
-from grader.diagnosis.trace_documents import fingerprint
+from grader.diagnosis.trace.documents import fingerprint
 from grader.probes import PROBES, load_all
 from grader.probes.tracer import traced
 from grader.sandbox import driver

@@ -56,7 +56,7 @@ def _edited(module: str, *changes: tuple[str, str]) -> dict[str, str]:
 
 
 def _stub(module: str) -> dict[str, str]:
-    return {module: (ROOT / "exercises" / f"{module}.py").read_text()}
+    return {module: (ROOT / "grader" / "exercises" / f"{module}.py").read_text()}
 
 
 CLASS_BIAS = ("bias=qkv_bias", "bias=True")

@@ -60,7 +60,7 @@ def run(tmp_path_factory):
         failing("heatmaps_fail", stages.heatmaps, lambda infos, reference, seam: _seam_owner.get(id(seam))),
     )
     monkeypatch.setattr(
-        stages, "assembled", failing("grading_fails", stages.assembled, lambda graded, *a: graded.submission.name)
+        stages, "grade_result", failing("grading_fails", stages.grade_result, lambda graded, *a: graded.submission.name)
     )
     monkeypatch.setattr(
         writers,

@@ -29,7 +29,7 @@ from grader.report.broken import gloss_key
 from grader.report.feedback import feedback_view
 from grader.report.next_step import first_to_fix
 from grader.report.render import render_feedback
-from grader.report.said import markdown_text, words
+from grader.report.sentences import markdown_text, words
 from grader.report.tables import value_table
 from grader.run import grade
 from tests.conftest import ROOT, stubs_as_submission
@@ -172,6 +172,8 @@ def test_a_module_that_does_not_import_is_one_box(graded):
     markdown = (out / "dave" / "feedback.md").read_text(encoding="utf-8")
     assert markdown.count("def forward(self, x)") == 1  # the quoted line, once
     assert "def forward(self, x)\n                    ^" in markdown  # Python's caret after it
+    html = (out / "dave" / "feedback.html").read_text(encoding="utf-8")
+    assert "def forward(self, x)\n                    ^</code>" in html  # under it, in HTML too
     assert markdown.count("expected ':'") == 1  # Python's message, once
     assert words(catalog.t("python-errors.gloss.expected-colon")).markdown() in markdown
     not_run = catalog.t("python-errors.not-run-status")

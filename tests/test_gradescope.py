@@ -191,7 +191,9 @@ def graded(autograder_zip, tmp_path_factory):
             kit = root / "source" / "kit"
             if scenario == "stub-3.3":  # the solutions, but 3.3 is the stub, in a folder inside the upload
                 folder = solutions_as_submission(upload / "my-work")
-                shutil.copy(ROOT / "exercises" / "sec3_3_simple_attention.py", folder / "sec3_3_simple_attention.py")
+                shutil.copy(
+                    ROOT / "grader" / "exercises" / "sec3_3_simple_attention.py", folder / "sec3_3_simple_attention.py"
+                )
                 (upload / "__MACOSX").mkdir()
             elif scenario.startswith("hostile"):
                 solutions_as_submission(upload)

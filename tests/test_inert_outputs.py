@@ -20,7 +20,7 @@ from grader.i18n import Catalog
 from grader.records import Detail, GradeResult, Heatmap, IntegrityNote, ProbeError, SectionScore, StudentFrame
 from grader.records import TestOutcome as Outcome  # not a test class
 from grader.report.render import render_feedback, render_summary
-from grader.report.said import code_span, fenced, say, student
+from grader.report.sentences import code_span, fenced, say, student
 from grader.report.writers import gradebook_csv, write_submission_reports
 
 M33 = "sec3_3_simple_attention"
@@ -289,7 +289,7 @@ def test_catalogue_backticks_are_code_and_reports_hold_no_emoji():
     stub = result_with(exc_type="NotImplementedError", function="softmax_naive")
     html, _ = render_feedback(stub, catalog)
     assert '<code class="student">softmax_naive</code> in sec3_3_simple_attention.py is not written yet' in html
-    from grader.report.said import html as as_html
+    from grader.report.sentences import html as as_html
 
     assert (
         str(as_html("run `python check.py` (`--lang zh`)"))

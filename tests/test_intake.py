@@ -28,7 +28,7 @@ from grader.intake.files import Folder, Refused, read_beneath
 from grader.intake.names import display_names, folder_names, raw_name, safe_component
 from grader.intake.notebook_cells import origin_at
 from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, notebook_modules
-from grader.intake.shown import shown
+from grader.intake.printable import printable
 from grader.run import CLASS_OUTPUTS
 from tests.conftest import ROOT
 
@@ -235,7 +235,7 @@ def test_safe_component_examples():
     assert safe_component("../../etc") == "_.._etc"
     assert safe_component("CON") == "student_CON"
     assert safe_component("=HYPERLINK()") == "_=HYPERLINK()"  # a folder the gradebook can name as it is
-    assert shown("ok\udcff\x1b[31m") == "ok\\xff\\x1b[31m"
+    assert printable("ok\udcff\x1b[31m") == "ok\\xff\\x1b[31m"
 
 
 # -- notebooks: any bytes, any JSON -------------------------------------------------------------------
@@ -425,13 +425,13 @@ def test_origins_take_memory_per_cell_not_per_line():
 # -- the bundle ships intake: it must need nothing but the standard library -----------------------------
 
 
-def test_intake_imports_only_the_standard_library_and_records():
+def test_intake_imports_only_the_standard_library_the_records_and_the_manifest():
     code = (
         "import sys; import grader.intake.discovery, grader.intake.notebooks, grader.intake.files, "
-        "grader.intake.shown, grader.intake.source_text, grader.intake.names, grader.intake.notebook_cells; "
+        "grader.intake.printable, grader.intake.source_text, grader.intake.names, grader.intake.notebook_cells; "
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'jinja2', 'numpy', 'markupsafe', "
         "'rich', 'pytest') or (m.startswith('grader.') "
-        "and not m.startswith(('grader.intake', 'grader.records')))); "
+        "and not m.startswith(('grader.intake', 'grader.records', 'grader.sections')))); "
         "print(bad); sys.exit(1 if bad else 0)"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)

@@ -114,7 +114,7 @@ def hands() -> dict[str, Hand]:
     out["frank"].late, out["frank"].late_marker = True, "late"
     carol = out["carol"]
     final = carol.files["sec3_5_causal_attention.py"]
-    stub = (ROOT / "exercises" / "sec3_5_causal_attention.py").read_bytes()
+    stub = (ROOT / "grader" / "exercises" / "sec3_5_causal_attention.py").read_bytes()
     carol.files["sec3_5_causal_attention.py"] = stub
     carol.again = [
         {"sec3_5_causal_attention.py": stub + b"# still working on it\n"},

@@ -26,9 +26,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grader.classroom.lms_export import ExportError, export
-from grader.classroom.textsafe import FORMULA_STARTS, spreadsheet_cell
 from grader.i18n import Catalog, section_key
 from grader.records import SECTIONS
+from grader.report.textsafe import FORMULA_STARTS, spreadsheet_cell
 from grader.run import grade
 from tests.conftest import ROOT
 
@@ -452,7 +452,7 @@ def test_the_deploy_catalogue_says_everything_in_both_languages():
         return found
 
     catalogues = {
-        lang: tomllib.loads((ROOT / "templates" / "i18n" / lang / "deploy.toml").read_text(encoding="utf-8"))
+        lang: tomllib.loads((ROOT / "grader" / "templates" / "i18n" / lang / "deploy.toml").read_text(encoding="utf-8"))
         for lang in ("en", "zh")
     }
     assert keys(catalogues["en"]) == keys(catalogues["zh"])

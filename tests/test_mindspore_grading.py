@@ -34,7 +34,9 @@ def graded(tmp_path_factory):
     klass = base / "class"
     for name in ("mei", "port-style"):
         shutil.copytree(EXAMPLES / name, klass / name)
-    shutil.copytree(ROOT / "exercises" / "mindspore", klass / "ms-stubs", ignore=shutil.ignore_patterns("*.md"))
+    shutil.copytree(
+        ROOT / "grader" / "exercises" / "mindspore", klass / "ms-stubs", ignore=shutil.ignore_patterns("*.md")
+    )
     mindspore_solutions_as_submission(klass / "ms-solutions")
     solutions_as_submission(klass / "torch-solutions")
     for correct in CORRECT:

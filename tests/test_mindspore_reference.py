@@ -173,15 +173,15 @@ def test_the_reference_agrees_with_the_pytorch_reference_on_every_probe():
 
 
 def test_the_stubs_raise_not_implemented_everywhere():
-    results = probe_results(ROOT / "exercises" / "mindspore", MINDSPORE)
+    results = probe_results(ROOT / "grader" / "exercises" / "mindspore", MINDSPORE)
     assert {(r.kind, r.exc_type) for r in results.values()} == {("exception", "NotImplementedError")}
 
 
 def test_the_stubs_teach_in_mindspore_terms():
     for module in MODULES:
-        source = (ROOT / "exercises" / "mindspore" / f"{module}.py").read_text(encoding="utf-8")
+        source = (ROOT / "grader" / "exercises" / "mindspore" / f"{module}.py").read_text(encoding="utf-8")
         assert "torch" not in source.replace("PyTorch", ""), module
         assert "第" in source or "练习" in source, module  # the Chinese edition's section names
-    causal = (ROOT / "exercises" / "mindspore" / "sec3_5_causal_attention.py").read_text(encoding="utf-8")
+    causal = (ROOT / "grader" / "exercises" / "mindspore" / "sec3_5_causal_attention.py").read_text(encoding="utf-8")
     for term in ("nn.Dropout(p=dropout)", "keep_prob", "register_buffer", "set_train(True)", "construct", "axis"):
         assert term in causal, term

@@ -38,7 +38,7 @@ def run_check(bundle, *args):
 def test_the_bundle_holds_the_mindspore_stubs_and_nothing_secret(bundle):
     for module in MODULES:
         source = (bundle / "exercises" / f"{module}.py").read_text(encoding="utf-8")
-        assert source == (ROOT / "exercises" / "mindspore" / f"{module}.py").read_text(encoding="utf-8")
+        assert source == (ROOT / "grader" / "exercises" / "mindspore" / f"{module}.py").read_text(encoding="utf-8")
     assert "nn.Cell" in (bundle / "exercises" / "README.md").read_text(encoding="utf-8")
     readme = (bundle / "README.md").read_text(encoding="utf-8")
     assert "MindSpore 2.10" in readme and "classroom." not in readme  # every catalogue key rendered

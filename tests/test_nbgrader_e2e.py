@@ -508,6 +508,7 @@ def test_course_config_handles_nbgraders_traps(tmp_path, monkeypatch):
         "ch3_check_list.py",
         "ch3_check_tools.py",
         "ch3_check_values.py",  # the public checks of every function's values (issue 25)
+        "ch3_check_sections.py",  # the kit's manifest of the sections, which the check lists read
         "ch3_check_diagnosis.py",  # the cause a public check reveals
         "ch3_check_trace.py",  # the line where the computation departs
         "check_expected.json",  # the public probes' expected values

@@ -205,7 +205,7 @@ def test_editors_start_from_the_stubs_and_a_rewrite_keeps_the_uuid(written, tmp_
     assert [e["file-name"] for e in editors] == [f"{m}.py" for m in MODULES]
     for editor in editors:
         stub = question / editor["directory"] / editor["source-file-name"]
-        assert stub.read_text() == (ROOT / "exercises" / editor["file-name"]).read_text()
+        assert stub.read_text() == (ROOT / "grader" / "exercises" / editor["file-name"]).read_text()
     assert "第 3 章" in first["title"] and first["externalGradingOptions"]["timeout"] == 300
     assert write(out, "--submit", "upload").returncode == 0
     again = json.loads((question / "info.json").read_text())

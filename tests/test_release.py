@@ -114,7 +114,7 @@ def test_bundle_layout(bundle):
     assert {f"exercises/{m}.py" for m in MODULES} <= names
     for module in MODULES:
         assert (bundle / "exercises" / f"{module}.py").read_bytes() == (
-            ROOT / "exercises" / f"{module}.py"
+            ROOT / "grader" / "exercises" / f"{module}.py"
         ).read_bytes()
     readme = (bundle / "README.md").read_text(encoding="utf-8")
     assert "python check.py" in readme and "python check.py my_chapter3.ipynb" in readme and "{" not in readme

@@ -111,7 +111,7 @@ def hostile(tmp_path_factory):
         write_solutions(target / "victim")
         (target / "victim-stub").mkdir(parents=True)
         for module in MODULES:
-            shutil.copy(ROOT / "exercises" / f"{module}.py", target / "victim-stub" / f"{module}.py")
+            shutil.copy(ROOT / "grader" / "exercises" / f"{module}.py", target / "victim-stub" / f"{module}.py")
     wrong = (ATTACKS / "_wrong_unless_cheat.py").read_text()
     for attack in ATTACKS.glob("cheat_*.py"):
         write_solutions(cls / attack.stem)

@@ -20,7 +20,7 @@ if str(ROOT) not in sys.path:
 
 from cpu import tree_cpu
 
-from grader.diagnosis.trace_documents import parse_trace
+from grader.diagnosis.trace.documents import parse_trace
 from grader.intake.discovery import read_submission
 from grader.probes import PROBES, load_all
 from grader.records import ProbeError

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-EXERCISES = ROOT / "exercises"
+EXERCISES = ROOT / "grader" / "exercises"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from grader.diagnosis.catalogue import CATALOGUE
+from grader.diagnosis.catalogue.misconceptions import CATALOGUE
 from grader.i18n import Catalog
 from grader.run import grade
 from tests.buggy import all_buggy, buggy

@@ -13,6 +13,7 @@ without the privileges it needs), file permissions are what keeps the answer key
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import math
 import os
@@ -20,7 +21,6 @@ import re
 import shutil
 import stat
 import tempfile
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -32,7 +32,8 @@ from grader.sandbox.exposure import ANSWER_KEY_PARTS, answer_key_exposure, reada
 from grader.sandbox.runs import Limits
 
 ROOT = Path(__file__).resolve().parents[2]
-KIT_PARTS = ("grader", "solutions", "templates", "pyproject.toml", "README.md", "LICENSE")
+KIT_PARTS = ("grader", "solutions", "pyproject.toml", "README.md", "LICENSE")
+DISTRIBUTION = "attention-kit"
 REPORT_FILES = ("results.json", "feedback.md", "feedback.html")
 # torch pinned and CPU-only: the build the kit is tested with (an unpinned torch pulls CUDA).
 TORCH_REQUIREMENT = "torch==2.13.0"
@@ -68,12 +69,13 @@ def kit_files(root: Path = ROOT) -> list[tuple[Path, str]]:
     return files
 
 
-def runtime_requirements(root: Path = ROOT) -> list[str]:
-    """The kit's runtime dependencies as pip requirement strings, from pyproject.toml, without torch
-    (installed first, pinned, from the CPU index)."""
-    with open(root / "pyproject.toml", "rb") as handle:
-        dependencies = tomllib.load(handle)["project"]["dependencies"]
-    return [d for d in dependencies if re.split(r"[\s<>=!~;\[]", d, maxsplit=1)[0].lower() != "torch"]
+def runtime_requirements() -> list[str]:
+    """The kit's runtime dependencies as pip requirement strings, from the installed package's
+    metadata (pyproject.toml's `dependencies`; no extra's), without torch (installed first, pinned,
+    from the CPU index)."""
+    requires = importlib.metadata.requires(DISTRIBUTION) or []
+    runtime = [r for r in requires if "extra ==" not in r.partition(";")[2]]
+    return [r for r in runtime if re.split(r"[\s<>=!~;\[(]", r, maxsplit=1)[0].lower() != "torch"]
 
 
 # -- an upload ---------------------------------------------------------------------------------

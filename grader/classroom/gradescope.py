@@ -42,11 +42,11 @@ from grader.classroom.deployment import (
     runtime_requirements,
 )
 from grader.classroom.feedback_channels import channel_macros, check_blocks
-from grader.classroom.textsafe import clean, clip, fit_json
 from grader.i18n import LANGUAGES, TEMPLATES_DIR, Catalog
 from grader.quick_exit import exit_now
 from grader.records import GradeResult
 from grader.report.feedback import feedback_view
+from grader.report.textsafe import clean, clip, fit_json
 
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 VENV = "/opt/attention-kit-venv"  # where setup.sh installs Python's packages (never the kit)

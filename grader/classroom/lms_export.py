@@ -46,11 +46,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.classroom.textsafe import spreadsheet_cell
 from grader.i18n import Catalog, section_key
 from grader.intake.names import raw_name, shown_name
 from grader.records import SECTIONS, LmsIdentity
 from grader.report.results_file import read_results
+from grader.report.textsafe import spreadsheet_cell
 
 LMS = ("canvas", "moodle")
 GROUPINGS = ("assignment", "section")

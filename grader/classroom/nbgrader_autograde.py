@@ -41,17 +41,9 @@ from grader.intake.discovery import notebook_submission, read_submission, submis
 from grader.records import MODULES, GradeResult
 from grader.report.feedback import FeedbackView, feedback_view
 from grader.run import grade, grade_submissions
+from grader.sections import BOOK_ORDER
 
 NOTEBOOK_NAME = "ch3_attention"
-BOOK_ORDER = (
-    "sec3_3_simple_attention",
-    "sec3_4_self_attention",
-    "exercise3_1_weight_transfer",
-    "sec3_5_causal_attention",
-    "sec3_6_multi_head_attention",
-    "exercise3_2_two_dim_output",
-    "exercise3_3_gpt2_attention",
-)
 TEST_GRADE_ID = "test_{module}"
 
 

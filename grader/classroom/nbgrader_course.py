@@ -30,9 +30,10 @@ from grader.classroom.release import stubs_dir, write_public_checks
 from grader.i18n import TEMPLATES_DIR, Catalog, section_key
 from grader.intake.lines import source_lines
 from grader.records import MODULE_SECTIONS
+from grader.resources import folder
 from grader.suites.hidden_suites import collect
 
-ROOT = Path(__file__).resolve().parents[2]
+SOLUTIONS_DIR = folder("solutions")
 SIBLING_IMPORT = re.compile(r"^from (sec3_\w+|exercise3_\w+) import .*$\n?", re.MULTILINE)
 
 
@@ -68,7 +69,7 @@ def solution_cell_source(module: str, lang: str = "en") -> str:
     The module docstring goes to the notebook's text and the sibling imports go (the notebook is
     one namespace: earlier sections' classes are already defined)."""
     stub = (stubs_dir("pytorch", lang) / f"{module}.py").read_text(encoding="utf-8")
-    solution = (ROOT / "solutions" / f"{module}.py").read_text(encoding="utf-8")
+    solution = (SOLUTIONS_DIR / f"{module}.py").read_text(encoding="utf-8")
     stub_lines = source_lines(stub)  # numbered as ast numbers them
     solution_lines = source_lines(solution)
     stub_tree, solution_tree = ast.parse(stub), ast.parse(solution)

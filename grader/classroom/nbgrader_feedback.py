@@ -17,7 +17,7 @@ from grader.classroom.nbgrader_repair import Repair
 from grader.i18n import Catalog, section_key
 from grader.records import MODULE_SECTIONS, GradeResult
 from grader.report.feedback import FeedbackView, feedback_view
-from grader.report.said import Said, say, student, trusted, words
+from grader.report.sentences import Said, say, student, trusted, words
 
 OVERVIEW_ID = "attention-kit-overview"  # the id of the cell that holds the overview
 

@@ -48,12 +48,12 @@ from grader.classroom.deployment import (
     restrict_to_owner,
 )
 from grader.classroom.feedback_channels import channel_macros, check_blocks
-from grader.classroom.textsafe import clean, clip, fit_json
 from grader.i18n import LANGUAGES, Catalog
 from grader.quick_exit import exit_now
 from grader.records import GradeResult
 from grader.report.feedback import feedback_view
 from grader.report.messages import note_view
+from grader.report.textsafe import clean, clip, fit_json
 
 CONFIG_NAME = "attention-kit.json"  # in the question's tests/ folder: {"lang": "en" | "zh", "timeout": seconds}
 DEFAULT_TIMEOUT = 120  # seconds; PrairieLearn allows at most 600

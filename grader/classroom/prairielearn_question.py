@@ -29,6 +29,7 @@ from grader.classroom.deployment import ROOT, TORCH_INDEX, TORCH_REQUIREMENT, ki
 from grader.classroom.prairielearn import CONFIG_NAME, DEFAULT_TIMEOUT, MAX_TIMEOUT, MIN_TIMEOUT
 from grader.i18n import LANGUAGES, TEMPLATES_DIR, Catalog
 from grader.records import MODULES
+from grader.resources import STUBS_DIR
 
 QUESTION_ID = "attention-ch3"
 KIT_DIR = "/opt/attention-kit"
@@ -129,9 +130,7 @@ def write_question(
     shutil.rmtree(question / "stubs", ignore_errors=True)
     if submit == "editors":
         for module in MODULES:
-            write(
-                question / "stubs" / f"{module}.py", (ROOT / "exercises" / f"{module}.py").read_text(encoding="utf-8")
-            )
+            write(question / "stubs" / f"{module}.py", (STUBS_DIR / f"{module}.py").read_text(encoding="utf-8"))
 
     text = _environment(lang, autoescape=False)
     context = {

@@ -2,7 +2,7 @@
 
 Made in the trusted kit whenever a bundle or an nbgrader course is written: each value probe of
 the public check list (fixed inputs, known weights) runs on the reference solutions and on every
-known-buggy variant of its module (grader.diagnosis.variants). Per probe the document holds the
+known-buggy variant of its module (grader.diagnosis.catalogue.variants). Per probe the document holds the
 reference's output, each variant's output that differs from it (or the error it raises) under the
 variant's misconception id, and the reference's intermediate values at its declared checkpoints
 (`[checkpoint: ...]` in solutions/, read from a trace of the same run). These are values of
@@ -20,9 +20,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from grader import sections
 from grader.i18n import TEMPLATES_DIR
 
 RELEASE = TEMPLATES_DIR / "release"
+SECTIONS_MODULE = "ch3_check_sections"
 PUBLIC_MODULES = (
     "ch3_check_tools",
     "ch3_check_list",
@@ -55,13 +57,15 @@ class _Reference:
 @contextlib.contextmanager
 def public_checks() -> Iterator[dict[str, ModuleType]]:
     """The public check modules of templates/release/, imported as students import them, then forgotten."""
-    saved = {name: sys.modules.pop(name) for name in PUBLIC_MODULES if name in sys.modules}
+    names = (SECTIONS_MODULE, *PUBLIC_MODULES)
+    saved = {name: sys.modules.pop(name) for name in names if name in sys.modules}
+    sys.modules[SECTIONS_MODULE] = sections  # what a bundle ships as ch3_check_sections.py
     sys.path.insert(0, str(RELEASE))
     try:
         yield {name: importlib.import_module(name) for name in PUBLIC_MODULES}
     finally:
         sys.path.remove(str(RELEASE))
-        for name in PUBLIC_MODULES:
+        for name in names:
             sys.modules.pop(name, None)
         sys.modules.update(saved)
 
@@ -82,7 +86,7 @@ def _checkpoints(fn: Any, m: _Reference, modules: dict[str, ModuleType]) -> list
     """The reference's declared intermediate values on this probe, in the order it computes them."""
     import torch
 
-    from grader.diagnosis.checkpoints import declarations
+    from grader.diagnosis.walk.checkpoints import declarations
 
     def own(filename: str) -> bool:
         return Path(filename).resolve().parent == SOLUTIONS
@@ -123,7 +127,7 @@ def _differs(outcome: Any, expected: list) -> bool:
 
 def expected_document() -> dict:
     """check_expected.json's document (see the module's docstring)."""
-    from grader.diagnosis.variants import all_variants
+    from grader.diagnosis.catalogue.variants import all_variants
     from grader.reference_code import ModuleNamespace
 
     reference = ModuleNamespace("solutions")

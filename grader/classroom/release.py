@@ -1,7 +1,7 @@
 """The student bundle: stubs, a README and public self-checks (never the hidden suites or solutions).
 
 Layout of OUT/:
-    README.md              rendered from templates/release/README.md.j2 with the catalogue
+    README.md              rendered from grader/templates/release/README.md.j2 with the catalogue
     exercises/*.py         the stubs, and exercises/README.md (with --lang zh, their Chinese edition:
                            exercises/zh/, exercises/mindspore/zh/)
     check.py               the self-check: finds the student's code and runs the public checks
@@ -27,10 +27,12 @@ import json
 import shutil
 from pathlib import Path
 
-from grader.i18n import LANGUAGES, TEMPLATES_DIR, Catalog, _load, section_key
+from grader.i18n import LANGUAGES, Catalog, _load, section_key
 from grader.records import MODULE_SECTIONS
+from grader.resources import KIT_DIR as GRADER_DIR
+from grader.resources import STUBS_DIR, TEMPLATES_DIR
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = GRADER_DIR.parent  # where the package `grader` is: a checkout, or site-packages
 RELEASE_TEMPLATES = TEMPLATES_DIR / "release"
 PUBLIC_CHECK_FILES = (
     "ch3_checks.py",
@@ -42,11 +44,13 @@ PUBLIC_CHECK_FILES = (
 VALUE_CHECKS = "ch3_check_values.py"  # PyTorch's, with EXPECTED
 EXPECTED = "check_expected.json"
 CHECK_LIST = "ch3_check_list.py"
+SECTIONS_FILE = "ch3_check_sections.py"  # the kit's manifest of the sections (grader/sections.py)
 KIT_DIR = "_kit"
 INTAKE = "grader.intake"
 # Never part of anything students get.
 SECRET_MODULES = ("grader.suites", "grader.probes", "grader.diagnosis", "grader.sandbox", "solutions")
-# The MindSpore track's stubs, README and check list live in mindspore/ folders (exercises/, templates/release/).
+# The MindSpore track's stubs, README and check list live in mindspore/ folders (grader/exercises/,
+# grader/templates/release/).
 FRAMEWORKS = ("pytorch", "mindspore")
 FIELDS = (("causes", "title"), ("hints", "hint"))  # of a misconception, in check_messages.json
 
@@ -100,6 +104,7 @@ def write_public_checks(folder: Path, lang: str, framework: str = "pytorch") -> 
     written = [Path(shutil.copyfile(RELEASE_TEMPLATES / name, folder / name)) for name in PUBLIC_CHECK_FILES]
     check_list = RELEASE_TEMPLATES / ("mindspore" if framework == "mindspore" else "") / CHECK_LIST
     written.append(Path(shutil.copyfile(check_list, folder / CHECK_LIST)))
+    written.append(Path(shutil.copyfile(GRADER_DIR / "sections.py", folder / SECTIONS_FILE)))
     if framework != "mindspore":
         from grader.classroom.public_expected import expected_document
 
@@ -141,8 +146,7 @@ def _kit_imports(file: Path, package: str) -> set[str]:
 def intake_closure() -> dict[str, Path]:
     """Module name -> file of grader/intake/ and every kit module it imports, with their packages."""
     todo = [
-        f"{INTAKE}.{f.stem}" if f.stem != "__init__" else INTAKE
-        for f in sorted((ROOT / "grader" / "intake").glob("*.py"))
+        f"{INTAKE}.{f.stem}" if f.stem != "__init__" else INTAKE for f in sorted((GRADER_DIR / "intake").glob("*.py"))
     ]
     found: dict[str, Path] = {}
     while todo:
@@ -170,9 +174,9 @@ def write_kit_intake(folder: Path) -> list[Path]:
 
 
 def stubs_dir(framework: str = "pytorch", lang: str = "en") -> Path:
-    """The stubs students get: exercises/ (mindspore/ for that edition), their Chinese edition in zh/
+    """The stubs students get: grader/exercises/ (mindspore/ for that edition), their Chinese edition in zh/
     (docstrings in Chinese, the same code)."""
-    folder = ROOT / "exercises" / ("mindspore" if framework == "mindspore" else "")
+    folder = STUBS_DIR / ("mindspore" if framework == "mindspore" else "")
     return folder / "zh" if lang == "zh" else folder
 
 

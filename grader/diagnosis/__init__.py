@@ -22,14 +22,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from grader.diagnosis import submission_diagnosis, trace_plan
-from grader.diagnosis.catalogue import CATALOGUE, Misconception
+from grader.diagnosis.catalogue.misconceptions import CATALOGUE, Misconception
+from grader.diagnosis.catalogue.patterns import all_patterns
+from grader.diagnosis.catalogue.variants import VariantRun
 from grader.diagnosis.consolidate import consolidate
 from grader.diagnosis.evidence import Findings
 from grader.diagnosis.matching import MATCH_ATOL, same
-from grader.diagnosis.patterns import all_patterns
-from grader.diagnosis.quotes import frame
+from grader.diagnosis.source.quotes import frame
 from grader.diagnosis.trace_plan import code_path, reference_ops
-from grader.diagnosis.variants import VariantRun
 from grader.probe_outputs import ProbeOutputs
 from grader.records import TestOutcome
 
@@ -150,7 +150,7 @@ class Diagnoser:
     ) -> list[TestOutcome]:
         """Blame, then a misconception and a `Diagnosis` for every failing test of one submission:
         the outcomes anew (`grader.diagnosis.submission_diagnosis`). `traces`: probe -> the tracer's document
-        (untrusted; see grader.diagnosis.trace_documents); `shared`: probe -> the traced probe whose
+        (untrusted; see grader.diagnosis.trace.documents); `shared`: probe -> the traced probe whose
         trace stands for it (`trace_plan`'s, worked out again when not given)."""
         return submission_diagnosis.diagnose_submission(self, outcomes, student, uses, sources, traces, shared)
 

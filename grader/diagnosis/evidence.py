@@ -12,12 +12,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.diagnosis import recognise
-from grader.diagnosis.attributes import constructor_key
 from grader.diagnosis.blame import BUILDERS
-from grader.diagnosis.checkpoints import reference
-from grader.diagnosis.quotes import frame
-from grader.diagnosis.trace_documents import Received, Site, TraceError, fingerprint, parse_trace
+from grader.diagnosis.source.attribute_names import class_at, constructor_key
+from grader.diagnosis.source.quotes import frame
+from grader.diagnosis.trace.documents import Received, Site, TraceError, fingerprint, parse_trace
+from grader.diagnosis.walk import recognise
+from grader.diagnosis.walk.checkpoints import reference
 from grader.records import StudentFrame, TestOutcome
 
 log = logging.getLogger(__name__)
@@ -199,6 +199,11 @@ class Evidence:
         self, finding: recognise.Finding, outcome: TestOutcome, outcomes: list[TestOutcome], found: Found
     ) -> None:
         """Causes that lie in how modules were constructed rather than in what they compute."""
+        owner = finding.parameters.file.removesuffix(".py") if finding.parameters else outcome.module
+        made = finding.parameters
+        made_by = class_at(made.file, made.line, self.sources) if made is not None else None
+        if made_by is not None and self.unrunnable(made_by, outcomes):
+            return  # no run with given weights shows what it computes: its parameters are not the question
         difference = finding.construction
         departs_at_parameters = finding.departure is not None and finding.departure.stage == "parameters"
         unexplained = finding.departure is not None or any(m.misconception is None for m in finding.mistakes)
@@ -222,7 +227,6 @@ class Evidence:
                 found.name("wrong-init", "parameters", self.frame(difference.site), "construction")
         # the module computes right with given weights (only the book's seeded runs fail): what is
         # left is how it made its own parameters
-        owner = finding.parameters.file.removesuffix(".py") if finding.parameters else outcome.module
         if outcome.module in BUILDERS and owner != outcome.module and self.healthy(outcome):
             return  # a working module it built: its parameters differ only by the arguments given
         if (
@@ -235,6 +239,28 @@ class Evidence:
             )
         ):
             found.name("wrong-init", "parameters", self.frame(finding.parameters), "construction")
+
+    @staticmethod
+    def unrunnable(cls: str, outcomes: list[TestOutcome]) -> bool:
+        """A check stopped because an object of class `cls` lacks what the exercise asks for (an
+        attribute such as `W_query`): nothing shows that it computes the right thing with given
+        weights."""
+        return any(
+            o.error is not None and o.error.kind == "contract" and cls in ((o.error.params or {}).get("name"),)
+            for o in outcomes
+        )
+
+    def computes_otherwise(self, module: str, outcomes: list[TestOutcome]) -> bool:
+        """A check of `module` that builds it with given weights (not the book's seeded run) fails
+        with a trace: what the module computes differs, not only how it made its parameters."""
+        return any(
+            o.module == module
+            and o.status == "failed"
+            and not o.blocked_by
+            and o.probes
+            and all((f := self.finding(p)) is not None and not f.seeded for p in o.probes)
+            for o in outcomes
+        )
 
     def _only_when_seeded(self, finding: recognise.Finding, module: str, outcomes: list[TestOutcome]) -> bool:
         """What the seeded run shows unexplained (a mistake with no name, a departure) shows in no

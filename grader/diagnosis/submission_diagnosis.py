@@ -6,7 +6,7 @@ Every diagnosis carries its line when one is known, an exception's included: the
 recogniser found, else (for a cause an exception names) the exception's own line in the student's
 code, else (a constructor refusing a keyword of the contract, raised before any line of theirs
 runs) the constructor's `def __init__` (`keywords`); for a check of parameter or buffer names, the
-constructor statement that assigns another name than the reference's (`attributes`).
+constructor statement that assigns another name than the reference's (`attribute_names`).
 """
 
 from __future__ import annotations
@@ -15,15 +15,20 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from grader.diagnosis.attributes import differing_names, names_line
 from grader.diagnosis.blame import BUILDERS, decide_blame, dependencies_pass, located_in_own_module
-from grader.diagnosis.catalogue import CATALOGUE
+from grader.diagnosis.catalogue.misconceptions import CATALOGUE
+from grader.diagnosis.catalogue.signatures import (
+    bias_charged_to_class,
+    class_mishandles_bias,
+    configuration_differs,
+    signatures,
+)
 from grader.diagnosis.consolidate import consolidate
 from grader.diagnosis.evidence import Evidence, Found
-from grader.diagnosis.fixed_sizes import fixed_size_line
-from grader.diagnosis.keywords import caller_misnamed, constructor, named_otherwise
-from grader.diagnosis.quotes import frame
-from grader.diagnosis.signatures import bias_charged_to_class, class_mishandles_bias, configuration_differs, signatures
+from grader.diagnosis.source.attribute_names import differing_names, missing_attribute_line, names_line
+from grader.diagnosis.source.fixed_sizes import fixed_size_line
+from grader.diagnosis.source.keywords import caller_misnamed, constructor, named_otherwise
+from grader.diagnosis.source.quotes import frame
 from grader.diagnosis.trace_plan import departs_where_it_relies, trace_plan
 from grader.probe_outputs import ProbeOutputs
 from grader.records import Diagnosis, StudentFrame, TestOutcome
@@ -111,6 +116,8 @@ def _diagnosed(
     run = diagnoser.variant_run(outcome, student) if outcome.probes else None
     variant = run.variant.id if run is not None else None
     elsewhere = run is not None and outcome.module not in run.variant.modules  # a mistake of a module it uses
+    if variant == "wrong-init" and evidence.computes_otherwise(outcome.module, outcomes):
+        variant = None  # the variant computes the reference's values with given weights; this module does not
     if variant and not found.misconceptions and not elsewhere:
         named.append(variant)  # else a variant equal on few, small outputs is the weaker evidence
     if not relies and outcome.error is None and not named:
@@ -161,4 +168,7 @@ def _location(
         refused = constructor(outcome, sources)
         if refused is not None:
             return refused[0], "signature"
+        missing = missing_attribute_line(outcome, sources)
+        if missing is not None:
+            return missing, "parameters"
     return location, None

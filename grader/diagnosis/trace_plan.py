@@ -7,10 +7,10 @@ import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from grader.diagnosis import checkpoints
 from grader.diagnosis.blame import caller_is_blamed, failing_modules_relied_on
 from grader.diagnosis.matching import same
-from grader.diagnosis.paths import same_lines_for_every_input, uses_modules
+from grader.diagnosis.shared_paths import same_lines_for_every_input, uses_modules
+from grader.diagnosis.walk import checkpoints
 from grader.probe_outputs import ProbeOutputs
 from grader.records import ProbeError, TestOutcome
 
@@ -41,7 +41,7 @@ def trace_plan(
     variant's one cause. Its probe runs the same code as an earlier traced probe when both
     run the reference through the same functions and both use (or both replace) the
     parameters as the constructors made them (`code_path`), and the student's code there
-    cannot take other lines for other inputs (`paths.same_lines_for_every_input` on the
+    cannot take other lines for other inputs (`shared_paths.same_lines_for_every_input` on the
     submission's `sources`: no `if x.dtype == ...`, no `if self.training`...); then the
     student's code departs at the same place in both, and one trace locates it for both
     tests. Without `sources`, nothing is shared."""
@@ -89,7 +89,7 @@ def departs_where_it_relies(
     """`outcome`'s test fails with wrong values only, and relies on failing tests of earlier
     sections (`failing_modules_relied_on`) whose modules the student's code really uses
     (`paths.uses_modules`: a name of theirs used, not only imported); the student's code that
-    its probes run takes the same lines for every input (`paths.same_lines_for_every_input`,
+    its probes run takes the same lines for every input (`shared_paths.same_lines_for_every_input`,
     as for a shared trace), and no known-buggy variant explains its outputs (which would be a
     cause of its own). Then its run reaches that section's mistake on the same line as that
     section's own tests, before anything of its own module is compared."""

@@ -2,7 +2,10 @@
 
 Each code cell's top-level statements are analysed once (`grader.intake.statements`, within a
 budget: MAX_SCANNED_CELL per cell, MAX_SCANNED_TOTAL per notebook; a cell past it is read only for
-the names its lines define). Then:
+the names its lines define). A notebook's cells are read at all up to MAX_READ_TOTAL characters of
+code: a cell past that contributes no names and no code (`ChapterCell.unread`; the submission
+gets a note naming those cells), so what one notebook costs does not grow with what it holds.
+Then:
 
 * a module with `# module:` cells (or `module:<name>` tags, or `{"attention_kit": {"module": ...}}`
   metadata) is made of those cells, as before: later modules see everything earlier ones define
@@ -37,6 +40,7 @@ from grader.records import MODULES
 
 MAX_SCANNED_CELL = MAX_PARSED_CHARS  # a cell longer than this is not analysed, only searched for names
 MAX_SCANNED_TOTAL = 128 * 1024  # nor any once this much code of the notebook has been analysed
+MAX_READ_TOTAL = 1024 * 1024  # a cell past this much code of the notebook is not read at all
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,7 @@ class ChapterCell:
     code: str
     lines: list[str]
     statements: list[Statement]
+    unread: bool = False  # past the notebook's reading budget: no names, no code
 
 
 @dataclass(frozen=True)
@@ -67,12 +72,17 @@ def _opaque(code: str, lines: list[str]) -> Statement:
 def analysed_cells(cells: list[tuple[int, str, dict]]) -> list[ChapterCell]:
     """The Python code cells with their markers and statements (see the module's docstring)."""
     out = []
-    budget = MAX_SCANNED_TOTAL
+    budget, left = MAX_SCANNED_TOTAL, MAX_READ_TOTAL
     magics = Magics()
     for number, source, metadata in cells:
+        if len(source) > left:
+            left = 0
+            out.append(ChapterCell(number, None, "", [], [], unread=True))
+            continue
         code = magics.python_code(source)
         if code is None:
             continue
+        left -= len(source)
         owner = _module_of(source, metadata)
         if owner is not None and owner not in MODULES:
             continue  # marked for something that is no module of the exercise
@@ -85,6 +95,11 @@ def analysed_cells(cells: list[tuple[int, str, dict]]) -> list[ChapterCell]:
             statements = [_opaque(code, lines)] if code.strip() else []
         out.append(ChapterCell(number, owner, code, lines, statements))
     return out
+
+
+def unread_cells(cells: list[ChapterCell]) -> tuple[int, ...]:
+    """The numbers of the code cells past the notebook's reading budget."""
+    return tuple(cell.number for cell in cells if cell.unread)
 
 
 def definitions(cells: list[ChapterCell]) -> tuple[Defined, ...]:
@@ -213,4 +228,5 @@ def _recognised_module(found: Recognised, units: list[Unit], shown_name: str) ->
             builder.generated("")
             builder.generated(f"# --- code cell {cell} ---")
         builder.lines_of(unit.cell, unit.lines, unit.statement.first, unit.statement.last)
-    return builder.module(how="recognised", names=found.names)
+    defining = tuple(sorted({units[p].cell for p in found.units if not units[p].statement.imports}))
+    return builder.module(how="recognised", names=found.names, defining=defining)

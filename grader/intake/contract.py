@@ -1,35 +1,17 @@
-"""The names the exercise API requires of each module (../shared/exercise-api.md), as the intake
+"""The names the exercise API requires of each module (docs/exercise-api.md), as the intake
 needs them: to recognise a module's code in a notebook without `# module:` lines, and to name a
 near miss (`MultiHeadAttnetion`, `def forwad`, `qkv_bais=`).
 
 Standard library only (the student bundle ships a copy of intake/). `tests/test_recognition.py`
-checks these tables against the stubs in exercises/ and exercises/mindspore/.
+checks these tables against the stubs in grader/exercises/ and grader/exercises/mindspore/.
 """
 
 from __future__ import annotations
 
-# module -> the top-level names its tests call, in the stub's order
-REQUIRED: dict[str, tuple[str, ...]] = {
-    "sec3_3_simple_attention": (
-        "attention_scores_for_query",
-        "softmax_naive",
-        "context_vector_for_query",
-        "attention_scores",
-        "attention_weights",
-        "context_vectors",
-    ),
-    "sec3_4_self_attention": ("project_qkv", "scaled_attention_weights", "SelfAttention_v1", "SelfAttention_v2"),
-    "sec3_5_causal_attention": (
-        "simple_causal_mask",
-        "mask_and_renormalize",
-        "masked_attention_weights",
-        "CausalAttention",
-    ),
-    "sec3_6_multi_head_attention": ("MultiHeadAttentionWrapper", "MultiHeadAttention"),
-    "exercise3_1_weight_transfer": ("transfer_weights",),
-    "exercise3_2_two_dim_output": ("build_two_dim_wrapper",),
-    "exercise3_3_gpt2_attention": ("build_gpt2_small_attention",),
-}
+from grader.sections import SECTIONS
+
+# module -> the top-level names its tests call, in the stub's order (grader/sections.py)
+REQUIRED: dict[str, tuple[str, ...]] = {s.module: s.names for s in SECTIONS}
 
 # the parameters of the contract's constructors and functions (a class: its __init__'s, without self)
 PARAMETERS: dict[str, tuple[str, ...]] = {

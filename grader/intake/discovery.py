@@ -23,7 +23,7 @@ from pathlib import Path
 from grader.intake.archives import ZIP_SUFFIX, opened
 from grader.intake.files import Folder, Refused, read_below
 from grader.intake.lms import Student, bulk_download
-from grader.intake.shown import decode_name, shown
+from grader.intake.printable import decode_name, printable
 from grader.intake.submission import (
     MAX_NOTEBOOK_BYTES,
     MAX_SOURCE_BYTES,
@@ -119,15 +119,15 @@ def discover(path: Path) -> Discovery:
     "folder" that is a link to a folder is listed, refused as a whole)."""
     path = Path(path)
     if not path.exists():
-        raise DiscoveryError("discovery.missing", path=shown(path))
+        raise DiscoveryError("discovery.missing", path=printable(path))
     if path.is_file() and path.name.lower().endswith(ZIP_SUFFIX):
         return _discover_zip(path)
     if not path.is_dir():
-        raise DiscoveryError("discovery.not-a-directory", path=shown(path))
+        raise DiscoveryError("discovery.not-a-directory", path=printable(path))
     try:
         root = Folder.open(path, follow=True)
     except Refused:
-        raise DiscoveryError("discovery.missing", path=shown(path)) from None
+        raise DiscoveryError("discovery.missing", path=printable(path)) from None
     with root:
         visible = _visible(root)
         students = None if any(is_module_file(e.name) for e in visible) else bulk_download(visible)
@@ -144,7 +144,7 @@ def discover(path: Path) -> Discovery:
             elif entry.kind == "link" and _links_to_folder(root, entry.name):
                 found[entry.name] = "link"
     if not found:
-        raise DiscoveryError("discovery.empty", path=shown(path))
+        raise DiscoveryError("discovery.empty", path=printable(path))
     candidates = [Candidate(path / raw, raw, refused) for raw, refused in found.items()]
     return Discovery(True, sorted(candidates, key=lambda c: os.fsencode(c.path.name)))
 
@@ -168,7 +168,7 @@ def _discover_zip(path: Path, name: str | None = None) -> Discovery:
             folders = [e.name for e in visible if e.kind == "folder"]
             single = not students and (holds(root, zips=True) or len(folders) < 2)
     except Refused:
-        raise DiscoveryError("discovery.not-a-zip", path=shown(path)) from None
+        raise DiscoveryError("discovery.not-a-zip", path=printable(path)) from None
     if students:
         return Discovery(True, [Candidate(path, s.name, archive=path, parts=root.parts, student=s) for s in students])
     if single:
@@ -250,7 +250,7 @@ def read_candidate(candidate: Candidate, follow: bool = False, *, near_misses: b
         return submission
     except Exception as exc:  # noqa: BLE001 - one student's files never stop the class
         return submission_from_files(
-            candidate.name, candidate.path, {}, [IntegrityNote("submission.unreadable", shown(type(exc).__name__))]
+            candidate.name, candidate.path, {}, [IntegrityNote("submission.unreadable", printable(type(exc).__name__))]
         )
 
 

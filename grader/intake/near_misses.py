@@ -8,7 +8,11 @@ neighbours). A name the contract requires elsewhere is never taken for another o
 (`SelfAttention_v1` is no misspelling of `SelfAttention_v2`).
 
 Standard library only (the student bundle ships a copy of intake/). Sources are parsed within the
-budget of `grader.intake.parsing`; a longer one is searched for its top-level names only.
+budget of `grader.intake.parsing`; a longer one is searched for its top-level names only. At most
+MAX_COMPARED_NAMES distinct names of a module, and as many of the notebooks' other definitions,
+are compared with each name the contract requires (the first ones, in reading order): what the
+search costs does not grow with what a submission defines, and `Search.uncompared` names the
+files whose other names were not compared, for a note.
 """
 
 from __future__ import annotations
@@ -22,6 +26,10 @@ from grader.intake.contract import ALL_NAMES, CLASSES, CONSTRUCTOR, FORWARD, PAR
 from grader.intake.notebook_cells import _TOP_LEVEL_NAME, Origins, origin_at
 from grader.intake.parsing import parsed_once
 from grader.records import MODULES, NearMiss
+
+# Distinct names compared with the contract's: each costs up to ~1 ms (every required name is
+# compared with it); a chapter notebook defines some 30 to 100.
+MAX_COMPARED_NAMES = 1000
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,8 @@ def distance(a: str, b: str, limit: int = 3) -> int:
             current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
             if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
                 current[j] = min(current[j], previous2[j - 2] + 1)
+        if min(current) > limit and min(previous) > limit:
+            return limit + 1  # no later row can come back under the limit (a swap looks two rows back)
         previous2, previous = previous, current
     return min(previous[len(b)], limit + 1)
 
@@ -111,41 +121,77 @@ class _Module:
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
+@dataclass(frozen=True)
+class Search:
+    """The near misses found, and the files some of whose names were not compared (over the cap)."""
+
+    found: tuple[NearMiss, ...]
+    uncompared: tuple[str, ...] = ()
+
+
+class _Compared:
+    """The places compared, at most MAX_COMPARED_NAMES distinct names of each list; remembers the
+    files of the places left out."""
+
+    def __init__(self) -> None:
+        self.left_out: dict[str, None] = {}
+
+    def first(self, places: Iterable[Place]) -> list[Place]:
+        kept: dict[str, Place] = {}
+        for place in places:
+            if place.name in kept:
+                continue  # the first place of a name is the one `nearest` would name
+            if len(kept) >= MAX_COMPARED_NAMES:
+                self.left_out[place.file] = None
+                break
+            kept[place.name] = place
+        return list(kept.values())
+
+
 def near_misses(
     sources: dict[str, str], origins: dict[str, Origins], notebooks: Iterable[tuple[str, Defined]] = ()
 ) -> tuple[NearMiss, ...]:
+    """The near misses of a submission (see `search`)."""
+    return search(sources, origins, notebooks).found
+
+
+def search(
+    sources: dict[str, str], origins: dict[str, Origins], notebooks: Iterable[tuple[str, Defined]] = ()
+) -> Search:
     """The near misses of a submission: its modules' sources (and, for those made from notebooks,
     where their lines came from) and the functions and classes its notebooks define elsewhere
     (notebook, definition)."""
+    compared = _Compared()
     modules = {m: _Module(m, sources[m], origins.get(m)) for m in MODULES if m in sources}
-    elsewhere = [Place(d.name, notebook, d.line, d.cell) for notebook, d in notebooks]
+    elsewhere = compared.first(Place(d.name, notebook, d.line, d.cell) for notebook, d in notebooks)
     found: list[NearMiss] = []
     for module in MODULES:
         code = modules.get(module)
         defined = {p.name for p in code.top} if code else set()
+        own = compared.first(code.top) if code else []
         for wanted in REQUIRED[module]:
             if wanted in defined:
                 continue
-            place = nearest(wanted, (code.top if code else []) + elsewhere)
+            place = nearest(wanted, own + elsewhere)
             if place is not None:
                 found.append(_miss(module, "name", wanted, place))
         if code is not None:
-            found += _inside(code)
-    return tuple(dict.fromkeys(found))
+            found += _inside(code, compared)
+    return Search(tuple(dict.fromkeys(found)), tuple(compared.left_out))
 
 
 def _miss(module: str, kind: str, wanted: str, place: Place, owner: str = "") -> NearMiss:
     return NearMiss(module, kind, wanted, place.name, place.file, place.line, place.cell, owner)
 
 
-def _inside(code: _Module) -> list[NearMiss]:
+def _inside(code: _Module, compared: _Compared) -> list[NearMiss]:
     """Methods and parameters of the contract's classes and functions that look misspelt."""
     found = []
     for node in code.classes():
         if node.name not in CLASSES:
             continue
         methods = {n.name: n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        places = [code.place(name, n.lineno) for name, n in methods.items()]
+        places = compared.first(code.place(name, n.lineno) for name, n in methods.items())
         if CONSTRUCTOR not in methods:
             place = nearest(CONSTRUCTOR, places)
             if place is not None:
@@ -155,15 +201,19 @@ def _inside(code: _Module) -> list[NearMiss]:
             if best:
                 found.append(_miss(code.module, "method", best[0][0], best[0][1], node.name))
         if CONSTRUCTOR in methods:
-            found += _parameters(code, methods[CONSTRUCTOR], node.name, skip_first=True)
+            found += _parameters(code, methods[CONSTRUCTOR], node.name, compared, skip_first=True)
     for function in code.functions():
         if function.name in PARAMETERS:
-            found += _parameters(code, function, function.name)
+            found += _parameters(code, function, function.name, compared)
     return found
 
 
 def _parameters(
-    code: _Module, function: ast.FunctionDef | ast.AsyncFunctionDef, owner: str, skip_first: bool = False
+    code: _Module,
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+    owner: str,
+    compared: _Compared,
+    skip_first: bool = False,
 ) -> list[NearMiss]:
     args = function.args
     if args.kwarg is not None:
@@ -171,7 +221,7 @@ def _parameters(
     given = args.posonlyargs + args.args + args.kwonlyargs
     given = given[1:] if skip_first else given
     names = {a.arg for a in given}
-    places = [code.place(a.arg, a.lineno) for a in given]
+    places = compared.first(code.place(a.arg, a.lineno) for a in given)
     found = []
     for wanted in PARAMETERS[owner]:
         if wanted not in names and (place := nearest(wanted, [p for p in places if p.name not in PARAMETERS[owner]])):

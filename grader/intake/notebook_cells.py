@@ -52,11 +52,13 @@ class GeneratedModule:
     origins: Origins  # see origin_at
     how: str = "notebook"
     names: tuple[str, ...] = ()
+    defining: tuple[int, ...] = ()  # recognised: the cells that define or change its names
 
     @property
     def cells(self) -> tuple[int, ...]:
-        """The code cells its lines come from."""
-        return tuple(sorted({origin.cell for _, origin in self.origins if origin is not None}))
+        """The code cells that define or change its names (a recognised module's), else every code
+        cell its lines come from (a cell that only repeats `import torch` is not listed)."""
+        return self.defining or tuple(sorted({origin.cell for _, origin in self.origins if origin is not None}))
 
 
 def _module_of(source: str, metadata: dict) -> str | None:
@@ -138,8 +140,10 @@ class _Builder:
             line = lines[index - 1]
             self._add(line if index in keep or not line.strip() else indent + line, number, index)
 
-    def module(self, how: str = "notebook", names: tuple[str, ...] = ()) -> GeneratedModule:
-        return GeneratedModule("\n".join(self.chunks) + "\n", tuple(self.runs), how, names)
+    def module(
+        self, how: str = "notebook", names: tuple[str, ...] = (), defining: tuple[int, ...] = ()
+    ) -> GeneratedModule:
+        return GeneratedModule("\n".join(self.chunks) + "\n", tuple(self.runs), how, names, defining)
 
 
 def section_module(cells: list[tuple[int, str, dict]], shown_name: str) -> GeneratedModule | None:

@@ -37,11 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.intake.chapter import Defined, analysed_cells, chapter_modules, definitions
+from grader.intake.chapter import Defined, analysed_cells, chapter_modules, definitions, unread_cells
 from grader.intake.files import Refused, read_file
 from grader.intake.magics import python_code
 from grader.intake.notebook_cells import CHAPTER_NOTEBOOK_MARKER, GeneratedModule, section_module, tags
-from grader.intake.shown import replace_surrogates
+from grader.intake.printable import replace_surrogates
 from grader.records import MODULES
 
 __all__ = [
@@ -188,11 +188,13 @@ def code_cells(document: dict[str, Any]) -> list[tuple[int, str, dict]]:
 class NotebookCode:
     """What a notebook gives the grader: module name -> generated module; in a notebook named like a
     module, the numbers of the code cells left out as nbgrader test cells; in any other, its
-    top-level functions and classes (`definitions`: what it defines, for the report)."""
+    top-level functions and classes (`definitions`: what it defines, for the report) and the code
+    cells past its reading budget (`unread_cells`: `grader.intake.chapter.MAX_READ_TOTAL`)."""
 
     modules: dict[str, GeneratedModule]
     test_cells: tuple[int, ...] = ()
     definitions: tuple[Defined, ...] = ()
+    unread_cells: tuple[int, ...] = ()
 
 
 def notebook_modules(raw: bytes, filename: str, shown_name: str | None = None) -> dict[str, GeneratedModule]:
@@ -224,7 +226,8 @@ def _notebook_code(document: dict[str, Any], filename: str, shown_name: str, tak
         module = section_module(cells, shown_name)
         return NotebookCode({stem: module} if module is not None else {}, tuple(test_cell_numbers(document)))
     chapter = analysed_cells(cells)
-    return NotebookCode(chapter_modules(chapter, shown_name, taken), definitions=definitions(chapter))
+    modules = chapter_modules(chapter, shown_name, taken)
+    return NotebookCode(modules, definitions=definitions(chapter), unread_cells=unread_cells(chapter))
 
 
 def modules_from_notebook(path: Path) -> dict[str, str]:

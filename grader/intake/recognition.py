@@ -1,15 +1,17 @@
 """A chapter notebook without `# module:` lines: each module's code recognised by the names the
 contract requires (`grader.intake.contract.REQUIRED`), as running the notebook top to bottom binds them.
 
-A module is made of the last definition of each of its required names, and of every statement
-those need, transitively (`grader.intake.statements`): the helpers and constants they read, the
-imports that bind what they use, an earlier definition a class extends, a later statement that
-changes what they define (`CausalAttention.forward = fixed_forward`). A name a definition reads
-when it runs (a base class, a decorator) is the one bound before it; a name its functions read
-when they are called is the last one bound in the notebook, as after Run All. Nothing else runs:
-demo and scratch cells (prints, the book's examples, `torch.manual_seed`) are never part of a
-module unless a definition needs what they bind, so a scratch cell that fails costs nothing, and
-one a definition needs that fails is reported at its cell and line (the module fails to import).
+A module is made of the last definition of each of its required names (a `def` or `class`, or a
+name bound to one: a value such as a demo's `attention_scores = inputs @ inputs.T` defines
+nothing), and of every statement those need, transitively (`grader.intake.statements`): the helpers
+and constants they read, the imports that bind what they use, an earlier definition a class
+extends, a later statement that changes what they define (`CausalAttention.forward =
+fixed_forward`). A name a definition reads when it runs (a base class, a decorator) is the one
+bound before it; a name its functions read when they are called is the last one bound in the
+notebook, as after Run All. Nothing else runs: demo and scratch cells (prints, the book's examples,
+`torch.manual_seed`) are never part of a module unless a definition needs what they bind, so a
+scratch cell that fails costs nothing, and one a definition needs that fails is reported at its
+cell and line (the module fails to import).
 
 Imports go first, in notebook order. A name required by an earlier module made from the same
 notebook is imported from it (`from sec3_5_causal_attention import CausalAttention`), as the
@@ -118,9 +120,30 @@ class Notebook:
             if name in self.marked_names:
                 continue  # a `# module:` cell has it: the markers decide
             position = self.resolve(name, module, unmarked=True)
-            if position is not None and not self.units[position].statement.imports:
+            if (
+                position is not None
+                and not self.units[position].statement.imports
+                and self.defines(name, position, module)
+            ):
                 roots[name] = position
         return roots
+
+    def defines(self, name: str, position: int, module: str) -> bool:
+        """Whether the statement at `position` binds `name` to a function or class: a `def` or
+        `class`, a lambda, or a name bound to one (`attention_scores = my_scores`); a value
+        (`attention_scores = inputs @ inputs.T`) defines nothing the contract asks for."""
+        statement = self.units[position].statement
+        if name in statement.defines:
+            return True
+        if statement.opaque:
+            return False  # a cell that does not parse: only its `def` and `class` lines define
+        if not statement.now:
+            return bool(statement.later)  # a lambda: it reads its names when called
+        for read in statement.now:
+            source = self.resolve(read, module, position)
+            if source is None or read not in self.units[source].statement.defines:
+                return False
+        return True
 
 
 def recognise(units: list[Unit], taken: frozenset[str] | set[str]) -> list[Recognised]:

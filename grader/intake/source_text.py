@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from grader.intake.lines import line_start, source_lines
-from grader.intake.shown import replace_surrogates
+from grader.intake.printable import replace_surrogates
 
 # PEP 263: a comment on line 1 or 2 naming the file's encoding ("# -*- coding: gbk -*-").
 _CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from grader.intake.chapter import Defined
 from grader.intake.contract import ALL_NAMES
-from grader.intake.near_misses import near_misses
-from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookError, notebook_code
-from grader.intake.shown import decode_name, shown
+from grader.intake.near_misses import Search, search
+from grader.intake.notebooks import MAX_NOTEBOOK_BYTES, NotebookCode, NotebookError, notebook_code
+from grader.intake.printable import decode_name, printable
 from grader.intake.source_text import read_source
 from grader.records import MODULES, Intake, IntegrityNote, LineOrigin, LmsIdentity, ModuleFound, Submission
 
@@ -92,7 +92,8 @@ class Assembly:
             if source.ignored:
                 self.problems.append(
                     IntegrityNote(
-                        "submission.encoding-not-read", f"{decode_name(filename)} ({shown(source.declared, limit=40)})"
+                        "submission.encoding-not-read",
+                        f"{decode_name(filename)} ({printable(source.declared, limit=40)})",
                     )
                 )
             self.py[filename[:-3]] = source.text
@@ -110,10 +111,14 @@ class Assembly:
         if code.test_cells:
             detail = f"{shown_name} ({_listed(code.test_cells)})"
             self.problems.append(IntegrityNote("submission.notebook-test-cells", detail))
+        if code.unread_cells:
+            detail = f"{shown_name} ({_listed(code.unread_cells)})"
+            self.problems.append(IntegrityNote("submission.notebook-cells-not-read", detail))
         self.definitions += [(shown_name, d) for d in code.definitions]
         named_like_a_module = filename[: -len(".ipynb")] in MODULES
         if not named_like_a_module and not code.modules and not any(d.name in ALL_NAMES for d in code.definitions):
             self.problems.append(_nothing_found(shown_name, code.definitions))
+        self.remarks += _defined_again(shown_name, code)
         for module, generated in code.modules.items():
             if module in self.generated:
                 continue  # an earlier notebook (a module-named one) has it
@@ -131,22 +136,41 @@ class Assembly:
         for module, source in self.py.items():  # a .py file wins over a notebook
             sources[module] = source
             origins.pop(module, None)
+        ordered = {module: sources[module] for module in MODULES if module in sources}
+        misses = search(ordered, origins, self.definitions) if self.looks_for_near_misses else Search(())
+        problems = self.problems + [IntegrityNote("submission.names-not-compared", f) for f in misses.uncompared]
         digest = hashlib.sha256()
         for module in sorted(sources):
             digest.update(module.encode() + b"\0" + sources[module].encode("utf-8", "surrogatepass") + b"\0")
-        for note in self.problems + self.remarks:
+        for note in self.problems + self.remarks:  # what a first look reads too (no near-miss search)
             digest.update(b"note\0" + f"{note.kind}\0{note.detail}".encode("utf-8", "surrogatepass") + b"\0")
         if self.identity is not None:
             digest.update(b"identity\0" + repr(self.identity).encode("utf-8", "surrogatepass"))
-        ordered = {module: sources[module] for module in MODULES if module in sources}
         intake = Intake(
             tuple(self.found[m] for m in MODULES if m in ordered),
-            near_misses(ordered, origins, self.definitions) if self.looks_for_near_misses else (),
+            misses.found,
             tuple(self.remarks),
             self.identity,
             tuple(self.notebooks_read),
         )
-        return Submission(self.name, self.path, ordered, digest.hexdigest(), tuple(self.problems), origins, intake)
+        return Submission(self.name, self.path, ordered, digest.hexdigest(), tuple(problems), origins, intake)
+
+
+def _defined_again(notebook: str, code: NotebookCode) -> list[IntegrityNote]:
+    """A required name a notebook defines in more than one cell, of a module recognised by its
+    names: the checks ran its last definition (as Run All leaves it), and the note says which."""
+    recognised = {
+        name for generated in code.modules.values() if generated.how == "recognised" for name in generated.names
+    }
+    cells: dict[str, list[int]] = {}
+    for defined in code.definitions:
+        if defined.name in recognised and defined.cell not in cells.setdefault(defined.name, []):
+            cells[defined.name].append(defined.cell)
+    return [
+        IntegrityNote("defined-again", f"{name} in {notebook} ({_listed(tuple(numbers))})")
+        for name, numbers in cells.items()
+        if len(numbers) > 1
+    ]
 
 
 def _nothing_found(notebook: str, definitions: tuple[Defined, ...]) -> IntegrityNote:

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from grader.intake.archives import MAX_INNER_ZIP_BYTES, ZIP_SUFFIX, Zip
 from grader.intake.files import MAX_ENTRIES, Entry, Refused
-from grader.intake.shown import decode_name
+from grader.intake.printable import decode_name
 from grader.intake.submission import MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES, Assembly, is_module_file, reading_order
 from grader.records import IntegrityNote
 

@@ -19,6 +19,8 @@ from typing import Any, Protocol
 
 import torch
 
+from grader.sections import MODULES
+
 
 class Namespace(Protocol):
     """Where a probe finds the code under test (the student's, the reference's or a variant's)."""
@@ -47,15 +49,7 @@ class Probe:
 
 PROBES: dict[str, Probe] = {}
 
-PROBE_MODULES = (
-    "sec3_3_simple_attention",
-    "sec3_4_self_attention",
-    "sec3_5_causal_attention",
-    "sec3_6_multi_head_attention",
-    "exercise3_1_weight_transfer",
-    "exercise3_2_two_dim_output",
-    "exercise3_3_gpt2_attention",
-)
+PROBE_MODULES = MODULES  # grader/sections.py
 
 
 def probe(module: str) -> Callable[[Callable[[Namespace], dict]], Callable[[Namespace], dict]]:

@@ -12,7 +12,7 @@ Calls into the code under test (an outermost frame in `directory`) are numbered;
 tensor and number arguments and its returned tensors.
 
 The trace only ever shapes a student's feedback text: the trusted side validates it
-(grader.diagnosis.trace_documents) and never scores from it. It runs in the sandbox, so this module imports
+(grader.diagnosis.trace.documents) and never scores from it. It runs in the sandbox, so this module imports
 nothing but the standard library, torch and its two helpers: grader.probes.tracer_calls (the calls
 into the code under test) and grader.probes.unwritten (memory nobody wrote).
 """

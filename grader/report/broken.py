@@ -12,7 +12,7 @@ from grader.i18n import Catalog, section_key
 from grader.records import MODULE_SECTIONS, TestOutcome
 from grader.report.messages import error_output, location_params, module_name
 from grader.report.next_step import fails_to_import
-from grader.report.said import Said, inline, say, student, words
+from grader.report.sentences import Said, inline, say, student, words
 
 # (exception types, start of Python's message, gloss key), the first match wins
 GLOSSES: tuple[tuple[tuple[str, ...], re.Pattern[str], str], ...] = tuple(

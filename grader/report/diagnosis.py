@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from grader.i18n import Catalog
 from grader.records import StudentFrame, TestOutcome
 from grader.report.messages import location_params
-from grader.report.said import Said, inline, say
+from grader.report.sentences import Said, inline, say
 
 
 @dataclass

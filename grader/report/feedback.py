@@ -27,7 +27,7 @@ from grader.report.messages import (
 )
 from grader.report.next_step import fails_to_import, first_to_fix
 from grader.report.once import said_once
-from grader.report.said import Said, inline, say, student, words
+from grader.report.sentences import Said, inline, say, student, words
 from grader.report.tables import Cell, Table, value_table
 
 __all__ = ["Cell", "CheckView", "FeedbackView", "Guidance", "SectionView", "Table", "feedback_view"]

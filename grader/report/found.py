@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from grader.i18n import Catalog, section_key
 from grader.records import MODULE_SECTIONS, MODULES, GradeResult, ModuleFound, NearMiss
-from grader.report.said import Said, say, student, trusted, words
+from grader.report.sentences import Said, say, student, trusted, words
 
 HOWS = ("file", "notebook", "marked", "recognised")
 
@@ -64,9 +64,10 @@ def _module_said(module: str, found: ModuleFound | None, catalog: Catalog) -> Sa
     if found is None:
         return say(catalog, "found.missing", section=section, module=trusted(module))
     how = found.how if found.how in HOWS else "file"
+    one = how in ("marked", "recognised") and len(found.cells) == 1 and catalog.has(f"found.{how}-one")
     return say(
         catalog,
-        f"found.{how}",
+        f"found.{how}-one" if one else f"found.{how}",
         section=section,
         file=student(found.file),
         module=trusted(module),
@@ -90,6 +91,8 @@ def found_view(result: GradeResult, catalog: Catalog) -> FoundView:
         else say(catalog, "integrity.other", kind=student(note.kind))
         for note in intake.remarks
     ]
+    recognised_in = dict.fromkeys(f.file for f in intake.modules if f.how == "recognised")
+    remarks += [say(catalog, "found.not-run", file=student(file)) for file in recognised_in]  # once a notebook
     return FoundView(
         [_module_said(module, by_module.get(module), catalog) for module in MODULES],
         remarks,

@@ -1,6 +1,6 @@
 """What the report says about a test: error and outcome messages, check titles, misconception cards,
 integrity notes. Text comes from the message catalogues; this module chooses keys and parameters,
-and marks which parameters are the student's text (see `grader.report.said`)."""
+and marks which parameters are the student's text (see `grader.report.sentences`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from grader.i18n import Catalog, section_key
 from grader.records import MODULE_SECTIONS, MODULES, IntegrityNote, ProbeError, StudentFrame, TestOutcome
 from grader.report.found import near_miss_said
-from grader.report.said import Said, output_block, say, student, trusted, words
+from grader.report.sentences import Said, output_block, say, student, trusted, words
 
 # Namespaces of catalogue keys that an error may name. A key from anywhere else (or one the
 # catalogue lacks) is never shown: the sentence of the error's kind is used instead.
@@ -180,7 +180,7 @@ class Card:
 
 
 def misconception_card(mid: str, catalog: Catalog, tests: list[str] | None = None) -> Card:
-    from grader.diagnosis.catalogue import CATALOGUE  # grader.diagnosis imports torch: not in grader.run
+    from grader.diagnosis.catalogue.misconceptions import CATALOGUE  # grader.diagnosis imports torch: not in grader.run
 
     base = f"misconceptions.{mid}"
     known = catalog.has(f"{base}.title")

@@ -14,7 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Container, Sequence
 
-from grader.records import BOOK_ORDER, TestOutcome
+from grader.records import TestOutcome
+from grader.sections import BOOK_ORDER as MODULES_IN_BOOK_ORDER
+from grader.sections import MODULE_SECTIONS
+
+BOOK_ORDER: tuple[str, ...] = tuple(MODULE_SECTIONS[module] for module in MODULES_IN_BOOK_ORDER)
 
 _NOT_IMPORTED = ("import.missing", "import.missing-notebook", "import.poisoned")
 

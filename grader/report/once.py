@@ -16,7 +16,7 @@ from __future__ import annotations
 from grader.i18n import Catalog, section_key
 from grader.records import MODULE_SECTIONS
 from grader.report.messages import Card, module_name
-from grader.report.said import Said, say, student, words
+from grader.report.sentences import Said, say, student, words
 
 
 def said_once(sections: list, cards: list[Card], catalog: Catalog) -> None:

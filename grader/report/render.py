@@ -13,7 +13,7 @@ from grader.i18n import TEMPLATES_DIR, Catalog
 from grader.records import MODULE_SECTIONS, GradeResult
 from grader.report.feedback import feedback_view
 from grader.report.heatmaps import Grid
-from grader.report.said import code_span, fenced, html, markdown, number, plain, say
+from grader.report.sentences import code_span, fenced, html, markdown, number, plain, say
 from grader.report.summary import class_view
 
 

@@ -13,8 +13,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from grader.fingerprint import version
 from grader.i18n import Catalog
-from grader.intake.shown import shown
+from grader.intake.printable import printable
 from grader.records import (
     MODULES,
     SECTIONS,
@@ -31,6 +32,7 @@ from grader.report.diagnosis import diagnosis_record
 from grader.report.messages import error_output
 
 NAME = "results.json"
+DISTRIBUTION = "attention-kit"  # the package that writes the report: its version goes in
 MAX_BYTES = 32 * 1024**2
 
 
@@ -67,6 +69,7 @@ def results_document(result: GradeResult, catalog: Catalog) -> dict:
         "lms": asdict(result.intake.identity) if result.intake.identity is not None else None,
         "content_hash": result.content_hash,
         "lang": catalog.lang,
+        "kit_version": version(DISTRIBUTION) or None,
     }
 
 
@@ -81,7 +84,7 @@ def _strict(value: Any) -> Any:
             value.encode("utf-8")
             return str(value)
         except UnicodeEncodeError:
-            return shown(value, keep="\n\t")
+            return printable(value, keep="\n\t")
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):

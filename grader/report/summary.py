@@ -1,15 +1,25 @@
-"""The views of a class: one row per student, score histogram, pass rates, misconceptions."""
+"""The views of a class for its TA: one row per student (scores, what to act on), then the score
+histogram, which students each misconception was diagnosed in, and each check's pass rate."""
 
 from __future__ import annotations
 
+import base64
+import functools
+import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
-from grader.i18n import Catalog, section_key
-from grader.intake.shown import shown
+from markupsafe import Markup
+
+from grader.fingerprint import version
+from grader.i18n import TEMPLATES_DIR, Catalog, section_key
+from grader.intake.printable import printable
 from grader.records import SECTIONS, GradeResult, IntegrityNote
 from grader.report.messages import NoteView, check_title, misconception_card, note_view
+from grader.report.results_file import DISTRIBUTION
+from grader.report.sentences import Said, trusted
+from grader.report.student_status import Status, student_status
 
 HISTOGRAM_BINS = 10
 
@@ -40,6 +50,7 @@ class StudentRow:
     misconceptions: list[str]  # titles
     track: str = "pytorch"
     folder: str | None = None  # the folder of the student's reports (shown beside the name when it differs)
+    status: list[Status] = field(default_factory=list)  # what to act on, most urgent first
 
     @property
     def href(self) -> str:
@@ -47,22 +58,60 @@ class StudentRow:
         return f"{quote(self.folder, errors='surrogateescape')}/feedback.html" if self.folder else ""
 
     @property
+    def status_kinds(self) -> set[str]:
+        """The notes the status column says already (the notebook not recognised, uploaded again)."""
+        return {kind for status in self.status for kind in status.notes}
+
+    @property
     def fraction(self) -> float:
         return self.score / self.max_score if self.max_score else 0.0
 
 
 @dataclass
+class PassRate:
+    section: str
+    title: str
+    rate: float
+
+
+@dataclass
+class Diagnosed:
+    """One misconception and the students (their rows) it was diagnosed in."""
+
+    title: str
+    rows: list[StudentRow]
+
+
+@dataclass(frozen=True)
+class PinnedScript:
+    """The summary's one script (templates/sort_table.js) and its digest for the page's CSP."""
+
+    text: Markup
+    digest: str
+
+
+@functools.cache
+def sort_script() -> PinnedScript:
+    text = (TEMPLATES_DIR / "sort_table.js").read_text(encoding="utf-8")
+    digest = base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+    return PinnedScript(Markup(text), f"sha256-{digest}")
+
+
+@dataclass
 class ClassView:
+    title: str  # names the assignment
+    version: Said  # the kit's
     rows: list[StudentRow]
     section_ids: list[str]
     section_titles: dict[str, str]
     histogram: Chart
-    pass_rates: Chart
-    misconceptions: Chart
+    pass_rates: list[PassRate]
+    misconceptions: list[Diagnosed]
     mean: float
     median: float
     flagged: int
     protections: list[NoteView] = field(default_factory=list)  # missing on the whole run
+    script: PinnedScript = field(default_factory=sort_script)
 
 
 def histogram(fractions: list[float], catalog: Catalog, bins: int = HISTOGRAM_BINS) -> Chart:
@@ -78,33 +127,27 @@ def histogram(fractions: list[float], catalog: Catalog, bins: int = HISTOGRAM_BI
     return Chart(catalog.t("summary.chart.histogram"), bars)
 
 
-def pass_rates(results: list[GradeResult], catalog: Catalog) -> Chart:
+def pass_rates(results: list[GradeResult], catalog: Catalog) -> list[PassRate]:
     passed: Counter[str] = Counter()
-    seen: Counter[str] = Counter()
+    seen: dict[str, str] = {}  # test id -> its section, in book order
     for result in results:
         for outcome in result.tests:
-            seen[outcome.id] += 1
+            seen.setdefault(outcome.id, outcome.section)
             passed[outcome.id] += outcome.status == "passed"
-    bars = []
-    for test_id in seen:
-        rate = passed[test_id] / seen[test_id]
-        bars.append(Bar(check_title(test_id, catalog), rate, rate, f"{rate:.0%}", test_id))
-    return Chart(catalog.t("summary.chart.pass-rates"), bars, catalog.t("summary.chart.no-tests"))
-
-
-def misconception_counts(results: list[GradeResult], catalog: Catalog) -> Chart:
-    students: Counter[str] = Counter()
-    tests: Counter[str] = Counter()
-    for result in results:
-        ids = [o.misconception for o in result.tests if o.misconception]
-        tests.update(ids)
-        students.update(set(ids))
-    top = max(students.values()) if students else 1
-    bars = [
-        Bar(misconception_card(mid, catalog).title, n, n / top, catalog.t("summary.chart.students", count=n), mid)
-        for mid, n in sorted(students.items(), key=lambda item: (-item[1], item[0]))
+    return [
+        PassRate(section, check_title(test_id, catalog), passed[test_id] / len(results))
+        for test_id, section in seen.items()
     ]
-    return Chart(catalog.t("summary.chart.misconceptions"), bars, catalog.t("summary.chart.no-misconceptions"))
+
+
+def diagnosed(rows: list[StudentRow]) -> list[Diagnosed]:
+    """Each misconception with the students it was diagnosed in, the most frequent first."""
+    students: dict[str, list[StudentRow]] = {}
+    for row in rows:
+        for title in row.misconceptions:
+            students.setdefault(title, []).append(row)
+    ordered = sorted(students.items(), key=lambda item: (-len(item[1]), item[0]))
+    return [Diagnosed(title, rows) for title, rows in ordered]
 
 
 def class_view(results: list[GradeResult], catalog: Catalog) -> ClassView:
@@ -115,7 +158,7 @@ def class_view(results: list[GradeResult], catalog: Catalog) -> ClassView:
         scores = {s.id: (s.score, s.max_score) for s in result.sections}
         rows.append(
             StudentRow(
-                shown(result.submission),
+                printable(result.submission),
                 result.score,
                 result.max_score,
                 [scores.get(s, (0.0, 0.0)) for s in section_ids],
@@ -126,6 +169,7 @@ def class_view(results: list[GradeResult], catalog: Catalog) -> ClassView:
                 ],
                 result.track,
                 result.folder,
+                student_status(result, catalog),
             )
         )
     fractions = sorted(row.fraction for row in rows)
@@ -139,17 +183,16 @@ def class_view(results: list[GradeResult], catalog: Catalog) -> ClassView:
         if kind.startswith("sandbox.")
     ]
     return ClassView(
+        catalog.t("summary.page-title", assignment=catalog.t("summary.assignment")),
+        trusted(version(DISTRIBUTION)),
         rows,
         section_ids,
         {s: catalog.t(section_key(s)) for s in section_ids},
         histogram(fractions, catalog),
         pass_rates(results, catalog),
-        misconception_counts(results, catalog),
+        diagnosed(rows),
         mean,
         median,
         sum(1 for row in rows if any(not n.kind.startswith("sandbox.") for n in row.integrity)),
         protections,
     )
-
-
-# -- rendering ---------------------------------------------------------------------------------

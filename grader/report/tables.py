@@ -14,7 +14,7 @@ from typing import Any
 
 from grader.i18n import Catalog
 from grader.records import TestOutcome
-from grader.report.said import Said, inline, number, say
+from grader.report.sentences import Said, inline, number, say
 
 
 @dataclass

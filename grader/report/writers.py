@@ -13,13 +13,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from grader.classroom.textsafe import spreadsheet_cell
 from grader.i18n import Catalog
-from grader.intake.shown import shown
+from grader.intake.printable import printable
 from grader.records import SECTIONS, GradeResult, IntegrityNote, TestOutcome
 from grader.report import results_file
 from grader.report.render import render_feedback, render_summary
-from grader.report.said import number
+from grader.report.sentences import number
+from grader.report.textsafe import spreadsheet_cell
 
 log = logging.getLogger("grader.report")
 
@@ -45,7 +45,7 @@ def write_submission_reports(result: GradeResult, out_dir: Path, catalog: Catalo
     try:
         html, markdown = render_feedback(result, catalog)
     except Exception as exc:
-        log.exception("feedback of %s could not be rendered", shown(result.submission))
+        log.exception("feedback of %s could not be rendered", printable(result.submission))
         result = _with_note(result, IntegrityNote("report.failed", type(exc).__name__))
         html, markdown = _plain_pages(result, catalog)
     write_atomic(out_dir / "feedback.html", html)
@@ -75,9 +75,9 @@ def _plain_pages(result: GradeResult, catalog: Catalog) -> tuple[str, str]:
     try:
         return render_feedback(reduced, catalog)
     except Exception:
-        log.exception("plain feedback of %s could not be rendered either", shown(result.submission))
+        log.exception("plain feedback of %s could not be rendered either", printable(result.submission))
     lines = [
-        catalog.t("report.title", name=shown(result.submission)),
+        catalog.t("report.title", name=printable(result.submission)),
         f"{number(result.score)} / {number(result.max_score)} {catalog.t('report.points')}",
         catalog.t("integrity.report.failed", detail=""),
     ]
@@ -152,6 +152,6 @@ def write_class_reports(results: list[GradeResult], out_dir: Path, catalog: Cata
                 render_summary([result], catalog)
                 shown_results.append(result)
             except Exception:  # noqa: BLE001
-                log.error("left out of summary.html: %s", shown(result.submission))
+                log.error("left out of summary.html: %s", printable(result.submission))
         page = render_summary(shown_results, catalog)
     write_atomic(out_dir / "summary.html", page)

@@ -7,8 +7,8 @@
       grading     per submission, as its sandbox run comes back:          grader.run.grading
         outcomes    the hidden suites on its probe outputs                 grader.run.stages
         trace plan  failing probes run again under the tracer
-        diagnosed   blame, misconceptions, the student's line
-        assembled   messages, heatmaps, integrity notes, scores -> GradeResult
+        diagnoses   blame, misconceptions, the student's line
+        result      messages, heatmaps, integrity notes, scores -> GradeResult
         reports     results.json, feedback.html, feedback.md               grader.report
       class       gradebook.csv, summary.html                              grader.report.writers
 

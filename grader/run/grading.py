@@ -25,11 +25,11 @@ import torch
 
 from grader.answer_key import KIT_CACHE, AnswerKey
 from grader.diagnosis import Diagnoser
-from grader.diagnosis.trace_documents import documents_of
+from grader.diagnosis.trace.documents import documents_of
 from grader.fingerprint import code_fingerprint
 from grader.frameworks import PYTORCH
 from grader.i18n import Catalog, section_key
-from grader.intake.shown import shown
+from grader.intake.printable import printable
 from grader.probes import load_all
 from grader.records import SECTIONS, GradeResult, IntegrityNote
 from grader.report.writers import write_submission_reports
@@ -159,7 +159,7 @@ class Grading:
         try:
             traces = documents_of(run.results, run.digests)
         except Exception as exc:  # noqa: BLE001
-            self.on_result(self.written(self.failed(graded.run, _failure("diagnosis", graded.run, exc))))
+            self.on_result(self.with_reports(self.failed(graded.run, _failure("diagnosis", graded.run, exc))))
             return
         self.finish(graded, plan, traces)
 
@@ -167,8 +167,8 @@ class Grading:
         """One submission's result and reports."""
         run = graded.run
         try:
-            outcomes, partial = stages.diagnosed(graded, self.diagnoser(run.track), self.suites, traces, plan)
-            result = stages.assembled(
+            outcomes, partial = stages.with_diagnoses(graded, self.diagnoser(run.track), self.suites, traces, plan)
+            result = stages.grade_result(
                 graded,
                 outcomes,
                 partial,
@@ -180,13 +180,13 @@ class Grading:
             )
         except Exception as exc:  # noqa: BLE001
             result = self.failed(run, _failure("grading", run, exc))
-        self.on_result(self.written(result))
+        self.on_result(self.with_reports(result))
 
     def give_up(self, run: SandboxRun, note: IntegrityNote, key: str = "internal.grading-failed") -> None:
         """The submission of a grade run as a failed result (every test an error saying `key`, with
         `note`); its slot released and the next submission submitted."""
         self.pools.release(run)
-        self.on_result(self.written(self.failed(run, note, key)))
+        self.on_result(self.with_reports(self.failed(run, note, key)))
         self.submit_next()
 
     def failed(self, run: SandboxRun, note: IntegrityNote, key: str = "internal.grading-failed") -> GradeResult:
@@ -194,14 +194,14 @@ class Grading:
             run.submission, self.suites, self.catalog, self.titles, self.protections, note, run.track, key
         )
 
-    def written(self, result: GradeResult) -> GradeResult:
+    def with_reports(self, result: GradeResult) -> GradeResult:
         """The result, naming its report folder, once its reports are written (with a note when they
         could not be)."""
         result = self.plan.with_folder(result)
         try:
             return write_submission_reports(result, self.plan.folders[result.submission], self.catalog)
         except Exception as exc:
-            log.exception("the reports of %s could not be written", shown(result.submission))
+            log.exception("the reports of %s could not be written", printable(result.submission))
             return stages.with_note(result, IntegrityNote("report.failed", type(exc).__name__))
 
     def diagnoser(self, track: str) -> Diagnoser:
@@ -213,5 +213,5 @@ class Grading:
 
 
 def _failure(stage: str, run: SandboxRun, exc: Exception) -> IntegrityNote:
-    log.exception("%s failed for %s", stage, shown(run.submission.name))
+    log.exception("%s failed for %s", stage, printable(run.submission.name))
     return IntegrityNote("grader.failed", f"{stage}: {type(exc).__name__}")

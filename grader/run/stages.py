@@ -2,9 +2,9 @@
 
 1. `probe_outputs`, `outcomes`: the hidden suites on the sandbox's probe outputs -> one TestOutcome per test;
 2. `trace_plan`: which failing probes the sandbox should run again under the tracer;
-3. `diagnosed`: a missing module named as such, blame, the misconceptions and the student's line
+3. `with_diagnoses`: a missing module named as such, blame, the misconceptions and the student's line
    (from the traces, when there are some), blame on earlier sections, cells of notebooks;
-4. `assembled`: each test's message, the heatmaps, the integrity notes and the scores -> GradeResult.
+4. `grade_result`: each test's message, the heatmaps, the integrity notes and the scores -> GradeResult.
 
 Whatever one submission's data provokes in a stage costs that submission only: a failed diagnosis,
 message or heatmap leaves its part out of the report and says so (`grader.partial`); a failed stage
@@ -14,21 +14,23 @@ otherwise makes `failed_result` (every test an error, and a note).
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, replace
 
 import torch
 
 from grader.diagnosis import Diagnoser
 from grader.diagnosis.blame import attribute_to_earlier_sections
-from grader.diagnosis.quotes import quoted
+from grader.diagnosis.source.quotes import quoted
 from grader.i18n import Catalog
+from grader.intake.contract import CLASSES, OWNER, REQUIRED
 from grader.intake.notebook_cells import in_notebook_terms, message_in_notebook_terms
-from grader.intake.shown import shown
+from grader.intake.printable import printable
 from grader.probe_outputs import ProbeOutputs
 from grader.probes import BOOK_TOKENS
 from grader.records import GradeResult, Heatmap, IntegrityNote, ProbeError, SectionScore, Submission, TestOutcome
 from grader.report.messages import outcome_message
-from grader.report.said import words
+from grader.report.sentences import words
 from grader.sandbox.runs import SandboxRun
 from grader.suites.hidden_suites import HiddenSuites, SuiteItem
 
@@ -88,7 +90,7 @@ def trace_plan(graded: Graded, diagnoser: Diagnoser, suites: HiddenSuites) -> Tr
     try:
         probes, shared = diagnoser.trace_plan(list(graded.outcomes), graded.outputs, suites.uses, sources)
     except Exception:
-        log.exception("choosing the probes to trace for %s failed", shown(graded.submission.name))
+        log.exception("choosing the probes to trace for %s failed", printable(graded.submission.name))
         return TracePlan(shared={})
     return TracePlan(tuple(probes), shared)
 
@@ -96,7 +98,7 @@ def trace_plan(graded: Graded, diagnoser: Diagnoser, suites: HiddenSuites) -> Tr
 # -- 3. the diagnosis -----------------------------------------------------------------------------
 
 
-def diagnosed(
+def with_diagnoses(
     graded: Graded, diagnoser: Diagnoser, suites: HiddenSuites, traces: dict[str, dict], plan: TracePlan
 ) -> tuple[tuple[TestOutcome, ...], tuple[str, ...]]:
     """The outcomes with their causes and lines, and the stages that failed (left out of the report)."""
@@ -108,10 +110,11 @@ def diagnosed(
             outcomes, graded.outputs, suites.uses, submission.sources, traces, plan.shared
         )
     except Exception:
-        log.exception("diagnosis of %s failed", shown(submission.name))
+        log.exception("diagnosis of %s failed", printable(submission.name))
         outcomes = [replace(o, misconception=None, diagnosis=None) for o in outcomes]
         partial = ("diagnosis",)
     outcomes = attribute_to_earlier_sections(outcomes, suites.uses)  # on the modules' own file names
+    outcomes = [_absent_not_broken(o, submission) for o in outcomes]
     outcomes = [_in_notebook_terms(_quoted(o, submission), submission) for o in outcomes]
     return tuple(_near_missed(_in_notebook_words(o, submission), submission) for o in outcomes), partial
 
@@ -127,16 +130,52 @@ def _missing_module(outcome: TestOutcome, submission: Submission) -> TestOutcome
     )
 
 
+_NOT_THERE = {"import.missing", "import.missing-notebook", "import.needs-absent", "import.needs-absent-notebook"}
+
+
+def _absent_not_broken(outcome: TestOutcome, submission: Submission) -> TestOutcome:
+    """A module the submission does not have is missing, never broken: a check of such a module
+    says its own module is missing; a check of a module that is there, which needs one that is
+    not, says what it needs and that the submission does not have it."""
+    if outcome.status == "passed":
+        return outcome
+    if outcome.module not in submission.sources:
+        return replace(outcome, blocked_by=None) if outcome.blocked_by else outcome
+    needed = outcome.blocked_by or _undefined_owner(outcome)
+    if needed is None or needed in submission.sources:
+        return outcome
+    names = [n for n in REQUIRED.get(needed, ()) if n in CLASSES] or list(REQUIRED.get(needed, ()))
+    params = {"module": needed, "names": ", ".join(names)}
+    key = "import.needs-absent-notebook" if submission.intake.notebooks else "import.needs-absent"
+    return replace(outcome, blocked_by=None, error=ProbeError(kind="import", key=key, module=needed, params=params))
+
+
+_UNDEFINED = re.compile(r"name '(\w+)' is not defined")
+
+
+def _undefined_owner(outcome: TestOutcome) -> str | None:
+    """The module whose required name the test's NameError says is not defined."""
+    error = outcome.error
+    if error is None or error.kind != "exception" or error.exc_type != "NameError":
+        return None
+    match = _UNDEFINED.search(str(error.message or "")[:1000])
+    return OWNER.get(match.group(1)) if match else None
+
+
 def _in_notebook_words(outcome: TestOutcome, submission: Submission) -> TestOutcome:
     """A function missing from a module made from a notebook: said of the notebook, not of a .py file."""
     error = outcome.error
-    if error is None or error.key != "contract.missing-function":
+    params = (error.params or {}) if error is not None else {}
+    if error is None or error.key not in ("contract.missing-function", "contract.missing-module-attribute"):
         return outcome
-    module = (error.params or {}).get("module")
+    name = params.get("name") if error.key == "contract.missing-function" else params.get("path")
+    if not isinstance(name, str) or "." in name:
+        return outcome
+    module = params.get("module")
     found = next((f for f in submission.intake.modules if f.module == module and f.how != "file"), None)
     if found is None:
         return outcome
-    params = {**(error.params or {}), "notebook": found.file}
+    params = {**params, "name": name, "notebook": found.file}
     return replace(outcome, error=replace(error, key="contract.missing-function-notebook", params=params))
 
 
@@ -153,7 +192,9 @@ def _near_missed(outcome: TestOutcome, submission: Submission) -> TestOutcome:
         m for m in submission.intake.near_misses if outcome.module == m.module or params.get("module") == m.module
     ]
     for miss in misses:  # the name the error names
-        if miss.kind == "name":
+        if miss.kind == "name" and str(error.key) in _NOT_THERE:
+            hit = params.get("module") == miss.module  # the module is missing: a name of it is misspelt
+        elif miss.kind == "name":
             hit = str(error.key).startswith("contract.missing-function") and params.get("name") == miss.wanted
         else:
             hit = error.kind in ("exception", "contract") and miss.wanted in text
@@ -171,7 +212,7 @@ def _near_missed(outcome: TestOutcome, submission: Submission) -> TestOutcome:
 
 
 def _quoted(outcome: TestOutcome, submission: Submission) -> TestOutcome:
-    """Each error frame's code read from the submission's own sources (`grader.diagnosis.quotes`)."""
+    """Each error frame's code read from the submission's own sources (`grader.diagnosis.source.quotes`)."""
     error = quoted(outcome.error, submission.sources)
     return outcome if error is outcome.error else replace(outcome, error=error)
 
@@ -196,7 +237,7 @@ def _in_notebook_terms(outcome: TestOutcome, submission: Submission) -> TestOutc
 # -- 4. the result --------------------------------------------------------------------------------
 
 
-def assembled(
+def grade_result(
     graded: Graded,
     outcomes: tuple[TestOutcome, ...],
     partial: tuple[str, ...],
@@ -213,21 +254,21 @@ def assembled(
         for name, result in graded.outputs.results.items()
         if isinstance(result, ProbeError) and result.kind == "integrity"
     ]
-    said = []
+    with_messages = []
     for outcome in outcomes:
         try:
-            said.append(replace(outcome, message=outcome_message(outcome, catalog)))
+            with_messages.append(replace(outcome, message=outcome_message(outcome, catalog)))
         except Exception:
-            log.exception("the message of %s for %s failed", outcome.id, shown(submission.name))
-            said.append(replace(outcome, message=words(catalog.t(f"status.{outcome.status}"))))
+            log.exception("the message of %s for %s failed", outcome.id, printable(submission.name))
+            with_messages.append(replace(outcome, message=words(catalog.t(f"status.{outcome.status}"))))
             partial += ("messages",)
     try:
         maps = heatmaps(suites.infos, reference, graded.outputs)
     except Exception:
-        log.exception("the heatmaps of %s failed", shown(submission.name))
+        log.exception("the heatmaps of %s failed", printable(submission.name))
         maps, partial = [], partial + ("heatmaps",)
     integrity += [IntegrityNote("grader.partial", stage) for stage in dict.fromkeys(partial)]
-    return _result(submission, said, integrity, titles, graded.run.track, maps)
+    return _result(submission, with_messages, integrity, titles, graded.run.track, maps)
 
 
 def failed_result(

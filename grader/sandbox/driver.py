@@ -283,7 +283,7 @@ def _call_within(call: dict, nodes: int) -> dict:
 def packed(document: dict) -> dict:
     """The tracer's document as it is sent: the nodes' recorded values joined into one flat tensor per
     dtype under "values", each node's "value" its offset there (one tensor to encode, send and decode
-    per dtype instead of one per node; grader.diagnosis.trace_documents reads both forms)."""
+    per dtype instead of one per node; grader.diagnosis.trace.documents reads both forms)."""
     parts: dict[str, list] = {}
     sizes: dict[str, int] = {}
     nodes = []

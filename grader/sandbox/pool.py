@@ -39,6 +39,7 @@ KIT_ROOT = Path(grader.__file__).resolve().parent
 # What the workers run, copied out of the kit (never the suites, the solutions or the trusted side).
 SANDBOX_FILES = [
     "__init__.py",
+    "sections.py",
     "probes",
     "frameworks",
     "sandbox/__init__.py",
@@ -127,13 +128,17 @@ class SandboxPool:
             notes.append(IntegrityNote("sandbox.no-uid-separation", str(os.getuid())))
         if not self.use_bwrap and not self.is_root:
             notes.append(IntegrityNote("sandbox.no-network-isolation", "unshare"))
-        # a kit in site-packages is mounted for the child; without bubblewrap, a root grader's
-        # workers hide the kit in a mount namespace of their own (private_view), and where they
-        # cannot make one (no CAP_SYS_ADMIN: a container) file permissions alone keep the answer
-        # key from the children, which run under their own uid
+        # a kit in site-packages (a pip install) is in a folder mounted for the child: bubblewrap
+        # covers it (`self.hidden`), and so does a root grader's mount namespace (private_view);
+        # where neither can run, it is in reach. Where a root grader cannot make a namespace (no
+        # CAP_SYS_ADMIN: a container) file permissions alone keep the answer key from the
+        # children, which run under their own uid
+        covered = self.use_bwrap or (self.is_root and mounts.has_sys_admin())
         unhidden = not self.use_bwrap and self.is_root and not mounts.has_sys_admin()
         notes += [
-            note for note in exposure.answer_key_exposure() if note.kind == "deploy.kit-in-site-packages" or unhidden
+            note
+            for note in exposure.answer_key_exposure()
+            if (note.kind == "deploy.kit-in-site-packages" and not covered) or unhidden
         ]
         return notes
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from grader import frameworks
 from grader.frameworks import MINDSPORE, PYTORCH, TRACKS, track_of
-from grader.intake.shown import shown
+from grader.intake.printable import printable
 from grader.records import IntegrityNote, Submission
 from grader.sandbox.pool import SandboxPool
 from grader.sandbox.runs import Limits, NotRun, SandboxRun
@@ -131,7 +131,7 @@ class TrackPools:
             stage = "sandbox"
             pool = self.pools.get(track) or self._start(track, 1)
         except Exception as exc:
-            log.exception("%s of %s failed", stage, shown(submission.name))
+            log.exception("%s of %s failed", stage, printable(submission.name))
             return self._unrun(
                 submission,
                 mode,

@@ -9,7 +9,7 @@ P = "exercise3_3_gpt2_attention:"
 
 
 # the class's own configuration: head_dim and the rejection of an indivisible d_out (how the class
-# handles qkv_bias, its other setting, the diagnosis reads off its own probe: grader.diagnosis.signatures)
+# handles qkv_bias, its other setting, the diagnosis reads off its own probe: grader.diagnosis.catalogue.signatures)
 @pytest.mark.uses("sec3_6_multi_head_attention::test_mha_configuration")
 @pytest.mark.points(1)
 def test_parameter_count(student, reference):

@@ -1,7 +1,0 @@
-"""Error patterns of exercise3_2_two_dim_output."""
-
-from __future__ import annotations
-
-from grader.diagnosis.patterns import Pattern
-
-PATTERNS: list[Pattern] = []
