@@ -37,11 +37,13 @@ CLEAN_PATH = "/usr/local/bin:/usr/bin:/bin"
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 SHELL = {"bash", "sh", "shell", "console"}
 MAKE_TEST = re.compile(r"^make test(?=\s|$)", re.M)
+MAKE_CHECK = re.compile(r"^make check(?=\s|$)", re.M)
 
 
 def documented_pages(top: Path) -> list[Path]:
-    """README first, then every page of docs/ in name order: the order a reader follows the links."""
-    return [top / "README.md", *sorted((top / "docs").glob("*.md"))]
+    """README first, then CONTRIBUTING and every page of docs/ in name order: the order a reader
+    follows the links."""
+    return [top / "README.md", top / "CONTRIBUTING.md", *sorted((top / "docs").glob("*.md"))]
 
 
 def readme_blocks(text: str) -> list[tuple[str, str]]:
@@ -148,6 +150,7 @@ def test_readme_blocks_run_in_a_clean_shell_on_a_fresh_clone(fresh_clone):
     outputs = []
     for number, (page, code) in enumerate(blocks, start=1):
         runnable = MAKE_TEST.sub("make test PYTEST_ARGS=--collect-only", code)
+        runnable = MAKE_CHECK.sub("make check PYTEST_ARGS=--collect-only", runnable)
         result = run_block(runnable, clone, home)
         output = result.stdout + result.stderr
         where = f"{page.relative_to(clone)} block {number}"
