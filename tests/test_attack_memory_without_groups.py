@@ -1,5 +1,6 @@
-"""Round-four attacks on memory without memory groups (issue 36, point 5: "every page a submission makes — mapped, shared
-memory, memfd, tmpfs — counts against one limit per submission"). Where the machine offers no
+"""Round-four attacks on memory without memory groups (issue 36, point 5: "every page a
+submission makes — mapped, shared memory, memfd, tmpfs — counts against one limit per submission").
+Where the machine offers no
 memory group, the fallback refuses memfd, but System V shared memory is not refused: a child that
 attaches, fills and detaches 8 MB segments (`tests/attacks/round5_sysv_hoard.py`) keeps twice its
 64 MB limit (128 MB, measured; the segments live as long as the child's IPC namespace) and the
