@@ -13,7 +13,7 @@ near-miss search) for a notebook of 160,000 distinct definitions named like the 
 near-miss search's worst case: each costs a full edit-distance table against every required name),
 one of 20,000 one-line assignments in one cell (a module's top-level names found by pattern), one
 of 30,000 tiny cells (the most a notebook's JSON may hold), and 2 MB of code past the reading
-budget. Not part of the test run (tests/test_attacks_round3_text.py and
+budget. Not part of the test run (tests/test_trusted_text_costs.py and
 tests/test_trusted_text_caps.py compare costs or count what was compared, never time).
 """
 

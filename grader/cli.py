@@ -19,7 +19,7 @@ def _grade_parser() -> argparse.ArgumentParser:
         prog="grade",
         description="Grade Chapter 3 submissions: one submission folder, or a class folder of student folders.",
         epilog="Other commands: grade release OUT | grade nbgrader COURSE_DIR | grade gradescope OUT.zip | "
-        "grade prairielearn OUT | grade export REPORTS --lms canvas|moodle",
+        "grade prairielearn OUT | grade export REPORTS --lms canvas|moodle|blackboard|brightspace",
     )
     parser.add_argument("path", type=Path, help="a submission folder, or a folder of student folders")
     parser.add_argument("--out", type=Path, default=Path("reports"), help="where reports go (default: reports/)")

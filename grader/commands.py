@@ -20,6 +20,7 @@ from grader.classroom.prairielearn_question import (
 )
 from grader.classroom.release import ReleaseError, write_release
 from grader.i18n import LANGUAGES, Catalog
+from grader.lms import FORMATS
 
 
 def _release(argv: list[str]) -> int:
@@ -96,7 +97,9 @@ def _gradescope(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
     path = build_autograder_zip(args.out, lang=args.lang, visibility=args.visibility)
-    print(Catalog(args.lang).t("cli.file-written", path=path))
+    catalog = Catalog(args.lang)
+    print(catalog.t("cli.file-written", path=path))
+    print(catalog.t("deploy.cli.gradescope-next", path=path))
     return 0
 
 
@@ -152,7 +155,7 @@ def _prairielearn(argv: list[str]) -> int:
 def _export(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="grade export",
-        description="Write a gradebook CSV that Canvas or Moodle imports, from the "
+        description="Write a gradebook CSV that Canvas, Moodle, Blackboard Learn or Brightspace imports, from the "
         "reports of an earlier `grade` run (nothing is graded again).",
     )
     parser.add_argument("reports", type=Path, help="the output folder of `grade` (e.g. reports/)")
@@ -204,12 +207,9 @@ def _export(argv: list[str]) -> int:
     )
     for title, points in done.columns:
         print(catalog.t("deploy.cli.export-column", title=title, points=f"{points:g}"))
-    if args.lms == "canvas":
-        print(catalog.t("deploy.cli.export-canvas-next"))
-    elif done.identity_column == "Identifier":  # a Moodle download's participant ids: the grading worksheet
-        print(catalog.t("deploy.cli.export-moodle-worksheet-next"))
-    else:
-        print(catalog.t("deploy.cli.export-moodle-next", column=done.identity_column))
+    if done.sheet is not None:
+        key, params = FORMATS[args.lms].next_step(done.sheet)
+        print(catalog.t(f"deploy.cli.{key}", **params))
     for key, names in (
         ("export-unreadable", done.unreadable),
         ("export-unmatched", done.unmatched),
@@ -217,6 +217,7 @@ def _export(argv: list[str]) -> int:
         ("export-altered", done.altered_ids),
         ("export-ambiguous", done.ambiguous),
         ("export-no-lms-id", done.no_lms_id),
+        ("export-same-lms-id", done.same_lms_id),
         ("export-ambiguous-rows", done.ambiguous_rows),
     ):
         if names:

@@ -59,9 +59,9 @@ class NearMiss:
 
 @dataclass(frozen=True)
 class LmsIdentity:
-    """Who a submission of an LMS download is, as the LMS knows them: `lms` "canvas" (its user id
-    and the name in its file names) or "moodle" (the full name and the participant id of its folder
-    names); `late` when the LMS marked it late."""
+    """Who a submission of an LMS download is, as the LMS knows them: `lms` names its format in
+    `grader.lms` ("canvas", "moodle", "blackboard", "brightspace"), `user_id` the id the LMS's part of
+    the download's names carries, `name` the name it writes there; `late` when the LMS marked it late."""
 
     lms: str
     user_id: str

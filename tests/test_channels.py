@@ -192,6 +192,7 @@ def test_nbgrader_feedback_carries_the_whole_diagnosis_under_each_test_cell(caro
         where = catalog.t("report.in-cell", notebook="\0", cell=numbers[module])
         where = re.escape(where).replace("\x00", r"<code[^>]*>ch3_attention\.ipynb</code>")
         assert re.search(where, fragment), fragment  # "code cell N": markdown cells are not counted
+        assert _test_cell(nb, module).execution_count == numbers[module]  # its prompt: "In [N]:"
         assert (f", line {line}," if lang == "en" else f" 第 {line} 行") in fragment
         shown = html.unescape(fragment)  # jinja2 writes a quote as &#34;, html.escape as &quot;
         assert re.search(rf'<code class="ak-code">\s*{re.escape(code)}\s*</code>', shown)  # the line, as code
@@ -203,3 +204,29 @@ def test_nbgrader_feedback_carries_the_whole_diagnosis_under_each_test_cell(caro
 
 def _test_cell(nb, grade_id: str):
     return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def test_nbgrader_feedback_prompts_number_the_code_cells_as_the_report_does():
+    """nbgrader's feedback page shows each code cell's prompt ("In [2]:"): it is the number the
+    report gives the cell ("code cell 2", markdown cells not counted), not what a kernel left."""
+    pytest.importorskip("nbgrader")
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    from grader.classroom.nbgrader_feedback import number_code_cells
+    from grader.intake.notebooks import _numbered_code_cells
+
+    cells = [
+        nbformat.v4.new_markdown_cell("# 第 3 章"),
+        nbformat.v4.new_code_cell("import torch", execution_count=7),
+        nbformat.v4.new_markdown_cell("## 3.3"),
+        nbformat.v4.new_code_cell(""),
+        nbformat.v4.new_code_cell("def softmax_naive(x):\n    return x", execution_count=2),
+    ]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    number_code_cells(nb)
+    report = [number for number, _ in _numbered_code_cells(json.loads(nbformat.writes(nb)))]
+    assert [c.execution_count for c in nb.cells if c.cell_type == "code"] == report
+    page, _ = HTMLExporter(template_name="classic").from_notebook_node(nb)
+    prompts = [int(n) for n in re.findall(r"In(?:&nbsp;|\xa0| )\[(\d+)\]:", page)]
+    assert prompts == [1, 2, 3]

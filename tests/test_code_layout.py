@@ -71,6 +71,7 @@ LAYERS = (
     ("__init__",),  # the package itself (for its folder): it imports nothing
     ("sections", "resources"),  # the manifest of the sections; where the kit's data files are
     ("records", "i18n", "quick_exit", "fingerprint"),
+    ("lms",),  # each LMS's names and grade import (standard library and records only)
     ("intake",),
     ("probes",),
     ("frameworks",),

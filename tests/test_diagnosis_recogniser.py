@@ -75,7 +75,8 @@ def test_correct_alternatives_earn_full_marks_without_diagnosis(graded):
 
 
 def test_a_sample_of_the_mutant_corpus(tmp_path):
-    """Twenty catalogued single mutants that lose points and five pairs: named, located, honest."""
+    """Twenty catalogued single mutants that lose points, five pairs and up to three pairs in one
+    function: named, located, honest (a pair: both causes named, no other)."""
     mutants = [m for m in single_mutants() if m.label]
     sample = random.Random(2024).sample(mutants, 24)
     graded = benchmark.grade(benchmark.single_cases(sample), tmp_path / "singles")
@@ -87,6 +88,9 @@ def test_a_sample_of_the_mutant_corpus(tmp_path):
     assert sum(t[1] for t in totals) >= 0.9 * sum(t[0] for t in totals), [t[2] for t in totals if t[2]]
     assert not any(o.diagnosis for g in graded if not g.loses_points for o in g.outcomes)
     by_name = {case.name: mutant for case, mutant in zip(benchmark.single_cases(sample), sample)}
-    pairs = benchmark.grade(benchmark.pair_cases(graded, by_name, 5, 7), tmp_path / "pairs")
+    cases = benchmark.pair_cases(graded, by_name, 5, 7) + benchmark.pair_cases(graded, by_name, 3, 7, stacked=True)
+    pairs = benchmark.grade(cases, tmp_path / "pairs")
     both = [g for g in pairs if all(label in g.named for label in g.case.labels)]
     assert pairs and len(both) >= len(pairs) - 1, [(g.case.detail, g.named) for g in pairs if g not in both]
+    false = [(g.case.detail, g.named) for g in pairs if not set(g.named) <= set(g.case.labels)]
+    assert false == []  # two mistakes: their causes, and no cause that fits neither

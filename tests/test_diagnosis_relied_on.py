@@ -81,7 +81,9 @@ def test_a_test_relying_on_a_broken_section_is_blamed_on_it_and_shows_its_own_te
                 and o.diagnosis.location.file == f"{o.module}.py"
             ]
             assert (outcome.diagnosis is not None) == bool(located), (mutant.detail, test)  # the line they show
-    assert skipped_tests >= 80  # value failures of the wrapper, Exercise 3.2 and 3.3 left untraced (97 when written)
+    # value failures of the wrapper and the exercises left untraced: 97 when written, 2 since those checks
+    # are judged against what the student's own earlier classes give (docs/grading-policy.md)
+    assert skipped_tests >= 2
 
 
 def test_the_broken_sections_own_tests_are_still_traced(relying):

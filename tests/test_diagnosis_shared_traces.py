@@ -18,6 +18,7 @@ from in_process import grade_each, read_sources, trace_probes
 from mutation import single_mutants
 
 from grader.diagnosis import Diagnoser
+from grader.diagnosis.known_variants import KnownVariants
 from grader.probe_outputs import ProbeOutputs
 from grader.records import TestOutcome as Outcome
 from tests.buggy import all_buggy
@@ -104,9 +105,11 @@ def test_a_variant_is_matched_once_per_test_and_forgotten_with_the_submission(mo
 
     folder = ROOT / "examples" / "class" / "carol"
     asked: list[str] = []
-    real = Diagnoser._variant
+    real = KnownVariants._first_equal
     monkeypatch.setattr(
-        Diagnoser, "_variant", lambda self, outcome, student: asked.append(outcome.id) or real(self, outcome, student)
+        KnownVariants,
+        "_first_equal",
+        lambda self, outcome, student: asked.append(outcome.id) or real(self, outcome, student),
     )
     kept, diagnosers = [], []
 
@@ -119,4 +122,4 @@ def test_a_variant_is_matched_once_per_test_and_forgotten_with_the_submission(mo
     failing = [o.id for o in kept[0] if o.status != "passed"]
     assert failing and sorted(asked) == sorted(failing)
     gc.collect()
-    assert len(diagnosers[0]._variants) == 0
+    assert len(diagnosers[0].known_variants._known) == 0

@@ -180,6 +180,22 @@ CASES: dict[str, dict[str, str]] = {
             "    mask = mask.T if attn_scores.dim() > 2 else mask",
         ),
     ),
+    # the weights computed right (scaled, softmax), then the masked scores (-inf above the diagonal)
+    # multiplied by the values: NaN and infinity in every output
+    "scores-times-values/causal": _edited(
+        M35,
+        (
+            "context_vec = attn_weights @ values  # (b, T, T)",
+            "context_vec = attn_scores @ values  # <- the mistake (b, T, T)",
+        ),
+    ),
+    "scores-times-values/mha": _edited(
+        M36,
+        (
+            "context_vec = (attn_weights @ values).transpose(1, 2)",
+            "context_vec = (attn_scores @ values).transpose(1, 2)  # <- the mistake",
+        ),
+    ),
 }
 
 
@@ -237,6 +253,20 @@ def test_stacked_mistakes_come_in_two_shapes_each():
     for folder in STACKED:
         shapes[folder.parent.name] = shapes.get(folder.parent.name, 0) + 1
     assert shapes.get("mask-not-applied+uses-scores-not-weights", 0) >= 2, shapes
+
+
+@pytest.mark.parametrize("name", ["scores-times-values/causal", "scores-times-values/mha"])
+def test_weights_computed_right_but_the_scores_used_are_not_said_to_miss_the_scaling(graded, name):
+    """The student scales (and normalises) the scores, then multiplies the masked scores, not the
+    weights, by the values: nothing is left out, so `missing-scaling` would be false, and so would
+    `mask-includes-diagonal` (NaN at the first token, but infinity at the others); with NaN and
+    infinity in every output, the values say too little to name the cause on most checks."""
+    result = graded[name]
+    assert result.loses_points
+    assert "missing-scaling" not in result.named, result.named
+    traced = [o for o in result.outcomes if o.diagnosis is not None and o.diagnosis.evidence != "variant"]
+    assert traced
+    assert all(set(o.diagnosis.misconceptions) <= {"uses-scores-not-weights"} for o in traced), result.named
 
 
 # -- a mistake the catalogue has no name for: nothing named, the first departing line ----------------------

@@ -54,10 +54,25 @@ def deps_python():
 @pytest.fixture(scope="module")
 def autograder_zip(tmp_path_factory):
     out = tmp_path_factory.mktemp("gs") / "autograder.zip"
-    subprocess.run(
-        [sys.executable, "-m", "grader", "gradescope", str(out)], check=True, cwd=ROOT, capture_output=True, timeout=300
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", "gradescope", str(out)],
+        check=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
+    (out.parent / "stdout.txt").write_text(done.stdout)
     return out
+
+
+def test_the_command_says_what_to_do_with_the_zip_next(autograder_zip):
+    """As `grade prairielearn` does: where the zip goes in Gradescope."""
+    lines = (autograder_zip.parent / "stdout.txt").read_text().splitlines()
+    assert lines[-1] == Catalog("en").t("deploy.cli.gradescope-next", path=autograder_zip)
+    for lang in ("en", "zh"):
+        text = Catalog(lang).t("deploy.cli.gradescope-next", path=autograder_zip)
+        assert "Configure Autograder" in text and str(autograder_zip) in text
 
 
 def test_zip_holds_setup_run_autograder_and_the_kits_wheel(autograder_zip):

@@ -22,6 +22,10 @@ from tests.conftest import solutions_as_submission
 from tests.student_notebooks import chapter_notebook, module_sources, write_notebook
 
 M35, M36, E32 = "sec3_5_causal_attention", "sec3_6_multi_head_attention", "exercise3_2_two_dim_output"
+TYPO_INPUTS = (  # the book's sentence with one value mistyped (0.86 for 0.85)
+    "sentence = torch.tensor([[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.86, 0.64],"
+    " [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]])"
+)
 WRAPPER_INIT = "    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):"
 
 
@@ -57,6 +61,29 @@ def graded(tmp_path_factory):
             "        self.W_query = nn.Parameter(torch.rand(d_in, d_out))",
             "        self.W_q = nn.Parameter(torch.rand(d_in, d_out))",
         ),
+    }
+    seeded = reference["sec3_4_self_attention"]
+    for name in ("W_query", "W_key", "W_value"):  # the class reads globals drawn right after a seed
+        seeded = seeded.replace(f"self.{name} = nn.Parameter(torch.rand(d_in, d_out))", f"self.{name} = {name}")
+    globals_drawn = "torch.manual_seed(123)\n" + "".join(
+        f"{name} = nn.Parameter(torch.rand(3, 2))\n" for name in ("W_query", "W_key", "W_value")
+    )
+    students["seeded-globals"] = {
+        **reference,
+        "sec3_4_self_attention": seeded.replace(
+            "class SelfAttention_v1(", globals_drawn + "\n\nclass SelfAttention_v1(", 1
+        ),
+    }
+    v1_forward = reference["sec3_4_self_attention"].split("class SelfAttention_v1(", 1)
+    students[
+        "global-input"
+    ] = {  # v1's forward reads a notebook global (the book's sentence, one value mistyped), not x
+        **reference,
+        "sec3_4_self_attention": v1_forward[0].replace(
+            "import torch.nn as nn", "import torch.nn as nn\n\n" + TYPO_INPUTS
+        )
+        + "class SelfAttention_v1("
+        + v1_forward[1].replace("x @ self.W_", "sentence @ self.W_", 3),
     }
     students["swapped-qk"] = changed(
         changed(reference, M35, "keys = self.W_key(x)", "keys = self.W_query(x)"),
@@ -134,6 +161,35 @@ def test_a_missing_attribute_is_located_where_the_constructor_names_another(grad
     for test in stopped:
         diagnosis = test["diagnosis"] or {}
         assert (diagnosis.get("cell"), diagnosis.get("line")) == (cell, line), (test["id"], diagnosis)
+
+
+def test_a_global_drawn_after_a_seed_has_the_value_run_all_gives_it(graded):
+    """SelfAttention_v1 reads the weights the notebook draws right after `torch.manual_seed(123)`:
+    run top to bottom, the book's seeded example gives the book's values, and so does the rebuilt
+    module (issue 38, point 3); checks at other sizes still fail."""
+    tests = {t["id"]: t for t in graded["results"]["seeded-globals"]["tests"]}
+    assert tests["sec3_4_self_attention::test_self_attention_v1_book_seed"]["status"] == "passed"
+    assert tests["sec3_4_self_attention::test_self_attention_v1_matches_reference"]["status"] != "passed"
+
+
+def test_a_forward_that_never_reads_its_input_is_located_at_its_first_projection(graded):
+    """SelfAttention_v1's forward projects a notebook global (`sentence`), not its argument: the
+    parameters are the book's, so the line to fix is the first projection, not where a parameter
+    was created (issue 38, point 1)."""
+    document = graded["documents"]["global-input"]
+    cell, line = next(
+        (number, index)
+        for number, source in enumerate(
+            ("".join(c["source"]) for c in document["cells"] if c["cell_type"] == "code"), start=1
+        )
+        if "class SelfAttention_v1(" in source
+        for index, text in enumerate(source.split("\n"), start=1)
+        if "keys = sentence @ self.W_key" in text
+    )
+    tests = {t["id"]: t for t in graded["results"]["global-input"]["tests"]}
+    seeded = tests["sec3_4_self_attention::test_self_attention_v1_book_seed"]
+    assert seeded["status"] == "failed"
+    assert (seeded["diagnosis"]["cell"], seeded["diagnosis"]["line"]) == (cell, line)
 
 
 def test_no_cause_is_named_where_none_fits(graded):

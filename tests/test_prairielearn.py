@@ -197,6 +197,13 @@ def test_question_html_takes_the_seven_modules_or_notebooks(written):
     assert tags.index("pl-submission-panel") < tags.index("pl-external-grader-results")
 
 
+def test_the_question_asks_for_no_module_lines_in_a_chapter_notebook(written):
+    """A chapter notebook is read by the names it defines: no cell needs a `# module:` line."""
+    assert "# module:" not in (written / "questions" / QUESTION_ID / "question.html").read_text()
+    for lang in ("en", "zh"):
+        assert "# module:" not in Catalog(lang).t("prairielearn.question.notebooks")
+
+
 def test_editors_start_from_the_stubs_and_a_rewrite_keeps_the_uuid(written, tmp_path):
     out = tmp_path / "editors"
     assert write(out, "--submit", "editors", "--lang", "zh", "--timeout", "300").returncode == 0

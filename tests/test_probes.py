@@ -51,3 +51,35 @@ def test_cpu_manual_seed_is_torch_manual_seed_on_the_cpu():
     actual = (torch.rand(3, 2), torch.nn.Linear(3, 2).weight.detach())
     for e, a in zip(expected, actual):
         torch.testing.assert_close(a, e, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    "probe",
+    [
+        "sec3_5_causal_attention:book_seed",
+        "sec3_6_multi_head_attention:mha_book_seeded",
+        "sec3_5_causal_attention:gradients",
+        "sec3_3_simple_attention:attention_weights",
+    ],
+)
+def test_a_probe_that_imports_a_module_setting_torch_defaults_runs_as_any_other(tmp_path, probe):
+    """A student module that sets float64 as the default dtype and turns gradients off at import:
+    the probe that imports it (here, the first to run) gets the reference's outputs, as every later
+    probe does (each starts from float32 with gradients on)."""
+    from grader.answer_key import reference_results
+    from tests.conftest import solutions_as_submission
+    from tests.inprocess import probe_results
+
+    folder = solutions_as_submission(tmp_path / "mine")
+    module = folder / f"{probe.partition(':')[0]}.py"
+    module.write_text(module.read_text() + "\ntorch.set_default_dtype(torch.float64)\ntorch.set_grad_enabled(False)\n")
+    try:
+        got = probe_results(folder, "pytorch", [probe])[probe]
+    finally:
+        reset_global_state()
+    want = reference_results()[probe]
+    assert isinstance(got, dict), got
+    for key, value in want.items():
+        if isinstance(value, torch.Tensor):
+            assert got[key].dtype == value.dtype, key
+            torch.testing.assert_close(got[key], value)

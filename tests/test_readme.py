@@ -37,11 +37,13 @@ CLEAN_PATH = "/usr/local/bin:/usr/bin:/bin"
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 SHELL = {"bash", "sh", "shell", "console"}
 MAKE_TEST = re.compile(r"^make test(?=\s|$)", re.M)
+MAKE_CHECK = re.compile(r"^make check(?=\s|$)", re.M)
 
 
 def documented_pages(top: Path) -> list[Path]:
-    """README first, then every page of docs/ in name order: the order a reader follows the links."""
-    return [top / "README.md", *sorted((top / "docs").glob("*.md"))]
+    """README first, then CONTRIBUTING and every page of docs/ in name order: the order a reader
+    follows the links."""
+    return [top / "README.md", top / "CONTRIBUTING.md", *sorted((top / "docs").glob("*.md"))]
 
 
 def readme_blocks(text: str) -> list[tuple[str, str]]:
@@ -148,6 +150,7 @@ def test_readme_blocks_run_in_a_clean_shell_on_a_fresh_clone(fresh_clone):
     outputs = []
     for number, (page, code) in enumerate(blocks, start=1):
         runnable = MAKE_TEST.sub("make test PYTEST_ARGS=--collect-only", code)
+        runnable = MAKE_CHECK.sub("make check PYTEST_ARGS=--collect-only", runnable)
         result = run_block(runnable, clone, home)
         output = result.stdout + result.stderr
         where = f"{page.relative_to(clone)} block {number}"
@@ -178,3 +181,11 @@ def test_the_contract_lists_every_misconception_the_catalogue_names():
 
     contract = (ROOT / "docs" / "exercise-api.md").read_text(encoding="utf-8")
     assert not [mid for mid in CATALOGUE if f"| `{mid}` |" not in contract]
+
+
+def test_the_grading_policy_lists_every_check_as_the_suites_declare_it():
+    """docs/grading-policy.md's table of checks is made from the hidden suites: it is never stale."""
+    from tools.grading_policy_table import PAGE, current_table, page_with
+
+    page = PAGE.read_text(encoding="utf-8")
+    assert page == page_with(page, current_table()), "run tools/grading_policy_table.py --write"

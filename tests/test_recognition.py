@@ -324,3 +324,81 @@ def test_student_sources_make_the_same_pieces_as_the_reference(tmp_path):
     """(The generator of student notebooks keeps every top-level statement of a module.)"""
     sources = module_sources(solutions_as_submission(tmp_path / "s"))
     assert [p.text for p in pieces(sources) if not p.imports] == [p.text for p in DEFINITIONS]
+
+
+# -- the random state, as Run All leaves it (issue 38, point 3) --------------------------------------------
+
+SEEDED_CELLS = [
+    "import torch\nimport torch.nn as nn",
+    "inputs = torch.rand(6, 3)  # drawn before the seed: Run All's value of W does not depend on it",
+    "torch.manual_seed(123)",
+    "def width():\n    return 2",
+    "layer = nn.Linear(3, width())  # a demo that draws: its weights come before W",
+    "print(torch.rand(2) + undefined_name)  # a demo that draws, then fails",
+    "W = torch.rand(3, 2)",
+    "class SelfAttention_v1(nn.Module):\n"
+    "    def __init__(self, d_in, d_out):\n"
+    "        super().__init__()\n"
+    "        self.W_query = nn.Parameter(W.clone())\n"
+    "    def forward(self, x):\n"
+    "        return x @ self.W_query",
+]
+
+
+def run_all(cells: list[str]) -> dict:
+    """The notebook's globals after running each cell in order (a cell that raises stops only itself)."""
+    namespace: dict = {}
+    for source in cells:
+        try:
+            exec(compile(source, "<cell>", "exec"), namespace)
+        except Exception:  # noqa: BLE001 - a demo that fails, as a student would run past it
+            pass
+    return namespace
+
+
+def test_a_value_drawn_from_the_random_state_is_the_one_run_all_draws(tmp_path):
+    """A class reads a notebook global drawn after `torch.manual_seed(123)`: the module is rebuilt
+    with the seed and the demos that draw between (guarded: the failing one costs nothing), so the
+    global has the value Run All gives it; the seed's cell is not listed as defining the module."""
+    import torch
+
+    submission = read(tmp_path, [code(c) for c in SEEDED_CELLS])
+    source = submission.sources[M34]
+    namespace: dict = {}
+    exec(compile(source, f"{M34}.py", "exec"), namespace)  # the module imports: the failing demo is guarded
+    assert torch.equal(namespace["W"], run_all(SEEDED_CELLS)["W"])
+    texts = {text.strip() for _, _, text in lines_from(submission, M34)}
+    assert "torch.manual_seed(123)" in texts and "inputs = torch.rand(6, 3)" not in " ".join(texts)
+    found = {f.module: f for f in submission.intake.modules}
+    assert found[M34].cells == (7, 8)
+
+
+def test_seeding_brings_no_loop_nor_another_modules_code(tmp_path):
+    """A demo between the seed and the drawn value that loops (it may run long) or needs a class of
+    another module is not copied in; a module whose needs draw nothing gets no seed."""
+    cells = [
+        "import torch\nimport torch.nn as nn",
+        "torch.manual_seed(123)",
+        "for _ in range(3):\n    torch.rand(1)",
+        "def softmax_naive(x):\n    return torch.exp(x) / torch.exp(x).sum(dim=-1, keepdim=True)",
+        "probe = softmax_naive(torch.rand(2))",
+        "W = torch.rand(3, 2)",
+        SEEDED_CELLS[-1],
+    ]
+    submission = read(tmp_path, [code(c) for c in cells])
+    m34 = submission.sources[M34]
+    assert "torch.manual_seed(123)" in m34 and "W = torch.rand(3, 2)" in m34
+    assert "for _ in range(3)" not in m34 and "probe =" not in m34
+    assert "manual_seed" not in submission.sources[M33]
+
+
+def test_the_random_state_statements_weighed_are_bounded(tmp_path):
+    """Thousands of drawing demos between the seed and a needed drawn value: at most
+    MAX_RANDOM_CANDIDATES are weighed (what one notebook costs does not grow with what it holds)."""
+    from grader.intake.recognition import MAX_RANDOM_CANDIDATES
+
+    demos = "\n".join(f"d{i} = torch.rand(1)" for i in range(3 * MAX_RANDOM_CANDIDATES))
+    cells = ["import torch\nimport torch.nn as nn", "torch.manual_seed(123)", demos, *SEEDED_CELLS[-2:]]
+    m34 = read(tmp_path, [code(c) for c in cells]).sources[M34]
+    assert 0 < m34.count("= torch.rand(1)") < MAX_RANDOM_CANDIDATES
+    assert "W = torch.rand(3, 2)" in m34

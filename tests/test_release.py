@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grader.classroom.release import KIT_DIR, intake_closure
+from grader.i18n import Catalog
 from tests.buggy import all_buggy
 from tests.conftest import MODULES, ROOT, forget_public_checks, solutions_as_submission, stubs_as_submission
 
@@ -120,6 +121,20 @@ def test_bundle_layout(bundle):
     assert "python check.py" in readme and "python check.py my_chapter3.ipynb" in readme and "{" not in readme
 
 
+CPU_TORCH = "pip install torch --index-url https://download.pytorch.org/whl/cpu"
+
+
+def test_the_readme_installs_torchs_cpu_build_and_asks_for_no_module_lines(bundle):
+    """`pip install torch` brings the CUDA build on Linux (gigabytes); a chapter notebook is read
+    by the names it defines, so no cell needs a `# module:` line."""
+    readme = (bundle / "README.md").read_text(encoding="utf-8")
+    assert CPU_TORCH in readme and "# module:" not in readme
+    for lang in ("en", "zh"):
+        catalog = Catalog(lang)
+        assert CPU_TORCH in catalog.t("classroom.release.readme-requirements")
+        assert "# module:" not in catalog.t("classroom.release.readme-notebooks")
+
+
 def test_bundle_holds_no_hidden_test_or_solution_code(bundle):
     assert leaks(bundle) == []
 
@@ -205,6 +220,18 @@ def test_check_on_correct_code_passes_and_speaks_chinese(bundle, tmp_path):
     assert ALL_PASS in result.stdout and "Next:" not in result.stdout
     result = _check(bundle, folder, "--lang", "zh")
     assert result.returncode == 0 and "44 项检查中通过了 44 项" in result.stdout and "因果注意力" in result.stdout
+
+
+def test_check_passes_correct_code_that_sets_float64_as_the_default_dtype(bundle, tmp_path):
+    """A student module that calls torch.set_default_dtype(torch.float64) at import once made 18 of
+    the 44 public checks fail on correct code (inputs and initial weights drawn in float64), while
+    the grader gave full marks: each check now starts from float32, as each probe does."""
+    folder = solutions_as_submission(tmp_path / "mine")
+    module = folder / "sec3_3_simple_attention.py"
+    module.write_text(module.read_text() + "\ntorch.set_default_dtype(torch.float64)\n")
+    result = _check(bundle, folder)
+    assert result.returncode == 0, result.stdout
+    assert ALL_PASS in result.stdout
 
 
 def test_check_gives_the_reason_of_each_failure(bundle, tmp_path):
@@ -835,3 +862,40 @@ def test_check_names_every_missing_package_in_one_message_torch_first(bundle, tm
         "check.py needs torch and jinja2, which this Python does not have. Install them as README.md "
         "of this folder says (for example: pip install torch jinja2)."
     )
+
+
+def _failing_sections(out: str) -> set[str]:
+    """The sections of check.py's report with a check that fails (✘)."""
+    failing, section = set(), ""
+    for line in out.splitlines():
+        if line and not line.startswith(" "):
+            section = line
+        elif line.strip().startswith("✘"):
+            failing.add(section)
+    return failing
+
+
+def test_check_charges_a_mistake_where_the_grader_does(bundle, tmp_path):
+    """check.py applies the grader's policy (docs/grading-policy.md), so its sections fail where the
+    report's lose points: bob's 3.4 mistake costs nothing in Exercise 3.1; dave's syntax error in 3.5
+    costs 3.5, the wrapper and Exercise 3.2, not MultiHeadAttention or Exercise 3.3; a mask never
+    applied costs 3.5 only; a MultiHeadAttention returning zeros costs 3.6 only."""
+    from tests.test_grading_policy import EDITS, _submission
+
+    titles = {
+        "3.3": "3.3 Attention without trainable weights",
+        "3.4": "3.4 Self-attention with trainable weights",
+        "3.5": "3.5 Causal attention",
+        "3.6": "3.6 Multi-head attention",
+        "ex3.2": "Exercise 3.2 Returning two-dimensional embedding vectors",
+    }
+    bob = _check(bundle, ROOT / "examples" / "class" / "bob").stdout
+    assert _failing_sections(bob) == {titles["3.3"], titles["3.4"]}, bob
+    dave = _check(bundle, ROOT / "examples" / "class" / "dave").stdout
+    assert _failing_sections(dave) == {titles["3.5"], titles["3.6"], titles["ex3.2"]}, dave
+    assert all("MultiHeadAttentionWrapper" in line for line in dave.splitlines() if "✘ MultiHead" in line), dave
+    expected = {"mask-not-applied": {titles["3.5"]}, "zeros-mha": {titles["3.6"]}}
+    for name, sections in expected.items():
+        _submission(tmp_path / name, "pytorch", EDITS["pytorch"][name])
+        out = _check(bundle, tmp_path / name).stdout
+        assert _failing_sections(out) == sections, out

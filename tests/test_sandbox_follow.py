@@ -176,7 +176,8 @@ def {last}(*args, **kwargs):
 
 
 def test_a_child_with_a_hidden_thread_and_process_is_not_kept(tmp_path):
-    """The last probe tells the child it left nothing behind (its own `left_behind` replaced) while
+    """The last probe tells the child it left nothing behind (its own `left_behind` replaced, through
+    the globals of the child's frame: Python has no isolation inside one process) while
     a thread spins and a process it forked keeps sending SIGCONT: such a child is not kept (it has
     two threads and a child process), so nothing of it runs while the trusted side decides, and a
     fresh child traces."""
@@ -199,7 +200,10 @@ def _background():
         pass
 
 def {last}(*args, **kwargs):
-    _sys.modules["grader.sandbox.child"].left_behind = lambda: False
+    _f = _sys._getframe()
+    while _f.f_code.co_name != "_run_probes":  # the kit is out of sys.modules: its frames' globals
+        _f = _f.f_back
+    _f.f_globals["left_behind"] = lambda: False
     _th.Thread(target=_background, daemon=True).start()
     return _{last}(*args, **kwargs)
 """

@@ -1,4 +1,4 @@
-"""Hostile text against the trusted side, round four (issue 36, point 6): what a submission's text
+"""Hostile text against the trusted side, its caps: what a submission's text
 costs the grader's own process is bounded by caps that do not grow with what the student wrote.
 
 - The near-miss search compares at most MAX_COMPARED_NAMES distinct names of a module, and as many

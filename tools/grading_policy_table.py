@@ -48,6 +48,8 @@ def table(items: list[SuiteItem], titles: dict[str, str]) -> str:
         for check_id, cases in checks.items():
             uses = sorted({used.split("::")[1].split("[")[0] for item in cases for used in item.uses})
             used = ", ".join(f"`{name}`" for name in uses) or "—"
+            if uses and any(item.judged_on_own for item in cases):
+                used += " (judged against what the student's own code gives)"
             points = sum(item.max_points for item in cases)
             lines.append(f"| `{check_id.split('::')[1]}`: {titles.get(check_id, '')} | {points:g} | {used} |")
         lines.append("")

@@ -93,7 +93,9 @@ def limits_within(seconds: float) -> Limits:
 
 
 def grade_upload(folder: Path, *, lang: str, report_copy: Path | None = None, limits: Limits = Limits()) -> Graded:
-    """Grade one located upload with `grader.run.grade`, named "submission" in its reports.
+    """Grade one upload (the platform's folder of it) with `grader.run.grade`, named "submission" in
+    its reports: always one student's submission, never a class nor an LMS download, whatever its
+    file and folder names look like (`hw_3_1_attention.ipynb`, a zip of `ch3/` and `ch3_backup/`).
 
     The reports (and the reference outputs the runner caches beside them) are written to a fresh
     folder of mode 0700: no sandboxed child, whatever its uid, can look into it. `report_copy`
@@ -102,7 +104,7 @@ def grade_upload(folder: Path, *, lang: str, report_copy: Path | None = None, li
 
     with tempfile.TemporaryDirectory(prefix="attention-kit-report-") as private:
         out = Path(private) / "report"
-        summary = grade(folder, out, jobs=1, lang=lang, force=True, name=SUBMISSION_NAME, limits=limits)
+        summary = grade(folder, out, jobs=1, lang=lang, force=True, name=SUBMISSION_NAME, limits=limits, upload=True)
         document = json.loads((out / "results.json").read_text(encoding="utf-8"))
         feedback = out / "feedback.md"
         feedback_md = feedback.read_text(encoding="utf-8") if feedback.exists() else ""

@@ -170,7 +170,7 @@ def run(root: Path, *, lang: str = "en", visibility: str = "visible") -> dict[st
         if submission is None:
             result = _failure(catalog.t("classroom.gradescope.no-submission"))
         else:
-            graded = grade_upload(submission, lang=lang, report_copy=results_dir / "kit-report")
+            graded = grade_upload(root / "submission", lang=lang, report_copy=results_dir / "kit-report")
             log = protection_lines(graded.protections, answer_key_exposure(ROOT), catalog)
             result = to_gradescope(graded.result, catalog, visibility=visibility, seconds=time.perf_counter() - started)
     except Exception as exc:  # noqa: BLE001 - Gradescope must always get a results.json

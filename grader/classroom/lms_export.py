@@ -1,37 +1,18 @@
-"""`grade export REPORTS --lms canvas|moodle`: a gradebook CSV that Canvas or Moodle imports, made
-from an output folder of `grade` (its results.json files), without grading anything again.
+"""`grade export REPORTS --lms canvas|moodle|blackboard|brightspace`: a grade import the LMS takes,
+made from an output folder of `grade` (its results.json files), without grading anything again.
 
-Canvas (its gradebook importer, instructure/canvas-lms app/models/gradebook_importer.rb): the header
-starts with "Student" and "ID", then "SIS User ID" and "SIS Login ID", then "Section"; every further
-column is an assignment (an existing one is matched by "Title (id)" or its title, any other title
-creates one); a row whose first cell contains "Points Possible" gives the points of each assignment;
-a student is matched by ID (Canvas's own number), else SIS User ID, else SIS Login ID, else name; a
-blank grade changes nothing. Columns named like "Current Score" or "Final Grade" are ignored, so the
-kit never writes a total beside per-section columns.
-
-Moodle (Grades > Import > CSV file, grade/import/csv): a header, then one row per student; at import
-the teacher maps one column to the users' username, ID number, email address or id ("Map from" /
-"Map to") and each grade column to a grade item or a new one. No points-possible row: a row whose
-identifier matches no user stops the whole import. The maximum is the grade item's (100 for a new
-item; grades above it are refused unless the site allows unlimited grades).
+What each LMS's import looks like, and the step the instructor takes next, is its module's in
+`grader.lms` (one `LmsFormat` each): this module reads the output folder, matches the students to a
+roster, and writes the rows the format gives, with the same guarantees for every LMS.
 
 Every text cell (names, titles) is neutralised for spreadsheets (see textsafe.spreadsheet_cell).
-
-A student is the `submission` of a results.json (the name as `grade` shows it: escapes read back
-with grader.intake.names.raw_name), in the folder its `folder` field names: a results.json whose
-`folder` is another folder's (a report copied or moved) is left out as unusable.
+What is read (the output folder, a roster) and how students are matched: grader.classroom.lms_roster.
 
 A class graded from the LMS's own bulk download keeps each student's LMS identity (results.json's
-`lms`): without a roster, the export fills the LMS's id columns from it. Canvas: "ID" is the user id
-of the download's file names. Moodle: the download's number is the assignment's participant id,
-which only the assignment's grading worksheet takes (mod/assign/feedback/offline, "Upload grading
-worksheet": columns "Identifier" = "Participant <id>", "Grade", "Last modified (grade)"): the
-export is written in that form, one grade per student (with `--by section` the section columns come
-instead of "Grade", for a spreadsheet; the worksheet takes only "Grade").
-
-With a roster, a student is matched to the one row whose key column holds their folder's name; a
-student whom two or more rows match (two students of one name) is left out and named, never given
-to one of them.
+`lms`): without a roster, the export fills the LMS's id columns from it (an LMS whose import needs
+identifiers its download does not carry, Brightspace, needs `--roster`, matched by the name the
+download writes). One row per LMS id, never two: submissions that carry one id get no row, and are
+named (issue 36).
 """
 
 from __future__ import annotations
@@ -39,61 +20,30 @@ from __future__ import annotations
 import csv
 import io
 import os
-import stat
 import time
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.classroom.lms_roster import (
+    ExportError,
+    StudentGrades,
+    key_of,
+    match_by_lms_name,
+    match_roster,
+    read_output,
+    read_roster,
+)
 from grader.i18n import Catalog, section_key
-from grader.intake.names import raw_name, shown_name
+from grader.lms import FORMATS, NAMES, LmsFormat, Sheet
 from grader.records import SECTIONS, LmsIdentity
-from grader.report.results_file import read_results
 from grader.report.textsafe import spreadsheet_cell
 
-LMS = ("canvas", "moodle")
+__all__ = ["GROUPINGS", "LMS", "Export", "ExportError", "StudentGrades", "export", "read_output", "read_roster"]
+LMS = NAMES
 GROUPINGS = ("assignment", "section")
-MAX_ROSTER_BYTES = 16 * 1024**2
 MAX_NAME = 255
-CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
-CANVAS_POINTS_ROW = "Points Possible"
-MOODLE_IDENTITY = ("First name", "Last name", "Username", "ID number", "Email address")
-# the assignment's grading worksheet (mod/assign/feedback/offline/importgradeslib.php reads these)
-MOODLE_WORKSHEET = ("Identifier", "Full name")
-MOODLE_PARTICIPANT = "Participant "
-MOODLE_GRADE = "Grade"
-MOODLE_MODIFIED = "Last modified (grade)"
-
-
-class ExportError(Exception):
-    """The export cannot be made (no results, a bad roster, a bad target). Carries a message-catalogue
-    key (export.error.<key>) and its parameters."""
-
-    def __init__(self, key: str, **params: object):
-        super().__init__(key)
-        self.key = key
-        self.params = params
-
-
-@dataclass
-class StudentGrades:
-    name: str  # as shown (results.json's "submission")
-    score: float
-    max_score: float
-    sections: dict[str, tuple[float, float]]  # section id -> (score, max)
-    folder: str = ""  # the folder of the student's reports, as listed ("" for one submission's)
-    identity: LmsIdentity | None = None  # who the LMS's bulk download says they are
-
-    @property
-    def raw(self) -> str:
-        """The name as the student's folder had it: what an LMS knows them by."""
-        return raw_name(self.name)
-
-    @property
-    def listed(self) -> str:
-        """The name with its folder where the two differ (to find a student left out)."""
-        return self.name if self.folder in ("", self.raw) else f"{self.name} ({shown_name(self.folder)})"
 
 
 @dataclass
@@ -108,135 +58,9 @@ class Export:
     ambiguous: list[str] = field(default_factory=list)  # students an LMS could not tell apart (Alice, alice)
     ambiguous_rows: list[str] = field(default_factory=list)  # students several roster rows match (two 王伟)
     identity_column: str = ""  # the column that identifies a student (what Moodle maps from)
+    sheet: Sheet | None = None  # the columns written
     no_lms_id: list[str] = field(default_factory=list)  # graded students without an id of the LMS's download
-
-
-# -- reading an output folder -------------------------------------------------------------------
-
-
-def _grades(folder_path: Path, folder_name: str, folder: str | None = None) -> StudentGrades | None:
-    """The grades of the results.json in FOLDER_PATH (FOLDER None: one submission's, in the output
-    folder itself); None when it is missing, unusable or written for another student's folder."""
-    result = read_results(folder_path)
-    if result is None or folder is not None and result.folder is not None and result.folder != folder:
-        return None
-    sections = {section.id: (section.score, section.max_score) for section in result.sections}
-    return StudentGrades(
-        result.submission if result.submission.strip() else folder_name,
-        result.score,
-        result.max_score,
-        sections,
-        folder or "",
-        result.intake.identity,
-    )
-
-
-def _is_file(path: Path) -> bool:
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def read_output(out_dir: Path) -> tuple[list[StudentGrades], list[str]]:
-    """(the graded students, the folders whose results.json is missing or unusable) of an output
-    folder: one submission (results.json in it) or a class (one folder per student)."""
-    try:
-        if not stat.S_ISDIR(os.lstat(out_dir).st_mode):
-            raise ExportError("not-a-folder", path=out_dir)
-    except OSError:
-        raise ExportError("missing", path=out_dir) from None
-    if _is_file(out_dir / "results.json"):  # one submission's reports (a student *folder* named so is a class)
-        grades = _grades(out_dir, out_dir.name)
-        return ([grades], []) if grades else ([], [out_dir.name])
-    students, unreadable = [], []
-    with os.scandir(out_dir) as entries:
-        for entry in sorted(entries, key=lambda e: e.name):
-            if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
-                continue
-            name = shown_name(entry.name)
-            grades = _grades(Path(entry.path), name, entry.name)
-            if grades:
-                students.append(grades)
-            else:
-                unreadable.append(name)
-    if not students:
-        raise ExportError("no-results", path=out_dir)
-    return students, unreadable
-
-
-# -- a roster (an LMS's own export, or any CSV with a column of the folder names) ----------------
-
-
-def _key(text: str) -> str:
-    return unicodedata.normalize("NFC", text).strip().casefold()
-
-
-def read_roster(path: Path) -> tuple[list[str], list[dict[str, str]]]:
-    """(header, rows) of a roster CSV (UTF-8, with or without BOM; comma or semicolon separated).
-    Canvas's "Points Possible" row and its muted/posting rows are skipped."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ExportError("roster-unreadable", path=path, reason=exc.strerror or exc) from None
-    if len(data) > MAX_ROSTER_BYTES:
-        raise ExportError("roster-too-large", path=path, megabytes=MAX_ROSTER_BYTES // 1024**2)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ExportError("roster-not-utf8", path=path) from None
-    first = text.split("\n", 1)[0]
-    dialect = "excel" if first.count(",") >= first.count(";") else _Semicolon
-    reader = csv.reader(io.StringIO(text), dialect)
-    header = [cell.strip() for cell in next(reader, [])]
-    if not any(header):
-        raise ExportError("roster-no-header", path=path)
-    rows = []
-    for cells in reader:
-        if not any(c.strip() for c in cells) or CANVAS_POINTS_ROW in (cells[0] if cells else ""):
-            continue
-        if all(c.strip().lower() in ("", "muted") or c.strip().lower().startswith("manual posting") for c in cells):
-            continue
-        rows.append({column: (cells[i].strip() if i < len(cells) else "") for i, column in enumerate(header)})
-    return header, rows
-
-
-class _Semicolon(csv.excel):
-    delimiter = ";"
-
-
-def match_roster(
-    students: list[StudentGrades], header: list[str], rows: list[dict[str, str]], key: str | None
-) -> tuple[str, dict[str, dict[str, str]], list[StudentGrades]]:
-    """(the roster column that holds the students' folder names, student name -> roster row, the
-    students that several rows match). Without KEY, the column that matches the most names is used.
-    A student whom two or more rows match (two students of one name) gets no row: whose grade it is
-    cannot be known from the name, and guessing would give one student another's grade."""
-    exact = {unicodedata.normalize("NFC", s.raw).strip() for s in students}
-    names = {_key(s.raw) for s in students}
-    if key is not None:
-        if key not in header:
-            raise ExportError("roster-no-column", column=key, columns=", ".join(header))
-        candidates = [key]
-    else:
-        candidates = [column for column in header if column]
-    best, best_count = None, (0, 0)
-    for column in candidates:
-        values = [row[column] for row in rows if row.get(column)]
-        count = (
-            len(exact & {unicodedata.normalize("NFC", v).strip() for v in values}),  # exact matches first
-            len(names & {_key(v) for v in values}),
-        )
-        if count[1] and count > best_count:
-            best, best_count = column, count
-    if best is None:
-        raise ExportError("roster-key-matches-none" if key else "roster-no-key", column=key)
-    by_key: dict[str, list[dict[str, str]]] = {}
-    for row in rows:
-        by_key.setdefault(_key(row.get(best, "")), []).append(row)
-    matched = {s.name: by_key[_key(s.raw)][0] for s in students if len(by_key.get(_key(s.raw), ())) == 1}
-    several = [s for s in students if len(by_key.get(_key(s.raw), ())) > 1]
-    return best, matched, several
+    same_lms_id: list[str] = field(default_factory=list)  # submissions that carry one LMS id: none gets a row
 
 
 # -- writing ---------------------------------------------------------------------------------------
@@ -281,98 +105,127 @@ def export(
     to: Path | None = None,
 ) -> Export:
     """Write the CSV (default: OUT_DIR/<lms>-grades.csv) and say what it holds and what was left out."""
-    if lms not in LMS or by not in GROUPINGS:
+    if lms not in FORMATS or by not in GROUPINGS:
         raise ValueError(f"unknown LMS {lms!r} or grouping {by!r}")
     if not assignment.strip():
         raise ExportError("empty-title")
+    form = FORMATS[lms]
     students, unreadable = read_output(out_dir)
     # names an LMS would take for one student (case, Unicode form, spaces): neither grade may
     # overwrite the other, so both are left out and named
-    keys = Counter(_key(s.raw) for s in students)
-    ambiguous = sorted(s.listed for s in students if keys[_key(s.raw)] > 1)
-    students = [s for s in students if keys[_key(s.raw)] == 1]
+    keys = Counter(key_of(s.raw) for s in students)
+    ambiguous = sorted(s.listed for s in students if keys[key_of(s.raw)] > 1)
+    students = [s for s in students if keys[key_of(s.raw)] == 1]
     target = to if to is not None else out_dir / f"{lms}-grades.csv"
     if os.path.isdir(target) or (os.path.lexists(target) and not os.path.isfile(target)):
         raise ExportError("target-is-folder", path=target)
-    matched: dict[str, dict[str, str]] | None = None
     report = Export(target, 0, [], unreadable, ambiguous=ambiguous)
-    if roster is not None:
-        header, rows = read_roster(roster)
-        key, matched, several = match_roster(students, header, rows, roster_key)
-        report.ambiguous_rows = sorted(s.listed for s in several)
-        report.unmatched = [s.name for s in students if s.name not in matched and s not in several]
-        graded = {_key(s.raw) for s in students}
-        report.not_submitted = [r[key] for r in rows if r.get(key) and _key(r[key]) not in graded]
-        students = [s for s in students if s.name in matched]
-        identity = CANVAS_IDENTITY if lms == "canvas" else tuple(c for c in MOODLE_IDENTITY if c in header) or (key,)
-        report.identity_column = (
-            key
-            if key in identity
-            else next((c for c in ("Username", "ID number", "Email address") if c in identity), identity[0])
-        )
-    elif any(s.identity is not None and s.identity.lms == lms for s in students):
-        return _with_lms_ids(students, report, lms=lms, by=by, assignment=assignment, catalog=catalog)
+    from_download = any(s.identity is not None and s.identity.lms == lms for s in students)
+    if roster is None and from_download and not form.needs_roster():
+        return _with_lms_ids(students, report, form, by=by, assignment=assignment, catalog=catalog)
+    if roster is None and from_download:
+        raise ExportError("needs-roster", lms=form.title)
+    if roster is None:
+        sheet = form.name_sheet()
+        rows = [(s, *form.name_row(s.name)) for s in students]
     else:
-        identity = CANVAS_IDENTITY if lms == "canvas" else ("Student",)
-        report.identity_column = "SIS Login ID" if lms == "canvas" else "Student"
-    report.columns = _columns(students, by, assignment, catalog) if students else []
-    lines: list[list[str]] = [[*identity, *(_name(title) for title, _ in report.columns)]]
-    if lms == "canvas":
-        lines.append([CANVAS_POINTS_ROW, *[""] * (len(identity) - 1), *(_num(p) for _, p in report.columns)])
-    for student in sorted(students, key=lambda s: (_key(s.raw), s.name)):
-        if matched is not None:
-            values = [matched[student.name].get(column, "") for column in identity]
-            if lms == "canvas" and not any(values[1:4]):
-                values[3] = student.name  # no Canvas id in the roster: match by login
-        else:
-            values = [student.name, "", "", student.name, ""] if lms == "canvas" else [student.name]
-        cells = [_name(v) if v else "" for v in values]
+        rows, sheet = _roster_rows(students, report, form, roster, roster_key, from_download)
+    report.identity_column, report.sheet = sheet.identity_column, sheet
+    report.columns = _columns([s for s, _, _ in rows], by, assignment, catalog) if rows else []
+    for student, values, _ in rows:
         # what the LMS knows: the roster's text, or the student's name as their folder had it
         known = [student.raw if v == student.name else v for v in values]
-        if any(cell != unicodedata.normalize("NFC", k) for cell, k, v in zip(cells, known, values) if v):
+        if any(_name(v) != unicodedata.normalize("NFC", k) for k, v in zip(known, values) if v):
             report.altered_ids.append(student.name)
-        lines.append([*cells, *_cells(student, by)])
+    return _write_sheet(report, form, sheet, by, sorted(rows, key=lambda r: (key_of(r[0].raw), r[0].name)))
+
+
+def _roster_rows(
+    students: list[StudentGrades],
+    report: Export,
+    form: LmsFormat,
+    roster: Path,
+    roster_key: str | None,
+    from_download: bool,
+) -> tuple[list[tuple[StudentGrades, list[str], list[str]]], Sheet]:
+    """(student, identity cells, cells after the grades) of every student the roster lists once."""
+    header, rows = read_roster(roster)
+    if from_download and form.needs_roster():
+        key = ""
+        known = [s for s in students if s.identity is not None and s.identity.lms == form.name]
+        report.no_lms_id = sorted(s.name for s in students if s not in known)
+        matched, several = match_by_lms_name(known, rows, form)
+        students = known
+        named = {key_of(s.identity.name) for s in known if s.identity}
+        report.not_submitted = [n for r in rows if (n := form.roster_name(r) or "") and key_of(n) not in named]
+    else:
+        key, matched, several = match_roster(students, header, rows, roster_key)
+        graded = {key_of(s.raw) for s in students}
+        report.not_submitted = [r[key] for r in rows if r.get(key) and key_of(r[key]) not in graded]
+    report.ambiguous_rows = sorted(s.listed for s in several)
+    report.unmatched = [s.name for s in students if s.name not in matched and s not in several]
+    sheet = form.roster_sheet(header, key)
+    out = [(s, *form.roster_row(matched[s.name], s.name, sheet)) for s in students if s.name in matched]
+    return out, sheet
+
+
+def _write_sheet(
+    report: Export, form: LmsFormat, sheet: Sheet, by: str, rows: list[tuple[StudentGrades, list[str], list[str]]]
+) -> Export:
+    titles = [_name(t) for t in form.grade_titles(report.columns, by, sheet)]
+    lines: list[list[str]] = [[*sheet.identity, *titles, *sheet.after]]
+    if sheet.points_row:
+        lines.append([sheet.points_row, *[""] * (len(sheet.identity) - 1), *(_num(p) for _, p in report.columns)])
+    for student, values, after in rows:
+        lines.append([*(_name(v) if v else "" for v in values), *_cells(student, by), *after])
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\r\n").writerows(lines)
-    _write(target, buffer.getvalue())
-    report.rows = len(students)
+    _write(report.path, buffer.getvalue())
+    report.rows = len(rows)
     return report
 
 
 def _with_lms_ids(
-    students: list[StudentGrades], report: Export, *, lms: str, by: str, assignment: str, catalog: Catalog
+    students: list[StudentGrades], report: Export, form: LmsFormat, *, by: str, assignment: str, catalog: Catalog
 ) -> Export:
     """The export of a class graded from the LMS's bulk download: its ids, without a roster. A student
-    without an id of this LMS (not in the download) is left out, and named."""
-    known = [s for s in students if s.identity is not None and s.identity.lms == lms]
+    without an id of this LMS (not in the download) is left out, and named; so is every submission
+    of an id that another submission carries too."""
+    known = [s for s in students if s.identity is not None and s.identity.lms == form.name]
     report.no_lms_id = sorted(s.name for s in students if s not in known)
+    known, report.same_lms_id = _one_per_id(known)
+    sheet = form.download_sheet()
+    report.identity_column, report.sheet = sheet.identity_column, sheet
     report.columns = _columns(known, by, assignment, catalog) if known else []
-    titles = [_name(title) for title, _ in report.columns]
-    if lms == "canvas":
-        report.identity_column = "ID"
-        lines = [[*CANVAS_IDENTITY, *titles]]
-        lines.append([CANVAS_POINTS_ROW, *[""] * (len(CANVAS_IDENTITY) - 1), *(_num(p) for _, p in report.columns)])
-    else:
-        report.identity_column = MOODLE_WORKSHEET[0]
-        if by == "assignment":
-            titles = [MOODLE_GRADE]
-        lines = [[*MOODLE_WORKSHEET, *titles, MOODLE_MODIFIED]]
     modified = time.strftime("%Y-%m-%d %H:%M:%S")
-    for student in sorted(known, key=lambda s: (_key(s.identity.user_id if s.identity else ""), s.name)):
-        who = student.identity
-        assert who is not None
-        if lms == "canvas":
-            number = who.user_id if who.user_id.isdigit() else ""
-            values = [_name(who.name), number, "", "" if number else _name(who.name), ""]
-            lines.append([*values, *_cells(student, by)])
-        else:
-            values = [_name(MOODLE_PARTICIPANT + who.user_id), _name(who.name)]
-            lines.append([*values, *_cells(student, by), modified])
-    buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\r\n").writerows(lines)
-    _write(report.path, buffer.getvalue())
-    report.rows = len(known)
-    return report
+    rows = []
+    for student in sorted(known, key=lambda s: (key_of(_identity(s).user_id), s.name)):
+        values, after = form.download_row(_identity(student), modified)
+        rows.append((student, values, after))
+    return _write_sheet(report, form, sheet, by, rows)
+
+
+def _identity(student: StudentGrades) -> LmsIdentity:
+    assert student.identity is not None
+    return student.identity
+
+
+def _one_per_id(students: list[StudentGrades]) -> tuple[list[StudentGrades], list[str]]:
+    """(the students whose LMS id no other submission carries, each other id with the submissions
+    that carry it). A download the LMS wrote gives each id to one submission; two with one id (a
+    merged or altered download) get no row: a row for the id would give one student the other's
+    grade, or two rows, of which the LMS keeps whichever it reads last."""
+    by_id: dict[str, list[StudentGrades]] = {}
+    for student in students:
+        assert student.identity is not None
+        by_id.setdefault(student.identity.user_id, []).append(student)
+    single = [found[0] for found in by_id.values() if len(found) == 1]
+    several = [
+        f"{user_id}: {' / '.join(sorted(s.listed for s in found))}"
+        for user_id, found in sorted(by_id.items())
+        if len(found) > 1
+    ]
+    return single, several
 
 
 def _write(path: Path, text: str) -> None:

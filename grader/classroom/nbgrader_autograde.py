@@ -33,7 +33,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from grader.classroom.nbgrader_feedback import add_overview, repair_text, test_outputs
+from grader.classroom.nbgrader_feedback import add_overview, number_code_cells, repair_text, test_outputs
 from grader.classroom.nbgrader_files import step_folder, withheld_of, withheld_text
 from grader.classroom.nbgrader_repair import UNREADABLE, course_cells, repairs_of
 from grader.i18n import Catalog
@@ -186,6 +186,7 @@ if _Base is not object:
             ]
             if not tests:
                 return nb, resources
+            number_code_cells(nb)  # the prompts on the feedback page: the report's "code cell N"
             points = self._points(info, name)
             try:
                 if unreadable:  # nothing of it is a notebook: graded as the kit reads the file

@@ -175,6 +175,17 @@ def test_outputs(
     ]
 
 
+def number_code_cells(nb: Any) -> None:
+    """Each code cell's prompt ("In [7]:" on nbgrader's feedback page) is its place among the
+    notebook's code cells, the number the kit's report gives it ("code cell 7": markdown cells are
+    not counted), whatever a kernel's run left there (nothing, when the kit alone runs the code)."""
+    number = 0
+    for cell in nb.cells:
+        if cell.get("cell_type") == "code":
+            number += 1
+            cell["execution_count"] = number
+
+
 def overview_cell(view: FeedbackView, catalog: Catalog, taken: Set[str] = frozenset()) -> Any:
     """A markdown cell holding the overview as one HTML block (no blank line, no indented line:
     Markdown leaves such a block as it is, and nbgrader's feedback page shows it); its id is not one

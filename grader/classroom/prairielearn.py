@@ -221,7 +221,7 @@ def run(root: Path = Path("/grade"), *, lang: str | None = None) -> dict[str, An
         if folder is None:
             result = not_gradable([catalog.t("prairielearn.no-submission")], catalog)
         else:
-            graded = grade_upload(folder, lang=lang, limits=limits_within(_timeout(config)))
+            graded = grade_upload(root / "student", lang=lang, limits=limits_within(_timeout(config)))
             log = protection_lines(graded.protections, answer_key_exposure(ROOT), catalog)
             result = to_prairielearn(graded, catalog, time.perf_counter() - started)
     except Exception as exc:  # noqa: BLE001 - PrairieLearn must always get a results.json

@@ -17,7 +17,8 @@ Layout of OUT/:
     check_report.txt.j2    the layout of their report (jinja2, which PyTorch installs anyway)
     check_messages.json    their strings in every language, taken from the message catalogues
     _kit/grader/...        a copy of the grader's intake (grader/intake/ and the kit modules it
-                           imports): check.py finds .py files and notebooks by the grader's rules
+                           imports): check.py finds .py files and notebooks by the grader's rules;
+                           and grader/stand_ins.py: a module that imports a broken one still imports
 """
 
 from __future__ import annotations
@@ -142,10 +143,12 @@ def _kit_imports(file: Path, package: str) -> set[str]:
 
 
 def intake_closure() -> dict[str, Path]:
-    """Module name -> file of grader/intake/ and every kit module it imports, with their packages."""
+    """Module name -> file of grader/intake/, of the stand-ins for modules that do not import
+    (check.py grades by the grader's policy: docs/grading-policy.md), and of every kit module they
+    import, with their packages."""
     todo = [
         f"{INTAKE}.{f.stem}" if f.stem != "__init__" else INTAKE for f in sorted((GRADER_DIR / "intake").glob("*.py"))
-    ]
+    ] + ["grader.stand_ins"]
     found: dict[str, Path] = {}
     while todo:
         name = todo.pop()

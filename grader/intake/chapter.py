@@ -13,7 +13,8 @@ Then:
   and their function and class definitions (each guarded, in notebook order), never their other
   statements, nor imports of the course's public checks;
 * any other module is recognised by the names the contract requires (`grader.intake.recognition`):
-  the last definition of each and every statement it needs, nothing else.
+  the last definition of each and every statement it needs, nothing else (but the seeding and
+  drawing statements before a needed value drawn from the random state, each guarded).
 
 Every generated line remembers its code cell and line (`grader.intake.notebook_cells`).
 Standard library only (the student bundle ships a copy of intake/).
@@ -214,10 +215,11 @@ def _recognised_module(found: Recognised, units: list[Unit], shown_name: str) ->
     for position in found.preamble:  # a cell that does not parse may need any import of the notebook
         unit = units[position]
         _guarded(builder, unit, unit.statement, _string_continuations(unit.lines))
+    guarded = set(found.guarded)  # kept for the random state: a demo that fails costs nothing
     for position in found.units:
         unit = units[position]
         if unit.statement.imports:
-            builder.lines_of(unit.cell, unit.lines, unit.statement.first, unit.statement.last)
+            _emit(builder, unit, position in guarded)
     cell = None
     for position in found.units:
         unit = units[position]
@@ -227,6 +229,15 @@ def _recognised_module(found: Recognised, units: list[Unit], shown_name: str) ->
             cell = unit.cell
             builder.generated("")
             builder.generated(f"# --- code cell {cell} ---")
-        builder.lines_of(unit.cell, unit.lines, unit.statement.first, unit.statement.last)
-    defining = tuple(sorted({units[p].cell for p in found.units if not units[p].statement.imports}))
+        _emit(builder, unit, position in guarded)
+    defining = tuple(
+        sorted({units[p].cell for p in found.units if not units[p].statement.imports and p not in guarded})
+    )
     return builder.module(how="recognised", names=found.names, defining=defining)
+
+
+def _emit(builder: _Builder, unit: Unit, guarded: bool) -> None:
+    if guarded:
+        _guarded(builder, unit, unit.statement, _string_continuations(unit.lines))
+    else:
+        builder.lines_of(unit.cell, unit.lines, unit.statement.first, unit.statement.last)

@@ -5,7 +5,7 @@ Every entry point reads submissions through this module: `grade` (grader.run), n
 It needs only the standard library and `grader.records`, so that the bundle can ship a copy.
 
 PATH is a folder or a zip (`grader.intake.archives`), holding one submission, a class of student
-folders, or an LMS's bulk download (`grader.intake.lms`: Canvas's flat files, Moodle's folders),
+folders, or an LMS's bulk download (`grader.intake.lms`: Canvas, Moodle, Blackboard Learn, Brightspace),
 each student's files read by the same rules (`grader.intake.uploads`). The rules (see
 `grader.intake.files`): only regular files directly inside a student's folder are read, never
 through a link (the student folder itself, a module file, a notebook), never a hard link, a FIFO,
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,6 +61,7 @@ __all__ = [
     "submission_from_files",
 ]
 MAX_STUDENTS = 100_000  # entries of a class folder looked at
+MAX_PEEK_BYTES = 64 * 1024  # an LMS's own file read to recognise its download (larger: not read)
 
 
 class DiscoveryError(Exception):
@@ -77,7 +79,8 @@ class Candidate:
     not UTF-8 as a surrogate escape; `grader.intake.names` shows it and names its report folder),
     and why it is refused as a whole (a student folder that is a link), if it is. In a zip
     (`archive`), `parts` is its folder there; in an LMS download, `student` says which folders or
-    files of the download's top level are the student's."""
+    files of the download's top level are the student's. An `upload` (Gradescope's, PrairieLearn's)
+    is one student's submission, whatever it holds: never a class, never an LMS download."""
 
     path: Path
     name: str
@@ -85,6 +88,7 @@ class Candidate:
     archive: Path | None = None
     parts: tuple[str, ...] = ()
     student: Student | None = field(default=None, compare=False)
+    upload: bool = False  # one student's upload to a grading platform, whatever its names look like
 
 
 @dataclass(frozen=True)
@@ -130,7 +134,7 @@ def discover(path: Path) -> Discovery:
         raise DiscoveryError("discovery.missing", path=printable(path)) from None
     with root:
         visible = _visible(root)
-        students = None if any(is_module_file(e.name) for e in visible) else bulk_download(visible)
+        students = None if any(is_module_file(e.name) for e in visible) else bulk_download(visible, _peek(root))
         if students:
             return Discovery(True, [Candidate(path, s.name, student=s) for s in students])
         if holds(root):
@@ -149,6 +153,19 @@ def discover(path: Path) -> Discovery:
     return Discovery(True, sorted(candidates, key=lambda c: os.fsencode(c.path.name)))
 
 
+def _peek(level: Level) -> Callable[[str], bytes | None]:
+    """Reads a small file of LEVEL by the intake's rules (what an LMS writes beside the students'
+    files: Blackboard's attempt .txt), None when it cannot be read."""
+
+    def peek(name: str) -> bytes | None:
+        try:
+            return level.read(name, MAX_PEEK_BYTES)
+        except (Refused, OSError):
+            return None
+
+    return peek
+
+
 def _own_name(path: Path) -> str:
     return Path(os.path.abspath(path)).name or "submission"
 
@@ -164,7 +181,7 @@ def _discover_zip(path: Path, name: str | None = None) -> Discovery:
                 if len(visible) != 1 or visible[0].kind != "folder" or holds(root.subfolder(visible[0].name)):
                     break
                 root = root.subfolder(visible[0].name)
-            students = None if any(is_module_file(e.name) for e in visible) else bulk_download(visible)
+            students = None if any(is_module_file(e.name) for e in visible) else bulk_download(visible, _peek(root))
             folders = [e.name for e in visible if e.kind == "folder"]
             single = not students and (holds(root, zips=True) or len(folders) < 2)
     except Refused:
@@ -235,6 +252,8 @@ def read_candidate(candidate: Candidate, follow: bool = False, *, near_misses: b
             return submission_from_files(
                 candidate.name, candidate.path, {}, [_folder_note(candidate.refused, candidate.path)]
             )
+        if candidate.upload:
+            return _read_upload(candidate, follow, near_misses)
         if candidate.archive is not None:
             return _read_zipped(candidate, near_misses)
         if candidate.student is not None:
@@ -252,6 +271,20 @@ def read_candidate(candidate: Candidate, follow: bool = False, *, near_misses: b
         return submission_from_files(
             candidate.name, candidate.path, {}, [IntegrityNote("submission.unreadable", printable(type(exc).__name__))]
         )
+
+
+def _read_upload(candidate: Candidate, follow: bool, near_misses: bool) -> Submission:
+    """One student's upload: the folder in it that holds the modules, or the most complete of two
+    (`grader.intake.uploads.read_upload`: ch3/ beside ch3_backup/, said in a remark), a zip in it
+    read the same way; names are never read as an LMS's, folders never as a class's."""
+    try:
+        folder = Folder.open(candidate.path, follow=follow)
+    except Refused as exc:
+        return submission_from_files(candidate.name, candidate.path, {}, [_folder_note(exc.reason, candidate.path)])
+    with folder:
+        assembly = Assembly(candidate.name, candidate.path, near_misses=near_misses)
+        read_upload(folder, assembly)
+        return assembly.submission()
 
 
 def _read_zipped(candidate: Candidate, near_misses: bool) -> Submission:

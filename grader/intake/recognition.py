@@ -11,7 +11,11 @@ bound before it; a name its functions read when they are called is the last one 
 notebook, as after Run All. Nothing else runs: demo and scratch cells (prints, the book's examples,
 `torch.manual_seed`) are never part of a module unless a definition needs what they bind, so a
 scratch cell that fails costs nothing, and one a definition needs that fails is reported at its
-cell and line (the module fails to import).
+cell and line (the module fails to import). One exception, so that a value drawn from the random
+state is the one Run All draws: a needed statement that draws from it (`W = torch.rand(3, 2)`,
+`sa = SelfAttention_v2(3, 2)`) brings the last statement before it that sets the random state
+(`torch.manual_seed(123)`) and the statements between that draw from it, with what they need,
+each run guarded (`_random_state`: bounded, nothing from a loop or from another module).
 
 Imports go first, in notebook order. A name required by an earlier module made from the same
 notebook is imported from it (`from sec3_5_causal_attention import CausalAttention`), as the
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from grader.intake.contract import ALL_NAMES, OWNER, REQUIRED
@@ -55,6 +60,7 @@ class Recognised:
     imports: dict[str, tuple[str, ...]]  # earlier module -> names imported from it
     units: tuple[int, ...]  # positions of the units it is made of, in notebook order
     preamble: tuple[int, ...] = ()  # imports added for a cell that does not parse (each guarded)
+    guarded: tuple[int, ...] = ()  # units kept for the random state Run All leaves: each run guarded
 
 
 def _earlier(a: str, b: str) -> bool:
@@ -76,6 +82,7 @@ class Notebook:
             for name in unit.statement.mutates:
                 self.mutators[name].append(position)
         self.marked_names = {n for u in units if u.owner is not None for n in u.statement.binds}
+        self.seeding = [p for p, u in enumerate(units) if u.statement.seeds and u.owner is None]
         self._candidates: dict[tuple[str, str, bool], tuple[list[int], list[int]]] = {}
 
     def candidates(self, name: str, module: str, unmarked: bool) -> tuple[list[int], list[int]]:
@@ -128,6 +135,25 @@ class Notebook:
                 roots[name] = position
         return roots
 
+    def last_seed(self, position: int) -> int | None:
+        """The last unmarked statement before `position` that sets the random state."""
+        index = bisect.bisect_left(self.seeding, position)
+        return self.seeding[index - 1] if index else None
+
+    def draws(self, position: int, module: str) -> bool:
+        """Whether the statement draws from the random state when it runs: itself (`torch.rand`,
+        `nn.Linear(3, 2)`), or by calling a function or class of the notebook that does when called
+        (`SelfAttention_v2(3, 2)`, whose `__init__` builds `nn.Linear` layers)."""
+        statement = self.units[position].statement
+        if statement.draws:
+            return True
+        for name in statement.now:
+            source = self.resolve(name, module, position)
+            found = self.units[source].statement if source is not None else None
+            if found is not None and name in found.defines and found.draws_later:
+                return True
+        return False
+
     def defines(self, name: str, position: int, module: str) -> bool:
         """Whether the statement at `position` binds `name` to a function or class: a `def` or
         `class`, a lambda, or a name bound to one (`attention_scores = my_scores`); a value
@@ -160,13 +186,14 @@ def recognise(units: list[Unit], taken: frozenset[str] | set[str]) -> list[Recog
     return [_closure(notebook, module, found, finals, set(roots)) for module, found in roots.items()]
 
 
+MAX_RANDOM_CANDIDATES = 200  # seeding and drawing statements weighed for one module, at most
+MAX_RANDOM_VISITS = 2000  # statements their needs may walk through, in all (then no more are weighed)
+
+
 def _closure(
     notebook: Notebook, module: str, roots: dict[str, int], finals: dict[int, set[str]], made: set[str]
 ) -> Recognised:
     units = notebook.units
-    selected: set[int] = set()
-    imports: dict[str, set[str]] = defaultdict(set)
-    queue = sorted(roots.values())
 
     def provider(position: int, name: str) -> str | None:
         """The earlier module that holds this binding of `name`, to import it from; None: copy it."""
@@ -180,30 +207,41 @@ def _closure(
             return owner
         return None
 
-    def need(name: str, before: int | None) -> None:
-        position = notebook.resolve(name, module, before)
-        if position is None or position in selected:
-            return
-        source = provider(position, name)
-        if source is not None:
-            imports[source].add(name)
-        else:
-            queue.append(position)
+    def gather(queue: list[int], known: set[int]) -> tuple[set[int], dict[str, set[str]]]:
+        """The statements `queue` needs, transitively (not those `known` already), and the names to
+        import from earlier modules."""
+        selected: set[int] = set()
+        imports: dict[str, set[str]] = defaultdict(set)
 
-    while queue:
-        position = queue.pop()
-        if position in selected:
-            continue
-        selected.add(position)
-        statement = units[position].statement
-        for name in statement.now:
-            need(name, position)
-        for name in statement.later:
-            need(name, None)
-        if statement.imports:
-            continue
-        for name in statement.binds:  # what changes the object this statement binds
-            queue += notebook.changing(position, name)
+        def need(name: str, before: int | None) -> None:
+            position = notebook.resolve(name, module, before)
+            if position is None or position in selected or position in known:
+                return
+            source = provider(position, name)
+            if source is not None:
+                imports[source].add(name)
+            else:
+                queue.append(position)
+
+        while queue:
+            position = queue.pop()
+            if position in selected or position in known:
+                continue
+            selected.add(position)
+            statement = units[position].statement
+            for name in statement.now:
+                need(name, position)
+            for name in statement.later:
+                need(name, None)
+            if statement.imports:
+                continue
+            for name in statement.binds:  # what changes the object this statement binds
+                queue += notebook.changing(position, name)
+        return selected, imports
+
+    selected, imports = gather(sorted(roots.values()), set())
+    guarded = _random_state(notebook, module, selected, gather)
+    selected |= guarded
     preamble: tuple[int, ...] = ()
     if any(units[p].statement.opaque for p in selected):
         first_opaque = min(p for p in selected if units[p].statement.opaque)
@@ -219,4 +257,46 @@ def _closure(
         },
         tuple(sorted(selected)),
         preamble,
+        tuple(sorted(guarded)),
     )
+
+
+def _random_state(
+    notebook: Notebook,
+    module: str,
+    selected: set[int],
+    gather: Callable[[list[int], set[int]], tuple[set[int], dict[str, set[str]]]],
+) -> set[int]:
+    """The statements Run All runs before a selected statement whose value depends on the random
+    state (`W = torch.rand(3, 2)` after `torch.manual_seed(123)`): the last one that sets it and the
+    ones after it that draw from it, with what they need. Each is kept only when it and what it
+    needs stay in this module (nothing imported from an earlier one) and none loops at top level (a
+    demo that may run long); they run guarded (a demo that fails costs nothing). At most
+    MAX_RANDOM_CANDIDATES statements are weighed, their needs walking MAX_RANDOM_VISITS statements."""
+    units = notebook.units
+    added: set[int] = set()
+    scanned = 0  # positions before this one were weighed already
+    weighed = visited = 0
+    for position in sorted(selected):
+        statement = units[position].statement
+        if statement.imports or statement.seeds or not notebook.draws(position, module):
+            continue
+        seed = notebook.last_seed(position)
+        if seed is None:
+            continue
+        for candidate in range(max(seed, scanned), position):
+            if candidate in selected or candidate in added or units[candidate].owner is not None:
+                continue
+            if candidate != seed and not notebook.draws(candidate, module):
+                continue
+            weighed += 1
+            if weighed > MAX_RANDOM_CANDIDATES:
+                return added
+            found, imports = gather([candidate], selected | added)
+            visited += len(found)
+            if visited > MAX_RANDOM_VISITS:
+                return added
+            if not imports and not any(units[p].statement.loops or units[p].owner for p in found):
+                added |= found
+        scanned = max(scanned, position)
+    return added

@@ -6,7 +6,12 @@ line are one) and, for each, the names it binds at module level, the names it re
 defaults), the names its functions read when they are called (`later`: the free names of every
 function and method it defines, with Python's scoping: parameters and names assigned in a function
 are its own), and the names whose attributes or items it changes (`CausalAttention.forward = ...`).
-`grader.intake.recognition` follows these to find what a definition needs.
+`grader.intake.recognition` follows these to find what a definition needs. It also records whether a
+statement sets the random state when it runs (`torch.manual_seed(123)`), draws from it
+(`torch.rand(2, 3)`, `nn.Linear(3, 2)`, whose weights are drawn), or holds functions that do when
+called (a class whose `__init__` builds an `nn.Linear`), and whether it loops at top level: a
+statement's value that depends on the random state is rebuilt with the seeding and drawing
+statements Run All runs before it.
 
 Standard library only (the student bundle ships a copy of intake/); a cell is parsed only within
 the budget of `grader.intake.parsing`.
@@ -37,6 +42,10 @@ class Statement:
     opaque: bool = False  # not analysed (a cell that does not parse): binds what its lines define
     parts: int = 1  # statements on these lines (more than one share a line)
     modules: frozenset[str] = frozenset()  # the top-level packages it imports (`torch` of `torch.nn`)
+    seeds: bool = False  # sets the random state when it runs (`torch.manual_seed(123)`)
+    draws: bool = False  # draws from the random state when it runs (`torch.rand`, `nn.Linear(...)`)
+    draws_later: bool = False  # its functions and methods set or draw from it when called
+    loops: bool = False  # a `for` or `while` loop at top level (a demo that may run long)
 
 
 @dataclass
@@ -122,6 +131,49 @@ def _visit(node: ast.AST, scope: _Scope) -> None:
             _visit(child, scope)
 
 
+# Calls that set the random state, and calls that draw from it (by the called name's last part:
+# `torch.manual_seed`, `np.random.seed`; `torch.rand`, `nn.Linear`, whose weights are drawn when
+# built, MindSpore's `nn.Dense`). `nn.Dropout(p)` draws nothing when built.
+SEEDING = frozenset({"manual_seed", "manual_seed_all", "seed", "set_seed", "set_rng_state"})
+DRAWING = frozenset(
+    {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal", "bernoulli"}
+    | {"multinomial", "poisson", "uniform", "standard_normal", "random", "shuffle", "choice", "sample", "dropout"}
+    | {"normal_", "uniform_", "random_", "bernoulli_", "exponential_", "kaiming_uniform_", "kaiming_normal_"}
+    | {"xavier_uniform_", "xavier_normal_", "trunc_normal_", "orthogonal_"}
+    | {"Linear", "Bilinear", "LazyLinear", "Embedding", "EmbeddingBag", "Conv1d", "Conv2d", "Conv3d", "Dense"}
+    | {"MultiheadAttention", "RNN", "LSTM", "GRU"}
+)
+
+
+@dataclass
+class _Random:
+    now: set[str] = field(default_factory=set)  # names of the random-state calls it makes when it runs
+    later: set[str] = field(default_factory=set)  # ... that its functions make when called
+    loops: bool = False
+
+
+def _called(node: ast.Call) -> str | None:
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
+def _random(node: ast.AST, found: _Random, later: bool = False) -> None:
+    """The random-state calls under `node` (a function's body runs later), and top-level loops."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        for part in node.args.defaults + node.args.kw_defaults + getattr(node, "decorator_list", []):
+            if part is not None:
+                _random(part, found, later)
+        for part in node.body if isinstance(node.body, list) else [node.body]:
+            _random(part, found, True)
+        return
+    if isinstance(node, ast.Call) and _called(node) in SEEDING | DRAWING:
+        (found.later if later else found.now).add(str(_called(node)))
+    if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and not later:
+        found.loops = True
+    for child in ast.iter_child_nodes(node):
+        _random(child, found, later)
+
+
 def _header(node: ast.stmt) -> list:
     """The parts of a statement that run before it binds its names (`x = x + 1` reads the old x)."""
     if isinstance(node, (ast.Assign, ast.AnnAssign)):
@@ -159,6 +211,9 @@ def analysed(nodes: list[ast.stmt], first: int, last: int) -> Statement:
         if isinstance(n, (ast.Import, ast.ImportFrom))
         for alias in n.names
     }
+    chance = _Random()
+    for node in nodes:
+        _random(node, chance)
     return Statement(
         first,
         last,
@@ -171,6 +226,10 @@ def analysed(nodes: list[ast.stmt], first: int, last: int) -> Statement:
         source,
         parts=len(nodes),
         modules=frozenset(m.split(".")[0] for m in modules),
+        seeds=bool(chance.now & SEEDING),
+        draws=bool(chance.now & DRAWING),
+        draws_later=bool(chance.later),
+        loops=chance.loops,
     )
 
 

@@ -147,19 +147,31 @@ def descend(root: Level, parts: tuple[str, ...]) -> Iterator[Level]:
 
 
 def upload_level(root: Level, depth: int = 4, folders: int = 200, zips: bool = True) -> tuple[str, ...] | None:
-    """Where in ROOT an upload's modules are: ROOT itself (``()``), or the first folder inside it that
-    holds them (students often upload a zip with a folder in it), breadth first, never through a
-    link; None if there is none."""
+    """Where in ROOT an upload's modules are: ROOT itself (``()``), or the folder inside it that
+    holds them (students often upload a zip with a folder in it), never through a link; of two or
+    more at the same depth (``ch3/`` and ``ch3_backup/``), the most complete (`upload_levels`);
+    None if there is none."""
+    found = upload_levels(root, depth, folders, zips)
+    return found[0] if found else None
+
+
+def upload_levels(root: Level, depth: int = 4, folders: int = 200, zips: bool = True) -> list[tuple[str, ...]]:
+    """Every folder of ROOT that holds an upload's modules at the shallowest depth where one does,
+    breadth first, never through a link, at most FOLDERS folders looked at: the most complete first
+    (the most module files, then a notebook, then the first in name order)."""
     queue: deque[tuple[str, ...]] = deque([()])
     seen = 0
+    found: list[tuple[tuple[int, int], tuple[str, ...]]] = []
     while queue and seen < folders:
         parts = queue.popleft()
+        if found and len(parts) > len(found[0][1]):
+            break
         seen += 1
         try:
             with descend(root, parts) as folder:
                 if holds(folder, zips):
-                    return parts
-                if len(parts) < depth:
+                    found.append((_completeness(folder), parts))
+                elif len(parts) < depth:
                     queue.extend(
                         parts + (e.name,)
                         for e in folder.entries()
@@ -167,16 +179,26 @@ def upload_level(root: Level, depth: int = 4, folders: int = 200, zips: bool = T
                     )
         except (Refused, OSError):
             continue
-    return None
+    return [parts for _, parts in sorted(found, key=lambda f: (-f[0][0], -f[0][1], [os.fsencode(p) for p in f[1]]))]
+
+
+def _completeness(folder: Level) -> tuple[int, int]:
+    """(module files, notebooks) directly in FOLDER: how much of the chapter it holds, by names only."""
+    names = [e.name for e in folder.entries(keep=worth_reading)]
+    return len({n.lower() for n in names if is_module_file(n)}), sum(n.endswith(".ipynb") for n in names)
 
 
 def read_upload(root: Level, assembly: Assembly, zips: bool = True) -> None:
-    """The folder of ROOT that holds an upload's modules (`upload_level`), read into ASSEMBLY."""
-    parts = upload_level(root, zips=zips)
-    if parts is None:
+    """The folder of ROOT that holds an upload's modules (`upload_level`), read into ASSEMBLY; when
+    two or more folders could be it, a remark says which was graded and which were not."""
+    found = upload_levels(root, zips=zips)
+    if not found:
         return
+    if len(found) > 1:
+        others = ", ".join("/".join(parts) for parts in found[1:])
+        assembly.remarks.append(IntegrityNote("upload-folder", f"{'/'.join(found[0])} ({others})"))
     try:
-        with descend(root, parts) as folder:
+        with descend(root, found[0]) as folder:
             read_level(folder, assembly, zips)
     except (Refused, OSError):
         return

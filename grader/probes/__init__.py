@@ -89,7 +89,7 @@ BOOK_INPUTS = [
 
 
 def book_inputs() -> torch.Tensor:
-    return torch.tensor(BOOK_INPUTS)
+    return torch.tensor(BOOK_INPUTS, dtype=torch.float32)  # whatever default dtype the student set
 
 
 # Other frameworks' seeding, run by cpu_manual_seed too (the MindSpore adapter adds mindspore.set_seed).

@@ -38,7 +38,18 @@ class MatrixShell(nn.Module):
         super().__init__()
         generator = torch.Generator().manual_seed(seed)
         for name in NAMES:
-            setattr(self, name, nn.Parameter(torch.rand(d_in, d_out, generator=generator)))
+            setattr(self, name, nn.Parameter(torch.rand(d_in, d_out, generator=generator, dtype=torch.float32)))
+
+
+# probe -> (d_in, d_out, seed)
+SIZES = {"square": (4, 4, 301), "rectangular": (3, 2, 311)}  # d_in == d_out; the book's d_in = 3, d_out = 2
+
+
+def before_transfer(probe_name: str) -> dict[str, torch.Tensor]:
+    """The matrices sa_v1 holds before `transfer_weights` runs in probe `probe_name` (its `MatrixShell`)."""
+    d_in, d_out, seed = SIZES[probe_name]
+    shell = MatrixShell(d_in, d_out, seed + 7)
+    return {name: attr(shell, name).detach().clone() for name in NAMES}
 
 
 def transfer(ns, d_in: int, d_out: int, seed: int) -> dict:
@@ -52,9 +63,11 @@ def transfer(ns, d_in: int, d_out: int, seed: int) -> dict:
 
 @probe(MODULE)
 def square(ns):
-    return transfer(ns, 4, 4, seed=301)  # d_in == d_out
+    d_in, d_out, seed = SIZES["square"]
+    return transfer(ns, d_in, d_out, seed=seed)
 
 
 @probe(MODULE)
 def rectangular(ns):
-    return transfer(ns, 3, 2, seed=311)  # the book's d_in = 3, d_out = 2
+    d_in, d_out, seed = SIZES["rectangular"]
+    return transfer(ns, d_in, d_out, seed=seed)

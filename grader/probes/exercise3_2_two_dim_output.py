@@ -35,3 +35,17 @@ def seeded_output(ns):
     batch = torch.stack((book_inputs(), book_inputs()))
     with torch.no_grad():
         return {"out": tensor(module(batch), "build_two_dim_wrapper(...)(batch)")}
+
+
+@probe(MODULE)
+def seeded_own_classes(ns):
+    """What the student's own MultiHeadAttentionWrapper (3.6, with its heads of 3.5) gives in the
+    exercise's configuration (two heads of one dimension), run as `seeded_output` runs: where it
+    differs from the reference's, Exercise 3.2 is judged against it (the earlier sections' mistakes
+    are paid for there)."""
+    cls = function(ns, "sec3_6_multi_head_attention", "MultiHeadAttentionWrapper")
+    cpu_manual_seed(123)
+    module = cls(3, 1, 6, 0.0, num_heads=2)
+    batch = torch.stack((book_inputs(), book_inputs()))
+    with torch.no_grad():
+        return {"out": tensor(module(batch), "MultiHeadAttentionWrapper(3, 1, 6, 0.0, num_heads=2)(batch)")}

@@ -82,10 +82,25 @@ def forward(ns):
     _BUILT.clear()
     if built is not ns or not isinstance(module, torch.nn.Module):
         module = _build(ns)
+    return _forward(module, "build_gpt2_small_attention()(x)")
+
+
+@probe(MODULE)
+def own_class_forward(ns):
+    """`forward` with the student's own MultiHeadAttention (3.6) in GPT-2 small's configuration:
+    where it differs from the reference's, Exercise 3.3 is judged against it (a mistake of 3.6 is
+    paid for in 3.6 only)."""
+    cls = function(ns, "sec3_6_multi_head_attention", "MultiHeadAttention")
+    with linear_layers_zero_filled():
+        module = cls(768, 768, 1024, 0.0, num_heads=12)
+    return _forward(module, "MultiHeadAttention(768, 768, 1024, 0.0, num_heads=12)(x)")
+
+
+def _forward(module, what: str) -> dict:
     prepared = prepare()
     transplant(module, prepared["weights"])
     module.eval()
     with torch.no_grad():
-        out = tensor(module(prepared["x"].clone()), "build_gpt2_small_attention()(x)")
-        out_changed = tensor(module(prepared["changed"].clone()), "build_gpt2_small_attention()(x)")
+        out = tensor(module(prepared["x"].clone()), what)
+        out_changed = tensor(module(prepared["changed"].clone()), what)
     return {"out": out, "changed": out_changed, "keep": 2}

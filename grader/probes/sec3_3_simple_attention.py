@@ -49,6 +49,7 @@ def attention_weights(ns):
     return {
         "book": tensor(fn(book_inputs()), "attention_weights"),  # (6, 6)
         "random": tensor(fn(randn(5, 4, seed=36)), "attention_weights"),  # (5, 5)
+        "other": tensor(fn(randn(5, 4, seed=38)), "attention_weights"),  # other inputs: other weights
     }
 
 

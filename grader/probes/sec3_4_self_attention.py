@@ -31,7 +31,7 @@ MODULE = "sec3_4_self_attention"
 def book_matrices() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The book's 3.4.1 matrices: torch.manual_seed(123); torch.rand(3, 2) three times."""
     generator = torch.Generator().manual_seed(123)
-    first, second, third = (torch.rand(3, 2, generator=generator) for _ in range(3))
+    first, second, third = (torch.rand(3, 2, generator=generator, dtype=torch.float32) for _ in range(3))
     return first, second, third
 
 

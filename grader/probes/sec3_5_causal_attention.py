@@ -32,7 +32,7 @@ CONTEXT = 7
 def book_scores() -> torch.Tensor:
     """The book's 3.5.1 scores: queries @ keys.T with the seeded 3.4 matrices (d_k = 2)."""
     generator = torch.Generator().manual_seed(123)
-    w_query, w_key = (torch.rand(3, 2, generator=generator) for _ in range(2))
+    w_query, w_key = (torch.rand(3, 2, generator=generator, dtype=torch.float32) for _ in range(2))
     x = book_inputs()
     return (x @ w_query) @ (x @ w_key).T  # (6, 6)
 
@@ -140,7 +140,9 @@ def causality(ns):
     x = randn(3, 5, 4, seed=541)
     changed = x.clone()
     changed[:, 3:, :] = randn(3, 2, 4, seed=542) * 3  # tokens 4 and 5 change
-    return {"original": run(module, x), "changed": run(module, changed)}
+    earlier = x.clone()
+    earlier[:, 0, :] = randn(3, 4, seed=543) * 3  # token 1 changes: the later outputs should
+    return {"original": run(module, x), "changed": run(module, changed), "earlier_changed": run(module, earlier)}
 
 
 @probe(MODULE)

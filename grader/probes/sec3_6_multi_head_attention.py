@@ -28,6 +28,11 @@ from grader.probes import (
 MODULE = "sec3_6_multi_head_attention"
 
 # (d_in, d_out, context_length, num_heads, batch, tokens, seed)
+WRAPPER_CONFIGS = {
+    "main": (4, 3, 8, 3, 3, 5, 630),  # T=5 < context_length=8
+    "square": (4, 4, 8, 2, 4, 6, 640),  # d_in == d_out, batch 4
+}
+WRAPPER_CAUSAL = (4, 3, 8, 2, 3, 6, 650)  # keep 3 tokens
 MHA_CONFIGS = {
     "main": (6, 8, 8, 2, 3, 5, 600),  # head_dim 4, T < context_length
     "square": (8, 8, 8, 4, 4, 6, 610),  # d_in == d_out, head_dim 2
@@ -71,6 +76,13 @@ def _future_changed(x: torch.Tensor, keep: int, seed: int) -> torch.Tensor:
     return changed
 
 
+def _first_changed(x: torch.Tensor, seed: int) -> torch.Tensor:
+    """x with its first token replaced by other values (every later output should change)."""
+    changed = x.clone()
+    changed[:, 0] = randn(x.shape[0], x.shape[2], seed=seed)
+    return changed
+
+
 def _param_count(module) -> int:
     return sum(p.numel() for p in module.parameters())
 
@@ -107,25 +119,57 @@ def wrapper_heads(ns):
 @probe(MODULE)
 def wrapper_forward(ns):
     outputs = {}
-    # d_in=4, d_out=3, 3 heads, T=5 < context_length=8; and d_in == d_out, 2 heads, batch 4
-    for key, (d_in, d_out, ctx, heads, b, t, seed) in {
-        "main": (4, 3, 8, 3, 3, 5, 630),
-        "square": (4, 4, 8, 2, 4, 6, 640),
-    }.items():
+    for key, (d_in, d_out, ctx, heads, b, t, seed) in WRAPPER_CONFIGS.items():
         module = _wrapper(ns, d_in, d_out, ctx, heads, seed=seed).eval()
         with torch.no_grad():
             outputs[key] = tensor(module(randn(b, t, d_in, seed=seed + 1)), "MultiHeadAttentionWrapper(x)")
     return outputs
 
 
+def _causal_inputs() -> tuple[torch.Tensor, torch.Tensor]:
+    d_in, _, _, _, b, t, seed = WRAPPER_CAUSAL
+    x = randn(b, t, d_in, seed=seed + 1)
+    return x, _future_changed(x, 3, seed=seed + 2)
+
+
 @probe(MODULE)
 def wrapper_causal(ns):
-    module = _wrapper(ns, 4, 3, 8, 2, seed=650).eval()
-    x = randn(3, 6, 4, seed=651)
+    d_in, d_out, ctx, heads, _, _, seed = WRAPPER_CAUSAL
+    module = _wrapper(ns, d_in, d_out, ctx, heads, seed=seed).eval()
+    x, changed = _causal_inputs()
     with torch.no_grad():
         out = tensor(module(x), "MultiHeadAttentionWrapper(x)")
-        changed = tensor(module(_future_changed(x, 3, seed=652)), "MultiHeadAttentionWrapper(x)")
-    return {"out": out, "changed": changed, "keep": 3}
+        changed = tensor(module(changed), "MultiHeadAttentionWrapper(x)")
+        earlier = tensor(module(_first_changed(x, seed=seed + 3)), "MultiHeadAttentionWrapper(x)")
+    return {"out": out, "changed": changed, "earlier": earlier, "keep": 3}
+
+
+def _own_heads(ns, config: tuple, inputs: list[torch.Tensor]) -> list[list[torch.Tensor]]:
+    """The student's own CausalAttention of 3.5, one per head of the wrapper `config` builds (with
+    that head's weights), each run alone: [[head(x) for each head] for x in inputs]."""
+    d_in, d_out, ctx, num_heads, _, _, seed = config
+    cls = function(ns, "sec3_5_causal_attention", "CausalAttention")
+    heads = []
+    for i in range(num_heads):
+        head = cls(d_in, d_out, ctx, 0.0)
+        transplant(head, qkv_weights(d_in, d_out, seed=seed + 100 * i))
+        heads.append(head.eval())
+    with torch.no_grad():
+        return [[tensor(head(x), "CausalAttention(x)") for head in heads] for x in inputs]
+
+
+@probe(MODULE)
+def wrapper_own_heads(ns):
+    """What the student's own CausalAttention (3.5) gives for each head of `wrapper_forward` and
+    `wrapper_causal`, each head alone: where it differs from the reference's, the wrapper is judged
+    against these side by side (a mistake of 3.5 is paid for in 3.5 only)."""
+    outputs: dict = {}
+    for key, config in WRAPPER_CONFIGS.items():
+        d_in, _, _, _, b, t, seed = config
+        outputs[key] = _own_heads(ns, config, [randn(b, t, d_in, seed=seed + 1)])[0]
+    out, changed = _own_heads(ns, WRAPPER_CAUSAL, list(_causal_inputs()))
+    outputs["causal"] = {"out": out, "changed": changed}
+    return outputs
 
 
 # ---------------------------------------------------------------------------------------------
@@ -194,7 +238,8 @@ def mha_causal(ns):
     with torch.no_grad():
         out = tensor(module(x), "MultiHeadAttention(x)")
         changed = tensor(module(_future_changed(x, 3, seed=672)), "MultiHeadAttention(x)")
-    return {"out": out, "changed": changed, "keep": 3}
+        earlier = tensor(module(_first_changed(x, seed=673)), "MultiHeadAttention(x)")
+    return {"out": out, "changed": changed, "earlier": earlier, "keep": 3}
 
 
 @probe(MODULE)
@@ -214,7 +259,13 @@ def mha_dropout(ns):
     attention weight of the first token (which attends only to itself) zeroes its whole head."""
     d_in, d_out, heads = 6, 8, 2
     module = _mha(ns, d_in, d_out, 8, heads, dropout=0.5, seed=690)
-    transplant(module, {"out_proj.weight": torch.eye(d_out), "out_proj.bias": torch.zeros(d_out)})
+    transplant(
+        module,
+        {
+            "out_proj.weight": torch.eye(d_out, dtype=torch.float32),
+            "out_proj.bias": torch.zeros(d_out, dtype=torch.float32),
+        },
+    )
     x = randn(8, 5, d_in, seed=691)
     module.eval()
     with torch.no_grad():

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from grader.i18n import Catalog, section_key
+from grader.lms import FORMATS
 from grader.records import MODULE_SECTIONS, MODULES, GradeResult, ModuleFound, NearMiss
 from grader.report.sentences import Said, say, student, trusted, words
 
@@ -80,10 +81,10 @@ def found_view(result: GradeResult, catalog: Catalog) -> FoundView:
     intake = result.intake
     by_module = {found.module: found for found in intake.modules if found.module in MODULES}
     identity = None
-    if intake.identity is not None and intake.identity.lms in ("canvas", "moodle"):
+    if intake.identity is not None and intake.identity.lms in FORMATS:
         who = intake.identity
         identity = say(catalog, f"found.identity-{who.lms}", name=student(who.name), user_id=student(who.user_id))
-        if who.late:
+        if who.late and catalog.has(f"found.late-{who.lms}"):
             identity = Said([*identity.parts, ("text", " "), *say(catalog, f"found.late-{who.lms}").parts])
     remarks = [
         say(catalog, f"found.remark.{note.kind}", detail=student(note.detail))

@@ -78,7 +78,7 @@ def error_message(error: ProbeError, catalog: Catalog, blocked_by: str | None = 
     params["exc_type"] = student(error.exc_type)
     kind = error.kind if error.kind in ERROR_KINDS else "exception"
     parts: list[Said] = []
-    if blocked_by:
+    if blocked_by and not error.key.startswith("import.stand-in"):  # a stand-in's message says what it needs
         parts.append(blocked_by_message(blocked_by, catalog))
     if error.key and _key_allowed(error.key, catalog):
         parts.append(say(catalog, error.key, **params))

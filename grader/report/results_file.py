@@ -16,6 +16,7 @@ from typing import Any
 from grader.fingerprint import version
 from grader.i18n import Catalog
 from grader.intake.printable import printable
+from grader.lms import FORMATS
 from grader.records import (
     MODULES,
     SECTIONS,
@@ -180,7 +181,7 @@ def _intake(document: dict) -> Intake:
     )
     lms = document.get("lms")
     identity = None
-    if isinstance(lms, dict) and lms.get("lms") in ("canvas", "moodle"):
+    if isinstance(lms, dict) and lms.get("lms") in FORMATS:
         identity = LmsIdentity(
             str(lms["lms"]), str(lms.get("user_id", "")), str(lms.get("name", "")), lms.get("late") is True
         )

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from grader.i18n import Catalog
-from grader.intake.discovery import Candidate, discover, read_candidate
+from grader.intake.discovery import Candidate, Discovery, discover, read_candidate
 from grader.records import GradeResult, IntegrityNote, Submission
 from grader.run.plan import CACHE_DIR, CLASS_OUTPUTS, Loader, kit_fingerprint, plan_run
 from grader.sandbox.runs import Limits
@@ -67,15 +67,20 @@ def grade(
     limits: Limits = Limits(),
     on_progress: Callable[[int, int], None] | None = None,
     name: str | None = None,
+    upload: bool = False,
 ) -> RunSummary:
     """Grade PATH (one submission, or a class folder of student folders) into OUT_DIR. `name` names a
-    single submission in its reports (default: its folder's name)."""
-    found = discover(path)
+    single submission in its reports (default: its folder's name). An `upload` (a grading platform's
+    folder of one student's files) is one submission whatever it holds, never followed if a link."""
+    path = Path(path)
+    found = Discovery(False, [Candidate(path, name or path.name, upload=True)]) if upload else discover(path)
 
     def loader(candidate: Candidate) -> Loader:
         def load(near_misses: bool = True) -> Submission:
-            # the folder the instructor named is followed if it is a link; a student folder never is
-            submission = read_candidate(candidate, follow=not found.is_class, near_misses=near_misses)
+            # the folder the instructor named is followed if it is a link; a student folder never is,
+            # nor a platform's upload
+            follow = not found.is_class and not upload
+            submission = read_candidate(candidate, follow=follow, near_misses=near_misses)
             return replace(submission, name=name) if name and not found.is_class else submission
 
         return load

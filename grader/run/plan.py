@@ -19,6 +19,7 @@ from grader.fingerprint import code_fingerprint, tree_digest
 from grader.frameworks import MINDSPORE, PYTORCH
 from grader.i18n import TEMPLATES_DIR
 from grader.intake.names import display_names, folder_names
+from grader.lms import NAMES
 from grader.records import GradeResult, Submission
 from grader.report.results_file import read_results
 from grader.sandbox.runs import Limits
@@ -34,8 +35,7 @@ CLASS_OUTPUTS = {
     "results.json",
     "feedback.html",
     "feedback.md",
-    "canvas-grades.csv",
-    "moodle-grades.csv",
+    *(f"{lms}-grades.csv" for lms in NAMES),
 }
 
 

@@ -32,13 +32,22 @@ MAX_LINE = 10_000_000
 # A child's record: kinds with no catalogue key, and the keys it may carry with their kinds.
 KEYLESS_KINDS = frozenset({"exception", "import", "exit", "resource"})
 FAILURE_KINDS = frozenset({"timeout", "crash", "resource", "exit"})  # how an earlier import failed
-IMPORT_KEYS = {"import.missing": frozenset({"import"}), "import.poisoned": FAILURE_KINDS}
+IMPORT_KEYS = {
+    "import.missing": frozenset({"import"}),
+    "import.poisoned": FAILURE_KINDS,
+    # code used a name it took from a module that does not import (grader.stand_ins)
+    "import.stand-in": frozenset({"import", "exit", "resource"}),
+    "import.stand-in-located": frozenset({"import", "exit", "resource"}),
+    "import.stand-in-missing": frozenset({"import"}),
+    "import.stand-in-poisoned": FAILURE_KINDS,
+}
 PARAM_NAMES = frozenset({"path", "module", "name", "what", "got", "expected"})
 # What the worker reports for a probe whose child failed: (ProbeError kind, catalogue key).
 STATUSES = {
     "timeout": ("timeout", "sandbox.timeout"),
     "crash": ("crash", "sandbox.crash"),
     "resource": ("resource", "sandbox.resource"),
+    "memory": ("resource", "sandbox.memory"),  # the submission's memory group's limit
     "exit": ("exit", "sandbox.exit"),
     "too-large": ("resource", "sandbox.output-too-large"),
     "over-budget": ("resource", "sandbox.over-budget"),

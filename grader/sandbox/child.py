@@ -22,9 +22,10 @@ import resource
 import signal
 import sys
 import threading
+from collections.abc import Mapping
 
 from grader.frameworks import namespace_for
-from grader.sandbox import driver, seccomp
+from grader.sandbox import driver, oom, seccomp
 from grader.sandbox.channel import frame, frame_head, write_all
 from grader.sandbox.forks import FAILED, NO_NAMESPACE, NOT_DROPPED
 
@@ -36,11 +37,12 @@ CLONE_NEWUSER = 0x10000000
 LIBC = ctypes.CDLL(None, use_errno=True)  # loaded once in the worker, not in every child
 SMALL = 64 * 1024
 KEYRINGS_BLOCKED = False  # set by `block_keyrings` in the worker, whose filter every child inherits
+MEMORY_GROUP = -1  # cgroup.procs of the slot's memory group, open in the worker (`block_keyrings`); -1: none
 WORKER_MODULES: frozenset[str] = frozenset()  # the fork server's modules (`remember_worker_modules`)
 __all__ = ["FAILED", "NOT_DROPPED", "NO_NAMESPACE", "run", "serve"]
 
 
-def serve(write_fd: int, command_fd: int, uid: int, probes: dict) -> None:
+def serve(write_fd: int, command_fd: int, uid: int, probes: Mapping) -> None:
     """A freshly forked child: its job is the first line of its command pipe, {"job": {"id", "mode",
     "track", "limits", "files": [file names]}, "probes": [...], "poisoned": {module: failure},
     "scratch": folder, "park": bool} (from the watcher, the trusted side of the sandbox); then
@@ -59,11 +61,13 @@ def run(
     scratch: str,
     write_fd: int,
     uid: int,
-    probes: dict,
+    probes: Mapping,
     command_fd: int = -1,
 ) -> None:
     """The child's whole life: restrict, then one frame per probe (and, with a `command_fd`, the
     probes of each command that follows); never returns."""
+    if MEMORY_GROUP >= 0 and not oom.join(MEMORY_GROUP):
+        os._exit(FAILED)  # never run student code outside the submission's memory limit
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
@@ -121,7 +125,9 @@ def _forget_modules(directory: str, students: set[str], warm: frozenset[str]) ->
             pass
 
 
-def _run_probes(remaining: list[str], run_probe, probes: dict, ns, scratch: str, write_fd: int) -> tuple[bytes, bool]:
+def _run_probes(
+    remaining: list[str], run_probe, probes: Mapping, ns, scratch: str, write_fd: int
+) -> tuple[bytes, bool]:
     """One frame per probe; returns the last result's frame (still to write) and whether every
     probe ran (False: this child left something behind and must end, see `left_behind`)."""
     pending = b""
@@ -227,13 +233,16 @@ def remember_worker_modules() -> None:
     WORKER_MODULES = frozenset(sys.modules)
 
 
-def block_keyrings() -> None:
+def block_keyrings(memory_group: int = -1) -> None:
     """Install the keyring filter (`seccomp`) once, in the worker before it forks: every child
     inherits it, at no cost per child. The worker never executes another program, so it can
-    give up gaining privileges (which an unprivileged filter needs)."""
-    global KEYRINGS_BLOCKED
+    give up gaining privileges (which an unprivileged filter needs). Without a memory group
+    (`memory_group`: its cgroup.procs, or -1) the filter refuses memfd_create too: a memfd's
+    pages count against no limit of a process (RLIMIT_AS counts only what is mapped)."""
+    global KEYRINGS_BLOCKED, MEMORY_GROUP
+    MEMORY_GROUP = memory_group
     LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    KEYRINGS_BLOCKED = seccomp.install(LIBC)
+    KEYRINGS_BLOCKED = seccomp.install(LIBC, memfd=memory_group < 0)
 
 
 def isolate_ipc() -> bool:

@@ -30,7 +30,11 @@ class WorkerFailed(RuntimeError):
 
 
 class WorkerConnection:
-    def __init__(self, command: Callable[[int], list[str]], environment: dict[str, str]):
+    def __init__(
+        self, command: Callable[[int], list[str]], environment: dict[str, str], inherited: tuple[int, ...] = ()
+    ):
+        """Start the worker `command(result_fd)` gives; `inherited`: more descriptors it gets
+        (its memory group's, `memory.MemoryGroups.descriptors`)."""
         read_fd, write_fd = os.pipe()
         self.fd = read_fd
         try:
@@ -39,7 +43,7 @@ class WorkerConnection:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-                pass_fds=(write_fd,),
+                pass_fds=(write_fd, *inherited),
                 env=environment,
                 start_new_session=True,
             )
@@ -104,7 +108,7 @@ class WorkerConnection:
                     results[name] = status_error(
                         status,
                         header.get("module"),
-                        payload_bytes if status == "too-large" else 0,
+                        _limit_of(status, job["limits"], payload_bytes),
                         job["limits"]["module_seconds"] if status == "module-timeout" else 0,
                     )
                 elif size > payload_bytes or not budget.take(size):
@@ -163,6 +167,13 @@ class WorkerConnection:
             self._close_fd()
         except Exception:  # noqa: BLE001
             self.kill()
+
+
+def _limit_of(status: str, limits: dict, payload_bytes: int) -> int:
+    """The size limit a status says was exceeded (0: none)."""
+    if status == "too-large":
+        return payload_bytes
+    return limits["memory_bytes"] if status == "memory" else 0
 
 
 def job_record(

@@ -18,7 +18,8 @@ from typing import Any
 
 import torch
 
-from grader.probes import ContractError, Namespace, Probe, cpu_manual_seed, own_code
+from grader import stand_ins
+from grader.probes import PROBE_MODULES, ContractError, Namespace, Probe, cpu_manual_seed, own_code
 from grader.probes.tracer import traced
 from grader.sandbox import codec
 
@@ -60,7 +61,9 @@ class _PoisonFinder(importlib.abc.MetaPathFinder):
 
 
 class StudentNamespace:
-    """The student's modules, imported from one directory that is first on sys.path."""
+    """The student's modules, imported from one directory that is first on sys.path. A student
+    module that imports another of the exercise's modules that does not import gets a stand-in
+    for it (`stand_ins`): it imports, and only what uses the stand-in fails."""
 
     def __init__(
         self,
@@ -74,29 +77,53 @@ class StudentNamespace:
         self.on_import = on_import or (lambda module: None)
         self.on_imported = on_imported or (lambda module: None)
         self._failures: dict[str, BaseException] = {}
+        self._direct: set[str] = set()  # the modules this namespace is importing itself
         if self.directory not in sys.path:
             sys.path.insert(0, self.directory)
         sys.meta_path.insert(0, _PoisonFinder(self.poisoned))
+        finder = stand_ins.StandInFinder(
+            self.directory, frozenset(PROBE_MODULES), self._direct, self._known_failure, self._failed
+        )
+        # one namespace's stand-ins at a time: an earlier namespace's (an earlier command's, in the
+        # same child) would answer the imports this one makes itself with its own old failures
+        sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, stand_ins.StandInFinder)]
+        sys.meta_path.insert(0, finder)
 
     def module(self, name: str) -> Any:
         if name in self._failures:
             raise self._failures[name]
         if name in sys.modules and getattr(sys.modules[name], "__file__", None):
             return sys.modules[name]
-        if name in self.poisoned:
-            raise ModulePoisoned(name, self.poisoned[name])
-        if not os.path.exists(os.path.join(self.directory, name + ".py")):
-            failure: BaseException = ModuleMissing(name)
-        else:
+        failure = self._known_failure(name)
+        if failure is None:
             self.on_import(name)
+            self._direct.add(name)
             try:
                 return importlib.import_module(name)
             except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt included
                 failure = exc if isinstance(exc, ModulePoisoned) else ImportFailed(name, exc)
             finally:
+                torch_defaults()  # the probe that imports a module runs as every other one
+                self._direct.discard(name)
                 self.on_imported(name)  # a later hang is no longer this import's fault
         self._failures[name] = failure
         raise failure
+
+    def _known_failure(self, name: str) -> BaseException | None:
+        """Why `name` cannot be imported, known without trying: an earlier failure, poisoned, missing."""
+        if name in self._failures:
+            return self._failures[name]
+        if name in self.poisoned:
+            return ModulePoisoned(name, self.poisoned[name])
+        if not os.path.exists(os.path.join(self.directory, name + ".py")):
+            return ModuleMissing(name)
+        return None
+
+    def _failed(self, name: str, exc: BaseException) -> BaseException:
+        """Importing `name` (for another student module) raised `exc`: remembered, and returned."""
+        failure = exc if isinstance(exc, ModulePoisoned) else ImportFailed(name, exc)
+        self._failures[name] = failure
+        return failure
 
 
 def plain(value: Any, depth: int = 0) -> Any:
@@ -191,6 +218,8 @@ def describe_error(exc: BaseException, directory: str) -> dict:
         return {"kind": "contract", "key": exc.key, "params": {k: plain_param(v) for k, v in exc.params.items()}}
     if isinstance(exc, ImportFailed):
         kind, cause, module = "import", exc.cause, exc.module
+    if isinstance(cause, stand_ins.EarlierModuleBroken):
+        return _stand_in_used(cause, directory)
     if isinstance(cause, SystemExit):
         kind = "exit"
     elif _is_out_of_memory(cause):
@@ -207,14 +236,36 @@ def describe_error(exc: BaseException, directory: str) -> dict:
     }
 
 
+def _stand_in_used(exc: stand_ins.EarlierModuleBroken, directory: str) -> dict:
+    """The code under test used `exc.name`, taken from a module that does not import: the record of
+    that module's own failure (its line), under a key that says which name needed it."""
+    failure = exc.failure
+    params = {"module": exc.module, "name": _text(exc.name)[:100]}
+    if isinstance(failure, ModuleMissing):
+        return {"kind": "import", "key": "import.stand-in-missing", "module": exc.module, "params": params}
+    if isinstance(failure, ModulePoisoned):
+        return {"kind": failure.kind, "key": "import.stand-in-poisoned", "module": exc.module, "params": params}
+    record = describe_error(failure, directory)
+    if str(record.get("key", "")).startswith("import.stand-in"):
+        return record  # that module failed because it used a stand-in itself: the first broken one
+    located = "-located" if record.get("frames") else ""
+    return record | {"key": f"import.stand-in{located}", "module": exc.module, "params": params}
+
+
 def plain_param(value: Any) -> Any:
     return value if type(value) in (bool, int, float, str) else _text(value)
 
 
-def reset_global_state() -> None:
-    """Undo global changes a previous probe (or a student module) may have made."""
+def torch_defaults() -> None:
+    """float32 as the default dtype and gradients on, whatever a student module set (at import, a
+    `torch.set_default_dtype(torch.float64)` would change the probe's layers and inputs)."""
     torch.set_default_dtype(torch.float32)
     torch.set_grad_enabled(True)
+
+
+def reset_global_state() -> None:
+    """Undo global changes a previous probe (or a student module) may have made."""
+    torch_defaults()
     cpu_manual_seed(0)
 
 

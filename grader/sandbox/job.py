@@ -32,6 +32,7 @@ import shutil
 import signal
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from grader.sandbox import cleanup
@@ -47,8 +48,9 @@ STOP_SECONDS = 1.0  # for a parked child to be seen stopped (it takes microsecon
 @dataclass(frozen=True)
 class Slot:
     """What every job of a watcher shares: the slot's uid, whether the worker has a pid namespace
-    of its own (see `cleanup`), the fork server, what its children can run, and the processes
-    that clean-up spares (bubblewrap's init, the watcher, the fork server)."""
+    of its own (see `cleanup`), the fork server, what its children can run, the processes
+    that clean-up spares (bubblewrap's init, the watcher, the fork server), and the OOM kills of
+    its memory group so far (`oom`; None without one)."""
 
     uid: int
     pid_namespace: bool
@@ -56,6 +58,7 @@ class Slot:
     probes: frozenset[str]
     modes: frozenset[str]
     spared: frozenset[int]
+    ooms: Callable[[], int] | None = None
 
 
 class Child:
@@ -168,6 +171,7 @@ class JobProcess:
     ) -> tuple[list[str], Child | None]:
         """Run the remaining probes in `parked` (continued) or in a freshly forked child; returns the
         probes still to run afterwards, and the child if it parked after the last one (`park`)."""
+        kills = self.slot.ooms() if self.slot.ooms else 0  # a parked child's kill would have ended it
         its = self._child_for(run.job, remaining, parked, park)
         limits = run.limits
         clock = ProbeClock(
@@ -190,6 +194,8 @@ class JobProcess:
             return [], kept
         if current is None and len(remaining) < started_with:
             return remaining, None  # ended between two probes after some results: the rest goes to a new child
+        if self.slot.ooms and self.slot.ooms() > kills:
+            failure = "memory"  # the kernel stopped it: the submission's processes used up its memory group
         self._child_failed(run, remaining, failure or _outcome_of_exit(status), current, importing, clock)
         return remaining, None
 
@@ -218,7 +224,7 @@ class JobProcess:
         if importing and not (failure == "timeout" and clock.cut_short):
             # an import that ran out of what was left of a module's time is not known to hang: the
             # next module that needs it tries again on its own time (sec3_6 imports sec3_5)
-            self.poisoned[importing] = failure
+            self.poisoned[importing] = "resource" if failure == "memory" else failure
 
     def _fork(self, job: dict, remaining: list[str], park: bool) -> Child:
         """A fresh child from the fork server, its job already in its command pipe (a few kB:

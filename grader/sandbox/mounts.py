@@ -140,6 +140,9 @@ def bwrap_command(kit: Path, roots: list[Path], hidden: list[Path]) -> list[str]
     # The empty /tmp first: an interpreter or venv that lives under the host's /tmp (a CI clone)
     # is bound on top of it below, instead of being covered by it.
     command += ["--dev", "/dev", "--proc", "/proc", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp"]
+    # /dev/shm: a bounded tmpfs of its own (bubblewrap's is a folder of /dev's, unbounded), root's
+    # and not writable as root (the children have their own uid), a child's own otherwise
+    command += ["--size", str(TMPFS_BYTES), "--perms", "0755", "--tmpfs", "/dev/shm"]
     for name in SYSTEM_DIRS:
         path = Path("/") / name
         if path.is_symlink():
@@ -198,16 +201,35 @@ def _holds(path: Path, keep: list[Path]) -> bool:
 
 
 def worker_command(
-    kit: Path, uid: int, result_fd: int, flavour: str, bwrap: list[str] | None, view: str = "", forks: int = 0
+    kit: Path,
+    uid: int,
+    result_fd: int,
+    flavour: str,
+    bwrap: list[str] | None,
+    view: str = "",
+    forks: int = 0,
+    memory_group: tuple[int, int] | None = None,
 ) -> list[str]:
     """The whole command line of a warm worker: inside `bwrap` (its part from `bwrap_command`), or
     directly when bubblewrap is unavailable (in a private view of the host, `view`, if given);
-    `forks`: the submissions it will grade, when known (0: not known)."""
-    python = [sys.executable, "-E", "-s", "-B", "-c", BOOT]
+    `forks`: the submissions it will grade, when known (0: not known); `memory_group`: the
+    descriptors of its slot's memory group (cgroup.procs, events; see `memory`), if any."""
+    python = [interpreter(), "-E", "-s", "-B", "-c", BOOT]
     arguments = ["--uid", str(uid), "--result-fd", str(result_fd), "--flavour", flavour, "--forks", str(forks)]
+    if memory_group is not None:
+        arguments += ["--memory-group", ",".join(map(str, memory_group))]
     if bwrap is None:
         return python + [str(kit), *arguments, *(["--private-view", view] if view else [])]
     return bwrap + python + ["/tmp/kit", *arguments, "--pid-namespace"]
+
+
+def interpreter() -> str:
+    """This interpreter at a path the sandbox shows: its folder resolved (bubblewrap mounts the
+    interpreter's folders by their real paths, `python_roots`, so a venv reached through a
+    symbolic link is not where the workers find it), its own name kept (a venv's `python` is a
+    link to the base interpreter: run by the venv's path, it still finds the venv's packages)."""
+    folder, name = os.path.split(sys.executable)
+    return os.path.join(os.path.realpath(folder), name)
 
 
 def has_sys_admin() -> bool:

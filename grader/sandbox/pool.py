@@ -27,6 +27,7 @@ from grader.records import IntegrityNote, ProbeError, Submission
 from grader.sandbox import exposure, mounts
 from grader.sandbox.boundary import Budget, decode, error_from_dict, result_from_record
 from grader.sandbox.connection import WorkerConnection, environment, job_record
+from grader.sandbox.memory import MemoryGroups
 from grader.sandbox.runs import Limits, SandboxRun
 from grader.sandbox.slots import uid_base
 
@@ -40,6 +41,7 @@ KIT_ROOT = Path(grader.__file__).resolve().parent
 SANDBOX_FILES = [
     "__init__.py",
     "sections.py",
+    "stand_ins.py",
     "probes",
     "frameworks",
     "sandbox/__init__.py",
@@ -53,10 +55,12 @@ SANDBOX_FILES = [
     "sandbox/forkserver.py",
     "sandbox/private_view.py",
     "sandbox/seccomp.py",
+    "sandbox/sealing.py",
     "sandbox/warmup.py",
     "sandbox/worker.py",
     "sandbox/job.py",
     "sandbox/watch.py",
+    "sandbox/oom.py",
 ]
 GRACE_SECONDS = 30  # after a job's own deadline, for its worker to stop the child and answer
 ATTEMPTS = 3
@@ -96,6 +100,8 @@ class SandboxPool:
         self.use_bwrap = self.bubblewrap.usable
         self.is_root = os.getuid() == 0
         self.uid_base = uid_base() + first_slot
+        # one memory limit per slot, i.e. per submission in flight (none where the machine offers no groups)
+        self.memory = MemoryGroups(self.jobs, limits.memory_bytes, str(self.uid_base))
         self.roots = mounts.python_roots()
         hidden = [KIT_ROOT, *mounts.git_folders(KIT_ROOT.parent), Path(solutions.__file__).resolve().parent, *hide]
         if (KIT_ROOT.parent / "pyproject.toml").exists():
@@ -128,6 +134,8 @@ class SandboxPool:
             notes.append(IntegrityNote("sandbox.no-uid-separation", str(os.getuid())))
         if not self.use_bwrap and not self.is_root:
             notes.append(IntegrityNote("sandbox.no-network-isolation", "unshare"))
+        if not self.memory.groups:
+            notes.append(IntegrityNote("sandbox.no-memory-group", self.memory.reason))
         # a kit in site-packages (a pip install) is in a folder mounted for the child: bubblewrap
         # covers it (`self.hidden`), and so does a root grader's mount namespace (private_view);
         # where neither can run, it is in reach. Where a root grader cannot make a namespace (no
@@ -225,6 +233,7 @@ class SandboxPool:
             self._jobs.put(None)
         for thread in self._threads:
             thread.join(timeout=10)
+        self.memory.close()
         shutil.rmtree(self.staging, ignore_errors=True)
 
     def __enter__(self) -> SandboxPool:
@@ -249,10 +258,18 @@ class SandboxPool:
     def _spawn(self, slot: int) -> WorkerConnection:
         kit = self.staging / "kit"
         bwrap = mounts.bwrap_command(kit, self.roots, self.hidden) if self.use_bwrap else None
-        worker = WorkerConnection(
-            lambda fd: mounts.worker_command(kit, self.uid_base + slot, fd, self.flavour, bwrap, self.view, self.forks),
-            environment(),
-        )
+        group = self.memory.descriptors(slot)
+        try:
+            worker = WorkerConnection(
+                lambda fd: mounts.worker_command(
+                    kit, self.uid_base + slot, fd, self.flavour, bwrap, self.view, self.forks, group
+                ),
+                environment(),
+                group or (),
+            )
+        finally:
+            for descriptor in group or ():
+                os.close(descriptor)
         self._workers[slot] = worker
         return worker
 

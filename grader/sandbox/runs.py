@@ -18,7 +18,9 @@ class Limits:
     module_seconds: float = 40.0
     submission_seconds: float = 300.0  # wall clock for all probes of a submission (its grade and trace jobs together)
     cpu_seconds: int = 60  # RLIMIT_CPU of each child
-    memory_bytes: int = 1024**3  # address space on top of torch's own, per process
+    # address space on top of torch's own, per process; and, where the machine has memory control
+    # groups (`memory`), all the memory a submission's processes make together (files in memory too)
+    memory_bytes: int = 1024**3
     file_bytes: int = 16 * 1024**2
     processes: int = 8  # tasks of the child's uid: processes x memory stays well inside the machine
     # The reference's largest result is 25 kB (GPT-2 size) and all 47 together 60 kB (the buggy

@@ -15,7 +15,7 @@ Protocol with the trusted pool (the watcher's stdin and result fd):
   stdin  <- one JSON line per job: {"id", "files": {name: base64}, "probes": [...], "mode", "limits"}
   result fd -> frames (`channel`): {"status": "ready"} once, then per job {"id", "probe", "status":
   "ok"} with the child's serialised record as payload, or {"id", "probe", "status": "timeout" |
-  "crash" | "resource" | "exit" | "too-large" | "module-timeout", "module"} with none, and {"id",
+  "crash" | "resource" | "memory" | "exit" | "too-large" | "module-timeout", "module"} with none, and {"id",
   "status": "done"}.
 The watcher never deserialises what a child sends: it checks the frames' order and sizes and
 forwards the payload for the trusted side to decode (JSON plus raw tensor bytes: no pickle).
@@ -32,7 +32,7 @@ import os
 import signal
 import sys
 
-from grader.sandbox import forks, private_view
+from grader.sandbox import forks, oom, private_view
 from grader.sandbox.channel import Outbox
 
 READY_SECONDS = 600  # the fork server's warm-up (the pool gives up on a worker well before)
@@ -55,23 +55,35 @@ def main() -> None:
             private_view.make(**json.loads(view))
         except OSError:
             pass  # e.g. a container without CAP_SYS_ADMIN: as exposed as without it (reported as no bubblewrap)
+    # the slot's memory group (see `oom`): the fork server's children join it, the watcher counts its OOM kills
+    procs_fd, events_fd = (int(fd) for fd in _argument("--memory-group", "-1,-1").split(","))
     watcher_end, server_end = forks.socket_pair()
     server = os.fork()
     if server == 0:
         watcher_end.close()
         os.close(result_fd)  # the pool's result pipe is the watcher's alone
+        _close(events_fd)
         from grader.sandbox import forkserver
 
         try:
             expected = int(_argument("--forks", "0"))
-            forkserver.serve(server_end, uid, _argument("--flavour", "torch"), pid_namespace, expected)
+            forkserver.serve(server_end, uid, _argument("--flavour", "torch"), pid_namespace, expected, procs_fd)
         finally:
             os._exit(0)
     server_end.close()
-    watch(Outbox(result_fd), forks.Forker(watcher_end, server), uid, pid_namespace)
+    _close(procs_fd)
+    ooms = oom.OomCounter(events_fd) if events_fd >= 0 else None
+    watch(Outbox(result_fd), forks.Forker(watcher_end, server), uid, pid_namespace, ooms)
 
 
-def watch(outbox: Outbox, forker: forks.Forker, uid: int, pid_namespace: bool) -> None:
+def _close(fd: int) -> None:
+    if fd >= 0:
+        os.close(fd)
+
+
+def watch(
+    outbox: Outbox, forker: forks.Forker, uid: int, pid_namespace: bool, ooms: oom.OomCounter | None = None
+) -> None:
     """The watcher: once the fork server is warm, one job after another until stdin is closed."""
     from grader.sandbox import job
 
@@ -86,6 +98,7 @@ def watch(outbox: Outbox, forker: forks.Forker, uid: int, pid_namespace: bool) -
         frozenset(can["probes"]),
         frozenset(can["modes"]),
         frozenset({1, os.getpid(), forker.server_pid}),
+        ooms,
     )
     outbox.send({"status": "ready"})
     status = 0

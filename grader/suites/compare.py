@@ -48,8 +48,12 @@ def _shape(value: Any) -> list[int]:
 
 
 def expect_tensor(actual: Any, *, what: str) -> torch.Tensor:
+    """`actual` as a tensor of real numbers: a complex one fails here, never compared through a cast
+    that would drop its imaginary part."""
     if type(actual) is not torch.Tensor:
         fail("mismatch.not-tensor", what=what, got=type(actual).__name__)
+    if actual.is_complex():
+        fail("mismatch.complex", what=what, got=str(actual.dtype).removeprefix("torch."))
     return actual
 
 
@@ -122,6 +126,32 @@ def expect_consistent(actual: Any, baseline: Any, *, what: str, on: str, baselin
     expect_close(actual, baseline, what=what, on=on)
 
 
+def expect_depends(actual: Any, baseline: Any, *, what: str, on: str, key: str = "mismatch.ignores-input") -> None:
+    """The work a property is about, judged here from the student's outputs (never from anything
+    their process says about itself): `actual`, their code run on changed inputs, differs from
+    `baseline`, the same code on the original ones. Outputs that stay the same whatever the input
+    satisfy causality or batch independence trivially: the property check fails with `key`."""
+    if _indistinguishable(expect_tensor(actual, what=what), expect_tensor(baseline, what=what)):
+        fail(key, what=what, on=on)
+
+
+def expect_varies(batch: Any, *, what: str, on: str) -> None:
+    """Different sequences of one batch (its first dimension) give different outputs."""
+    batch = expect_tensor(batch, what=what)
+    if batch.dim() and batch.shape[0] > 1 and all(_indistinguishable(row, batch[0]) for row in batch[1:]):
+        fail("mismatch.ignores-input", what=what, on=on)
+
+
+def _indistinguishable(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal, to within float32 rounding, and finite (non-finite outputs are other checks' to judge)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if not torch.is_floating_point(a):
+        return torch.equal(a, b)
+    finite = bool(torch.isfinite(a).all()) and bool(torch.isfinite(b).all())
+    return finite and torch.allclose(a, b, atol=1e-6, rtol=1e-5)
+
+
 def expect_cases(cases: list[tuple[Any, torch.Tensor, str, str]], **tolerances: Any) -> None:
     """Each case (actual, expected, what, on) compared like `expect_close`; the first that differs
     fails the check, and its message says which inputs fail and which pass (batched or not)."""
@@ -150,3 +180,70 @@ def expect_equal(actual: Any, expected: Any, *, what: str, on: str = "") -> None
     """Plain values (ints, strings, lists of them)."""
     if actual != expected:
         fail("mismatch.value", what=what, on=on, expected=expected, got=actual)
+
+
+def judged_against(actual: Any, expected: torch.Tensor, own: Any) -> torch.Tensor | None:
+    """What `actual` (later code's output) is judged against: the reference's `expected`, or `own`,
+    what the student's own earlier class gives in its place (a probe's output made with it, e.g.
+    their CausalAttention for a wrapper's heads), when that differs from the reference's (the earlier
+    class is wrong, and is charged in its own section) and `actual` does not match the reference
+    (any correct later code passes). None: `actual` is exactly what the student's own earlier code
+    gives, NaN where it gives NaN, and passes (a NaN is never shown as an expected value)."""
+    if type(own) is not torch.Tensor or not torch.is_floating_point(own):
+        return expected
+    if _close(own, expected) or _close(actual, expected):
+        return expected
+    if _close(actual, own, equal_nan=True):
+        return None
+    return own if own.shape == expected.shape and bool(torch.isfinite(own).all()) else expected
+
+
+def _close(
+    actual: Any, expected: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-4, equal_nan: bool = False
+) -> bool:
+    return (
+        type(actual) is torch.Tensor
+        and actual.shape == expected.shape
+        and torch.is_floating_point(actual)
+        and bool(torch.allclose(actual.to(expected.dtype), expected, atol=atol, rtol=rtol, equal_nan=equal_nan))
+    )
+
+
+def side_by_side(outputs: Any) -> torch.Tensor | None:
+    """A list of tensors (one per head) joined along the last dimension; None when it is not one."""
+    if type(outputs) is not list or not outputs or any(type(item) is not torch.Tensor for item in outputs):
+        return None
+    try:
+        return torch.cat(outputs, dim=-1)
+    except (RuntimeError, TypeError):
+        return None
+
+
+def unchanged_before(out: Any, changed: Any, keep: int) -> bool:
+    """Whether the outputs before position `keep` are the same for both inputs (finite, same shape)."""
+    return (
+        type(out) is torch.Tensor
+        and type(changed) is torch.Tensor
+        and out.shape == changed.shape
+        and out.dim() == 3
+        and bool(torch.isfinite(out).all() and torch.isfinite(changed).all())
+        and bool(torch.allclose(out[:, :keep], changed[:, :keep], atol=1e-5, rtol=1e-4))
+    )
+
+
+def follows_own_non_causal(got: Any, own_out: Any, own_changed: Any, keep: int) -> bool:
+    """The later code's outputs (`got["out"]`, `got["changed"]`) are exactly what the student's own
+    earlier code gives on both inputs, and that code is not causal: the later code is as causal as
+    what it is built from, and the mistake is charged to the earlier section only."""
+    if own_out is None or own_changed is None or unchanged_before(own_out, own_changed, keep):
+        return False  # (a causal own code of another shape than the reference's: judged as usual)
+    return _close(got.get("out"), own_out, equal_nan=True) and _close(got.get("changed"), own_changed, equal_nan=True)
+
+
+def same_values(actual: Any, expected: Any) -> bool:
+    """Two float tensors of one shape that agree within tolerances, NaN where the other has NaN."""
+    return (
+        type(expected) is torch.Tensor
+        and torch.is_floating_point(expected)
+        and _close(actual, expected, equal_nan=True)
+    )

@@ -10,6 +10,7 @@ submission's outcomes are `HiddenSuites.run(student, reference)`.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,8 @@ class SuiteItem:
     max_points: float
     heatmap: tuple[str, str] | None  # (probe, output key) of attention weights on the book sentence
     uses: tuple[str, ...] = ()  # ids of tests of earlier sections whose code this test runs too
+    # judged against what that earlier code gives (`uses(..., own=True)`): its failures are its own
+    judged_on_own: bool = False
 
 
 @dataclass(frozen=True)
@@ -58,13 +61,17 @@ class HiddenSuites:
     def __init__(self, tests: list[_Test]):
         self._tests = tests
         self.infos = [test.info for test in tests]
-        self.uses = {info.id: info.uses for info in self.infos}
+        # the earlier tests a failure may be blamed on: none for a test judged against the student's
+        # own earlier code (docs/grading-policy.md)
+        self.uses = {info.id: () if info.judged_on_own else info.uses for info in self.infos}
 
     def run(self, student: ProbeOutputs, reference: ProbeOutputs) -> tuple[TestOutcome, ...]:
         """Every hidden test's outcome on `student`'s outputs, compared with `reference`'s. Whatever
         the student's outputs provoke in a test, or in the grader's handling of it, is that test's
         outcome, never the run's end."""
-        return tuple(_guarded(test, student, reference) for test in self._tests)
+        with warnings.catch_warnings():  # what the student's outputs provoke is said in the outcome, not the console
+            warnings.simplefilter("ignore")
+            return tuple(_guarded(test, student, reference) for test in self._tests)
 
 
 def collect() -> HiddenSuites:
@@ -128,6 +135,7 @@ def _test(item: pytest.Item) -> _Test:
         float(points.args[0]),
         tuple(heatmap.args) if heatmap else None,
         tuple(uses.args) if uses else (),
+        bool(uses.kwargs.get("own")) if uses else False,
     )
     return _Test(
         info,
@@ -216,7 +224,11 @@ def register_markers(config: pytest.Config) -> None:
     """The suites' own markers."""
     config.addinivalue_line("markers", "points(n): points the test is worth")
     config.addinivalue_line("markers", "heatmap(probe, key): attention weights to draw for this test")
-    config.addinivalue_line("markers", "uses(*test_ids): tests of earlier sections whose code this test also runs")
+    config.addinivalue_line(
+        "markers",
+        "uses(*test_ids, own=False): tests of earlier sections whose code this test also runs "
+        "(own=True: the test judges against what that code gives, so none of its failures is theirs)",
+    )
 
 
 def pytest_args() -> list[str]:

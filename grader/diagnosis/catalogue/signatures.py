@@ -1,7 +1,8 @@
 """Behaviour signatures: misconceptions that show in a probe's outputs even where values cannot match.
 
-- NaN in the first token's outputs, where the reference has none: the first token's row of scores
-  was entirely masked, so the mask hides the diagonal too (mask-includes-diagonal);
+- NaN in the first token's outputs, where the reference has none, and none (nor infinity) in the
+  others': the first token's row of scores was entirely masked, so the mask hides the diagonal too
+  (mask-includes-diagonal);
 - two calls in eval mode on the same input giving different outputs: dropout is active after
   model.eval() (dropout-misplaced);
 - a wrapper whose own parameter count is 0 while its heads have parameters: the heads are not
@@ -40,7 +41,8 @@ def _tensors(value: Any, key: str = "") -> Iterator[tuple[str, torch.Tensor]]:
 
 
 def first_token_nan(got: Mapping[str, Any], want: Mapping[str, Any]) -> bool:
-    """NaN where the reference is finite, all of it at the first token of (b, T, d) outputs."""
+    """NaN where the reference is finite, all of it at the first token of (b, T, d) outputs, and the
+    later tokens finite where the reference's are."""
     expected = dict(_tensors(want))
     seen = False
     for key, value in _tensors(got):
@@ -52,6 +54,8 @@ def first_token_nan(got: Mapping[str, Any], want: Mapping[str, Any]) -> bool:
             continue
         if not bool(nan[:, 0].all()) or bool(nan[:, 1:].any()):
             return False  # NaN elsewhere than the first token: not a fully masked first row
+        if bool((~torch.isfinite(value[:, 1:]) & torch.isfinite(reference[:, 1:])).any()):
+            return False  # infinity at later tokens: -inf scores used as weights, not a fully masked row
         seen = True
     return seen
 

@@ -61,15 +61,20 @@ def _int_list(data: Any, limit: int, bound: int) -> tuple[int, ...]:
     return tuple(data)
 
 
+_TRACE_KEYS = {"ops", "nodes", "calls", "truncated"}
+_NODE_KEYS = {"op", "shape", "dtype"}
+_OP_KEYS = {"name", "call", "stack", "args", "kwargs", "in", "out"}
+_CALL_KEYS = {"function", "file", "line", "args", "result"}
+
+
+def _keys(data: Any, required: set[str], optional: set[str]) -> bool:
+    """Whether DATA is a dict with every key of REQUIRED and no other than those and OPTIONAL."""
+    return type(data) is dict and required <= set(data) <= required | optional
+
+
 def parse_trace(document: Any) -> Trace:
     """A validated `Trace` from the tracer's document; `TraceError` for anything else."""
-    if type(document) is not dict or not {"ops", "nodes", "calls", "truncated"} <= set(document) <= {
-        "ops",
-        "nodes",
-        "calls",
-        "truncated",
-        "values",
-    }:
+    if not _keys(document, _TRACE_KEYS, {"values"}):
         raise TraceError("not a trace")
     values = _values(document.get("values", {}))
     raw_ops, raw_nodes, raw_calls = document["ops"], document["nodes"], document["calls"]
@@ -82,105 +87,97 @@ def parse_trace(document: Any) -> Trace:
         raise TraceError("not a trace")
     if len(raw_ops) > tracer.MAX_OPS or len(raw_nodes) > tracer.MAX_NODES or len(raw_calls) > tracer.MAX_OPS:
         raise TraceError("trace too large")
-    nodes: list[Node] = []
-    elements = 0
-    for index, data in enumerate(raw_nodes):
-        if type(data) is not dict or not {"op", "shape", "dtype"} <= set(data) <= {
-            "op",
-            "shape",
-            "dtype",
-            "value",
-            "origin",
-        }:
-            raise TraceError("bad node")
-        op, shape, dtype = data["op"], data["shape"], data["dtype"]
-        if type(op) is not int or not -1 <= op < len(raw_ops) or type(dtype) is not str or len(dtype) > 20:
-            raise TraceError("bad node")
-        if type(shape) is not list or len(shape) > 8 or any(type(n) is not int or n < 0 for n in shape):
-            raise TraceError("bad node shape")
-        value = data.get("value")
-        if type(value) is int and "values" in document:  # sent packed (grader.sandbox.driver.packed)
-            value = _packed_value(values, dtype, shape, value)
-        if value is not None:
-            if type(value) is not torch.Tensor or list(value.shape) != shape or value.numel() > tracer.MAX_VALUE:
-                raise TraceError("bad node value")
-            elements += value.numel()
-            if elements > tracer.MAX_ELEMENTS:
-                raise TraceError("trace values too large")
-        origin = data.get("origin")
-        if origin is not None and (type(origin) is not int or not 0 <= origin < index):
-            raise TraceError("bad node origin")
-        nodes.append(Node(index, op, tuple(shape), dtype, value, origin))
-    ops: list[Op] = []
-    for index, data in enumerate(raw_ops):
-        if (
-            type(data) is not dict
-            or not {"name", "call", "stack", "args", "kwargs", "in", "out"}
-            <= set(data)
-            <= {"name", "call", "stack", "args", "kwargs", "in", "out", "failed"}
-            or data.get("failed", True) is not True
-        ):
-            raise TraceError("bad op")
-        if (
-            type(data["name"]) is not str
-            or type(data["call"]) is not int
-            or not -1 <= data["call"] < max(len(raw_calls), 1)
-        ):
-            raise TraceError("bad op")
-        if type(data["stack"]) is not list or not 1 <= len(data["stack"]) <= tracer.MAX_STACK:
-            raise TraceError("bad op stack")
-        if type(data["args"]) is not list or type(data["kwargs"]) is not dict or len(data["kwargs"]) > tracer.MAX_ARGS:
-            raise TraceError("bad op arguments")
-        outputs = _int_list(data["out"], tracer.MAX_ARGS, len(nodes))
-        for output in outputs:
-            if output >= 0 and nodes[output].op != index:
-                raise TraceError("output made by another op")
-        ops.append(
-            Op(
-                index,
-                data["name"][:MAX_NAME],
-                data["call"],
-                tuple(_site(s) for s in data["stack"]),
-                _argument(data["args"], len(nodes)),
-                {str(k)[:MAX_NAME]: _argument(v, len(nodes)) for k, v in data["kwargs"].items()},
-                tuple(i for i in _int_list(data["in"], 2 * tracer.MAX_ARGS, len(nodes)) if i >= 0),
-                tuple(i for i in outputs if i >= 0),
-                "failed" in data,
-            )
-        )
+    nodes = _nodes(raw_nodes, len(raw_ops), values if "values" in document else None)
+    ops = [_op(index, data, nodes, len(raw_calls)) for index, data in enumerate(raw_ops)]
     for node in nodes:
         if node.op >= 0 and node.index not in ops[node.op].outputs:
             raise TraceError("node not made by its op")
-    calls: list[Call] = []
-    for index, data in enumerate(raw_calls):
-        if (
-            type(data) is not dict
-            or not {"function", "file", "line", "args", "result"}
-            <= set(data)
-            <= {"function", "file", "line", "args", "result", "returned"}
-            or type(data.get("returned", 0)) is not int
-        ):
-            raise TraceError("bad call")
-        if (
-            type(data["function"]) is not str
-            or not (data["file"] is None or type(data["file"]) is str)
-            or type(data["line"]) is not int
-            or type(data["args"]) is not dict
-        ):
-            raise TraceError("bad call")
-        args = {str(k)[:MAX_NAME]: _argument(v, len(nodes)) for k, v in list(data["args"].items())[: tracer.MAX_ARGS]}
-        calls.append(
-            Call(
-                index,
-                data["function"][:MAX_NAME],
-                data["file"],
-                data["line"],
-                args,
-                tuple(i for i in _int_list(data["result"], tracer.MAX_ARGS, len(nodes)) if i >= 0),
-                data.get("returned", 0),
-            )
-        )
+    calls = [_call(index, data, len(nodes)) for index, data in enumerate(raw_calls)]
     return Trace(ops, nodes, calls, document["truncated"])
+
+
+def _nodes(raw_nodes: list, ops: int, values: dict[str, torch.Tensor] | None) -> list[Node]:
+    """The nodes, made by ops below OPS, their values (`values`: a packed document's) within the
+    tracer's caps, each and together."""
+    nodes: list[Node] = []
+    elements = 0
+    for index, data in enumerate(raw_nodes):
+        node = _node(index, data, ops, values)
+        if node.value is not None:
+            elements += node.value.numel()
+            if elements > tracer.MAX_ELEMENTS:
+                raise TraceError("trace values too large")
+        nodes.append(node)
+    return nodes
+
+
+def _node(index: int, data: Any, ops: int, values: dict[str, torch.Tensor] | None) -> Node:
+    if not _keys(data, _NODE_KEYS, {"value", "origin"}):
+        raise TraceError("bad node")
+    op, shape, dtype = data["op"], data["shape"], data["dtype"]
+    if type(op) is not int or not -1 <= op < ops or type(dtype) is not str or len(dtype) > 20:
+        raise TraceError("bad node")
+    if type(shape) is not list or len(shape) > 8 or any(type(n) is not int or n < 0 for n in shape):
+        raise TraceError("bad node shape")
+    value = data.get("value")
+    if type(value) is int and values is not None:  # sent packed (grader.sandbox.driver.packed)
+        value = _packed_value(values, dtype, shape, value)
+    if value is not None and (
+        type(value) is not torch.Tensor or list(value.shape) != shape or value.numel() > tracer.MAX_VALUE
+    ):
+        raise TraceError("bad node value")
+    origin = data.get("origin")
+    if origin is not None and (type(origin) is not int or not 0 <= origin < index):
+        raise TraceError("bad node origin")
+    return Node(index, op, tuple(shape), dtype, value, origin)
+
+
+def _op(index: int, data: Any, nodes: list[Node], calls: int) -> Op:
+    if not _keys(data, _OP_KEYS, {"failed"}) or data.get("failed", True) is not True:
+        raise TraceError("bad op")
+    if type(data["name"]) is not str or type(data["call"]) is not int or not -1 <= data["call"] < max(calls, 1):
+        raise TraceError("bad op")
+    if type(data["stack"]) is not list or not 1 <= len(data["stack"]) <= tracer.MAX_STACK:
+        raise TraceError("bad op stack")
+    if type(data["args"]) is not list or type(data["kwargs"]) is not dict or len(data["kwargs"]) > tracer.MAX_ARGS:
+        raise TraceError("bad op arguments")
+    outputs = _int_list(data["out"], tracer.MAX_ARGS, len(nodes))
+    for output in outputs:
+        if output >= 0 and nodes[output].op != index:
+            raise TraceError("output made by another op")
+    return Op(
+        index,
+        data["name"][:MAX_NAME],
+        data["call"],
+        tuple(_site(s) for s in data["stack"]),
+        _argument(data["args"], len(nodes)),
+        {str(k)[:MAX_NAME]: _argument(v, len(nodes)) for k, v in data["kwargs"].items()},
+        tuple(i for i in _int_list(data["in"], 2 * tracer.MAX_ARGS, len(nodes)) if i >= 0),
+        tuple(i for i in outputs if i >= 0),
+        "failed" in data,
+    )
+
+
+def _call(index: int, data: Any, nodes: int) -> Call:
+    if not _keys(data, _CALL_KEYS, {"returned"}) or type(data.get("returned", 0)) is not int:
+        raise TraceError("bad call")
+    if (
+        type(data["function"]) is not str
+        or not (data["file"] is None or type(data["file"]) is str)
+        or type(data["line"]) is not int
+        or type(data["args"]) is not dict
+    ):
+        raise TraceError("bad call")
+    args = {str(k)[:MAX_NAME]: _argument(v, nodes) for k, v in list(data["args"].items())[: tracer.MAX_ARGS]}
+    return Call(
+        index,
+        data["function"][:MAX_NAME],
+        data["file"],
+        data["line"],
+        args,
+        tuple(i for i in _int_list(data["result"], tracer.MAX_ARGS, nodes) if i >= 0),
+        data.get("returned", 0),
+    )
 
 
 def _values(data: Any) -> dict[str, torch.Tensor]:

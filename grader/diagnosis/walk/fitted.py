@@ -16,10 +16,11 @@ from grader.diagnosis.walk.search import Search
 
 
 def fitted_scaling(
-    search: Search, progress: Progress, index: int, name: str
+    search: Search, progress: Progress, index: int, name: str, strictly: bool = False
 ) -> tuple[Alternative, torch.Tensor, Nodes] | None:
     """Scores divided by some other number: the divisor read off the student's own tensor. Returns
-    the wrong way as an alternative of its own, the value and the nodes holding it."""
+    the wrong way as an alternative of its own, the value and the nodes holding it. No scaling at
+    all is believed as `Search.confirmed` says (`strictly`: the student computed the right value)."""
     state, ctx = progress.state, search.ctx
     base = state.get("masked", state.get("scores"))
     if base is None or ctx.divisor is None:
@@ -38,7 +39,7 @@ def fitted_scaling(
             lambda s, c: None,
             skip=unscaled,
         )
-        if unscaled and not search.confirmed(index, dict(state, **{name: value}), nodes, progress.nodes):
+        if unscaled and not search.confirmed(index, dict(state, **{name: value}), nodes, progress.nodes, strictly):
             continue
         return alternative, value, nodes
     return None

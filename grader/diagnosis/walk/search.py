@@ -153,8 +153,10 @@ class Search:
                 return nodes
         return None
 
-    def confirmed(self, index: int, state: State, nodes: Nodes, found: Found) -> bool:
-        """A stage left out (held by `nodes`) is believed only if what follows was computed from its input."""
+    def confirmed(self, index: int, state: State, nodes: Nodes, found: Found, strictly: bool = False) -> bool:
+        """A stage left out (held by `nodes`) is believed only if what follows was computed from its
+        input; `strictly`: the next stage, done right (a student who computed the stage's right value
+        and used something else has left nothing out unless what follows shows it plainly)."""
         order = self.instance.order
         if index + 1 >= len(order):
             return is_result(self.student, nodes)
@@ -170,6 +172,8 @@ class Search:
         right = _safely(stage.right, state, self.ctx)
         if right is not None and self.find(following, right, found) is not None:
             return True
+        if strictly:
+            return False
         for alternative in stage.alternatives:
             if not alternative.skip:
                 value = _safely(alternative.fn, state, self.ctx)

@@ -35,6 +35,9 @@ REINTERPRETING = frozenset(
 )
 
 
+PROJECTING = frozenset({"linear", "matmul", "einsum", "mm", "bmm"})  # ops a projection is made of
+
+
 class Sites:
     """The student's lines for one instance's findings."""
 
@@ -264,6 +267,9 @@ class Sites:
         names = [p for p, w in projections if w is not None]
         wanted = [comparable(w) for _, w in projections if w is not None]
         theirs = [op for op in self.student.consumers(inputs[0]) if op.name not in locate.LAYOUT_OPS and op.outputs]
+        if not theirs:  # the input is never used: the first projection computes from something else
+            first = next((op for op in self.student.ops if op.call == self.call and op.name in PROJECTING), None)
+            return self.in_call(first) if first is not None else None
         holds: list[set[int]] = []
         for op in theirs:
             got = self.student.nodes[op.outputs[0]].value
@@ -296,8 +302,6 @@ class Sites:
 def projection_site(student: Trace) -> Site | None:
     """The first projection of the student's forward: the line creating its parameter, else its own."""
     for op in student.ops:
-        if op.name in ("linear", "matmul", "einsum", "mm", "bmm") and not any(
-            frame.function == "__init__" for frame in op.stack
-        ):
+        if op.name in PROJECTING and not any(frame.function == "__init__" for frame in op.stack):
             return parameter_origin(student, op) or op.site
     return None

@@ -108,9 +108,23 @@ class Walk:
         # a rearrangement (heads split) seen only past two later stages done wrong (no mask, no scaling)
         if STAGES[name].kind == ORDERED and self._right_later(index, name, right, wrongs=2):
             return True
-        if self._done_wrong(index, name, values, skips=False) or self._done_wrong(index, name, values, skips=True):
-            return True
+        computed = self._carried_on_unused(index, name, right)
+        for skips in (False, True):
+            if self._done_wrong(index, name, values, skips, computed):
+                return True
         return self._right_after_all(index, name, right)
+
+    def _carried_on_unused(self, index: int, name: str, right: torch.Tensor | None) -> bool:
+        """The stage's right value computed but not used, and the next stage computed right from it
+        (not used either): the student's unused branch goes on like the reference's, so the stage
+        was not left out (the weights computed right, then the scores multiplied by the values)."""
+        if right is None or self.sites.unused_right(name, right) is None:
+            return False
+        following = next((n for n in self.instance.order[index + 1 :] if n in STAGES and n != "dropped"), None)
+        if following is None:
+            return False
+        value = _safely(STAGES[following].right, {**self.progress.state, name: right}, self.search.ctx)
+        return value is not None and self.sites.unused_right(following, value) is not None
 
     def _right_later(self, index: int, name: str, right: torch.Tensor | None, wrongs: int = 0) -> bool:
         """The right value, seen only in a later stage computed from it (a fused op, another order);
@@ -122,21 +136,26 @@ class Walk:
             return True
         return False
 
-    def _done_wrong(self, index: int, name: str, values: Values, skips: bool) -> bool:
+    def _done_wrong(self, index: int, name: str, values: Values, skips: bool, computed: bool = False) -> bool:
         """A known wrong way that leaves the stage out (`skips`) or not: seen among the student's
-        tensors (a stage left out only when what follows confirms it), read off them (a divisor or
-        a mask of the student's own), or seen in what the student computed from it."""
+        tensors (a stage left out only when what follows confirms it; when the student `computed`
+        the stage's right value and carried on from it unused, only when the next stage is right
+        from the stage left out), read
+        off them (a divisor or a mask of the student's own), or seen in what the student computed
+        from it."""
         progress, search = self.progress, self.search
         for alternative, value in values:
             if alternative.skip != skips:
                 continue
             nodes = search.find(name, value, progress.nodes, inputs_too=alternative.skip)
             state = dict(progress.state, **{name: value})
-            if nodes is not None and (not alternative.skip or search.confirmed(index, state, nodes, progress.nodes)):
+            if nodes is not None and (
+                not alternative.skip or search.confirmed(index, state, nodes, progress.nodes, strictly=computed)
+            ):
                 self._wrong(index, name, alternative, value, nodes)
                 return True
         if not skips and name == "scaled":
-            fitted = fitted_scaling(search, progress, index, name)
+            fitted = fitted_scaling(search, progress, index, name, strictly=computed)
             if fitted is not None:
                 self._wrong(index, name, *fitted)
                 return True

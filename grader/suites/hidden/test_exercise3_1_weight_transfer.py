@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from grader.probes import randn
+from grader.probes.exercise3_1_weight_transfer import before_transfer
 from grader.suites.compare import expect, expect_close, expect_shape
 
 P = "exercise3_1_weight_transfer:"
@@ -46,6 +47,11 @@ def test_v1_matches_v2_book_sizes(student, reference):
 @pytest.mark.points(1)
 def test_v1_keeps_trainable_parameters(student, reference):
     got, want = student.run(P + "square"), reference.run(P + "square")
+    before = before_transfer("square")
+    for name in NAMES:
+        expect_shape(got[name], want[name].shape, what=f"what.sa_v1_{name}", on="on.transfer_4_to_4")
+    # parameters kept, but nothing copied into them, is no transfer yet
+    expect(not all(torch.equal(got[name], before[name]) for name in NAMES), "check.v1-nothing-transferred")
     expect(
         got["parameters"] == want["parameters"],
         "check.v1-still-parameters",

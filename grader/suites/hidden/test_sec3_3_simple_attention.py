@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from grader.suites.compare import expect, expect_cases, expect_shape
+from grader.suites.compare import expect, expect_cases, expect_depends, expect_shape
 
 P = "sec3_3_simple_attention:"
 
@@ -66,8 +66,11 @@ def test_attention_weights(student, reference):
 
 @pytest.mark.points(1)
 def test_attention_weights_rows_sum_to_one(student):
-    weights = student.run(P + "attention_weights")["random"]
+    got = student.run(P + "attention_weights")
+    weights = got["random"]
     expect_shape(weights, (5, 5), what="what.attention_weights", on="on.random_5x4")
+    # weights that sum to one whatever the inputs (uniform, the identity) are no attention yet
+    expect_depends(got["other"], weights, what="what.attention_weights", on="on.two_random_5x4")
     row_sums = weights.sum(dim=-1)
     expect(
         torch.allclose(row_sums, torch.ones_like(row_sums), atol=1e-5),

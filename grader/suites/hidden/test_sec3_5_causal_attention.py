@@ -3,7 +3,16 @@
 import pytest
 import torch
 
-from grader.suites.compare import expect, expect_cases, expect_close, expect_consistent, expect_equal, expect_shape
+from grader.suites.compare import (
+    expect,
+    expect_cases,
+    expect_close,
+    expect_consistent,
+    expect_depends,
+    expect_equal,
+    expect_shape,
+    expect_varies,
+)
 
 P = "sec3_5_causal_attention:"
 
@@ -64,6 +73,7 @@ def test_causal_attention_book_seed(student, reference):
 def test_causality(student):
     got = student.run(P + "causality")
     expect_shape(got["original"], (3, 5, 8), what="what.context_vectors", on="on.b3_t5_ctx7")
+    expect_varies(got["original"], what="what.context_vectors", on="on.b3_t5_ctx7")
     expect_consistent(
         got["changed"][:, :3],
         got["original"][:, :3],
@@ -72,12 +82,22 @@ def test_causality(student):
         baseline_what="what.context_vectors",
         baseline_on="on.b3_t5_ctx7",
     )
+    # causal, and not merely because each output sees its own token alone
+    expect_shape(got["earlier_changed"], (3, 5, 8), what="what.context_vectors", on="on.first_token_changed")
+    expect_depends(
+        got["earlier_changed"][:, 1:],
+        got["original"][:, 1:],
+        what="what.context_vectors",
+        on="on.first_token_changed",
+        key="mismatch.later-ignore-earlier",
+    )
 
 
 @pytest.mark.points(1)
 def test_batch_independence(student):
     got = student.run(P + "batch_independence")
     expect_shape(got["batch"], (4, 5, 8), what="what.context_vectors", on="on.b4_t5_ctx7")
+    expect_varies(got["batch"], what="what.context_vectors", on="on.b4_t5_ctx7")
     expect_consistent(
         torch.cat(got["singles"], dim=0),
         got["batch"],
@@ -121,6 +141,7 @@ def test_dropout_in_train_mode(student):
     first, second, evaluated = got["first"], got["second"], got["eval"]
     expect_shape(first, (8, 5, 8), what="what.context_vectors", on="on.train_dropout_half")
     expect(bool(torch.isfinite(first).all()), "check.train-finite")
+    expect_varies(evaluated, what="what.context_vectors", on="on.eval_dropout_half")
     expect(not torch.allclose(first, evaluated), "check.train-differs-from-eval")
     expect(not torch.allclose(first, second), "check.train-calls-differ")
     # Token 1 attends to itself only: dropping its single attention weight gives a zero row,

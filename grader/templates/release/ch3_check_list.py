@@ -34,10 +34,20 @@ def framework():
 
 @contextlib.contextmanager
 def seeded(torch):
-    """Each check starts from seed 0 and leaves the caller's random state as it was."""
+    """Each check starts from seed 0, float32 as the default dtype and gradients on, whatever the
+    student's code set (`torch.set_default_dtype(torch.float64)` at import would change every input
+    drawn without a dtype and every layer's initial weights; the grader resets the same before each
+    of its probes), and leaves the caller's random state and settings as they were."""
+    dtype, grad = torch.get_default_dtype(), torch.is_grad_enabled()
     with torch.random.fork_rng(devices=[]):
+        torch.set_default_dtype(torch.float32)
+        torch.set_grad_enabled(True)
         torch.manual_seed(0)
-        yield
+        try:
+            yield
+        finally:
+            torch.set_default_dtype(dtype)
+            torch.set_grad_enabled(grad)
 
 
 def expect_tensor(what, value, torch, shape=None):
@@ -156,15 +166,33 @@ def _(m, torch):
 
 
 # -- Exercise 3.1 ---------------------------------------------------------------------------------
+def transfer_shells(torch, d_in, d_out, seed):
+    """What transfer_weights reads and writes, as plain modules with the contract's attributes: three
+    nn.Linear(d_in, d_out) layers with known weights (SelfAttention_v2's), three (d_in, d_out)
+    parameters (SelfAttention_v1's). As in the grader, Exercise 3.1 does not run the 3.4 classes:
+    a mistake there is 3.4's (docs/grading-policy.md)."""
+    generator = torch.Generator().manual_seed(seed)
+    sa_v2, sa_v1 = torch.nn.Module(), torch.nn.Module()
+    for name in ("W_query", "W_key", "W_value"):
+        layer = torch.nn.Linear(d_in, d_out, bias=False)
+        with torch.no_grad():
+            layer.weight.copy_(torch.rand(d_out, d_in, generator=generator) - 0.5)
+        setattr(sa_v2, name, layer)
+        setattr(sa_v1, name, torch.nn.Parameter(torch.rand(d_in, d_out, generator=generator)))
+    return sa_v2, sa_v1
+
+
 @check("exercise3_1_weight_transfer", "ex3_1-same-output", probe="ex3_1-values")
 def _(m, torch):
-    sa = m._sibling("sec3_4_self_attention")
-    sa_v2, sa_v1 = sa.SelfAttention_v2(4, 4), sa.SelfAttention_v1(4, 4)
+    sa_v2, sa_v1 = transfer_shells(torch, 4, 4, seed=31)
     m.transfer_weights(sa_v2, sa_v1)
     x = torch.rand(5, 4)
     with torch.no_grad():
         try:
-            expect_unchanged("sa_v1(x) - sa_v2(x)", sa_v1(x), sa_v2(x), torch, atol=1e-4)
+            for name in ("W_query", "W_key", "W_value"):
+                expect_tensor(f"sa_v1.{name}", getattr(sa_v1, name, None), torch, (4, 4))
+                what = f"x @ sa_v1.{name} - sa_v2.{name}(x)"
+                expect_unchanged(what, x @ getattr(sa_v1, name), getattr(sa_v2, name)(x), torch, atol=1e-4)
         except Mismatch as exc:
             exc.cause = transfer_mistake(sa_v1, sa_v2, torch)
             raise

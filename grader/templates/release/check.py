@@ -42,13 +42,20 @@ KIT = HERE / "_kit"
 
 
 def kit(name):
-    """A function of the grader's own intake, from the copy in _kit/."""
+    """A function or class of the grader's own intake or stand-ins, from the copy in _kit/."""
     sys.path.insert(0, str(KIT))
     try:
+        from grader import stand_ins
         from grader.intake import discovery, notebook_cells
     finally:
         sys.path.remove(str(KIT))
-    return {"read_submission": discovery.read_submission, "origin_at": notebook_cells.origin_at}[name]
+    return {
+        "read_submission": discovery.read_submission,
+        "origin_at": notebook_cells.origin_at,
+        "StandInFinder": stand_ins.StandInFinder,
+        "StandInModule": stand_ins.StandInModule,
+        "EarlierModuleBroken": stand_ins.EarlierModuleBroken,
+    }[name]
 
 
 def read_submission(folder):
@@ -85,10 +92,15 @@ class Locator:
         return self.t("where-notebook", notebook=origin.notebook, cell=origin.cell, line=origin.line)
 
 
-def load(module, modules_dir, locate, code_of):
-    """The student's module imported from its source, or why it cannot be."""
+def load(module, modules_dir, locate, code_of, direct=None):
+    """The student's module imported from its source, or why it cannot be. `direct`: the modules
+    imported for their own checks (an import by another module gets a stand-in when it fails)."""
     if not (modules_dir / f"{module}.py").is_file():
         return Unavailable("missing-module", module=module)
+    if isinstance(sys.modules.get(module), kit("StandInModule")):
+        del sys.modules[module]  # a stand-in another module got: its own checks see why it does not import
+    if direct is not None:
+        direct.add(module)
     try:
         return Code(module, vars(importlib.import_module(module)), code_of)
     except KeyboardInterrupt:
@@ -126,6 +138,35 @@ def load(module, modules_dir, locate, code_of):
         )
 
 
+class DoesNotImport(Exception):
+    """Why a module another module imports cannot be used: its Unavailable (what its checks say)."""
+
+    def __init__(self, why):
+        super().__init__(why.key)
+        self.why = why
+
+
+def stand_in_finder(modules_dir, direct, codes):
+    """The grader's stand-ins (docs/grading-policy.md): a module that imports one of the exercise's
+    modules that does not import still imports, and only what uses the names it took fails."""
+    failures = {}
+
+    def failure(module):
+        if isinstance(codes.get(module), Unavailable):
+            return DoesNotImport(codes[module])
+        if module in failures:
+            return failures[module]
+        if (modules_dir / f"{module}.py").is_file():
+            return None
+        return DoesNotImport(Unavailable("missing-module", module=module))
+
+    def failed(module, exc):
+        failures[module] = exc
+        return exc
+
+    return kit("StandInFinder")(str(modules_dir), frozenset(MODULES), direct, failure, failed)
+
+
 def near_miss(miss, t):
     """A name that looks like one the exercise asks for, with both names and where it is."""
     if miss.cell:
@@ -154,20 +195,25 @@ def check_folder(folder, t, modules=MODULES):
             if module in MODULES:
                 (modules_dir / f"{module}.py").write_text(source, encoding="utf-8")
         locate = Locator(modules_dir, submission.origins, t)
-        codes = {}
+        codes, direct = {}, set()
 
         def code_of(module):
             if module not in codes:
-                codes[module] = load(module, modules_dir, locate, code_of)
+                codes[module] = load(module, modules_dir, locate, code_of, direct)
+                direct.discard(module)
             return codes[module]
 
         for module in MODULES:
             sys.modules.pop(module, None)
         sys.path.insert(0, str(modules_dir))
+        finder = stand_in_finder(modules_dir, direct, codes)
+        sys.meta_path.insert(0, finder)
         streams = sys.stdout, sys.stderr  # the student's code may replace them; the report needs them
         try:
-            results = run_checks(code_of, t, locate, modules)
+            results = run_checks(code_of, t, locate, modules, stand_ins=(kit("EarlierModuleBroken"),))
         finally:
+            if finder in sys.meta_path:
+                sys.meta_path.remove(finder)
             sys.stdout, sys.stderr = streams
             if str(modules_dir) in sys.path:
                 sys.path.remove(str(modules_dir))

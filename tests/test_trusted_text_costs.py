@@ -1,4 +1,4 @@
-"""Hostile text against the trusted side, round three: the work a submission's text costs before
+"""Hostile text against the trusted side, its costs: the work a submission's text costs before
 any check is bounded, and a quoted line is the line Python ran.
 
 - Decoding: only the codecs of SOURCE_ENCODINGS ever decode a module (CPython's `punycode` decoder

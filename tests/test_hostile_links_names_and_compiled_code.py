@@ -1,5 +1,6 @@
-"""A fresh-eyed attack on the trusted code, after round three: each attack that succeeded, as a
-test that the kit now holds (they were strict xfail reproducers until the kit was fixed).
+"""Hostile links, look-alike names and code compiled under a file's name, against the trusted code:
+each attack that succeeded, as a test that the kit now holds (they were strict xfail reproducers
+until the kit was fixed).
 
 The attacks, as a hostile student or an unlucky class would make them:
 

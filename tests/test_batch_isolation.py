@@ -1,4 +1,4 @@
-"""Hostile input, round three: no exception path from one submission's data to the class.
+"""Batch isolation: no exception path from one submission's data to the class.
 
 A submission is routed to a track by what its code *needs*: an `import mindspore` that an
 `except ImportError` catches (or that runs only where MindSpore is found) decides nothing. A

@@ -1,4 +1,4 @@
-"""Hostile and unlucky names, round three (issue 23): no report folder taken, no invisible twin, no
+"""Hostile and unlucky names: no report folder taken, no invisible twin, no
 formula in any CSV the kit writes.
 
 One `grade` run over a small class: the victim `control_a` (the solutions without Exercise 3.3,
