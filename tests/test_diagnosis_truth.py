@@ -457,16 +457,15 @@ def _outcome(test_id: str, lost: float, misconception: str | None = None, blocke
     )
 
 
-def test_where_to_go_next_is_the_fix_that_unblocks_the_most_points():
+def test_where_to_go_next_is_the_earliest_failing_check_in_book_order():
     one_point = _outcome("sec3_3_simple_attention::test_softmax_naive", 1)
     mask = [_outcome(f"{M35}::test_{i}", 3, "mask-inverted") for i in range(3)]  # 9 points, one cause
-    assert first_to_fix([one_point, *mask]) is mask[0]
-    # a module that blocks others: their points count for it
+    assert first_to_fix([one_point, *mask]) is one_point  # the book's order, not the most points
+    # a check blocked by another module is where to start only when nothing else fails
     blocked = [_outcome(f"{M36}::test_{i}", 2, blocked_by=M35) for i in range(4)]
     single = _outcome(f"{M35}::test_alone", 1)
-    three = [_outcome(f"sec3_3_simple_attention::test_{i}", 2, "softmax-wrong-dim") for i in range(3)]
-    assert first_to_fix([*three, single, *blocked]) is single  # 1 + 8 blocked beats 6
-    assert first_to_fix([*blocked]) is None  # nothing of its own to start with
+    assert first_to_fix([*blocked, single]) is single
+    assert first_to_fix([*blocked]) is blocked[0]
 
 
 # -- results.json: the located file and line of every diagnosis ------------------------------------------

@@ -206,9 +206,12 @@ def test_check_on_the_stubs_says_where_to_start_and_nothing_else(bundle):
     assert result.returncode == 1
     assert result.stderr == ""  # no warning of torch's about NumPy, nor anything else
     assert "0 of 44 checks pass" in result.stdout
-    assert one_next_step(result.stdout) == "each row of softmax_naive(x) sums to 1"
+    # the grader's place to start: the first function of 3.3 in the book (and in the stub)
     assert (
-        "Start here -> softmax_naive still raises NotImplementedError (sec3_3_simple_attention.py, line"
+        one_next_step(result.stdout) == "attention_scores_for_query(inputs, 2) gives the reference's attention scores"
+    )
+    assert (
+        "Start here -> attention_scores_for_query still raises NotImplementedError (sec3_3_simple_attention.py, line"
         in result.stdout
     )
 
@@ -307,7 +310,8 @@ def test_check_on_a_blank_and_a_buggy_notebook_says_where_in_the_notebook(bundle
     blank = _check(bundle, chapter_notebook(stubs, tmp_path / "blank" / "ch3.ipynb"))
     assert "0 of 44 checks pass" in blank.stdout
     assert re.search(
-        r"Start here -> softmax_naive still raises NotImplementedError \(ch3\.ipynb, code cell 2, line \d+\)",
+        r"Start here -> attention_scores_for_query still raises NotImplementedError"
+        r" \(ch3\.ipynb, code cell 2, line \d+\)",
         blank.stdout,
     ), blank.stdout
     one_next_step(blank.stdout)
@@ -702,7 +706,8 @@ def test_a_chapter_notebook_cell_using_a_scratch_cells_variable_gets_a_hint(chec
     code = demo("sec3_5_causal_attention", (tmp_path / "py" / "sec3_5_causal_attention.py").read_text())
     (sections / "sec3_5_causal_attention.ipynb").write_text(json.dumps(notebook([code_cell(code)])))
     note = statuses(checker, sections, ("sec3_5_causal_attention",))[0]["note"]
-    assert "NameError: name 'batch'" in note and "Hint:" not in note, note
+    assert "NameError: name 'batch'" in note and t("hints.notebook-scratch-name") not in note, note
+    assert note.endswith(t("hints.python-name-not-defined")), note  # Python's message, glossed
 
 
 def test_a_thread_the_students_code_leaves_running_does_not_keep_check_py_from_ending(bundle, tmp_path):

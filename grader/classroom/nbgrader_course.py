@@ -26,6 +26,8 @@ import textwrap
 from pathlib import Path
 
 from grader.classroom.nbgrader_autograde import BOOK_ORDER, NOTEBOOK_NAME, TEST_GRADE_ID
+from grader.classroom.nbgrader_feedback_page import FOLDER as FEEDBACK_FOLDER
+from grader.classroom.nbgrader_feedback_page import template_name, write_feedback_template
 from grader.classroom.release import stubs_dir, write_public_checks
 from grader.i18n import TEMPLATES_DIR, Catalog, section_key
 from grader.intake.lines import source_lines
@@ -149,8 +151,15 @@ def create_course(
     source = course_dir / "source" / assignment
     source.mkdir(parents=True, exist_ok=True)
     write_public_checks(source, lang)  # released with the notebook: its test cells run them
+    if lang != "en":
+        write_feedback_template(course_dir, catalog)
     config = env.get_template("nbgrader/nbgrader_config.py.j2").render(
-        course_id=course_id, assignment=assignment, lang=lang, run_student_kernel=run_student_kernel
+        course_id=course_id,
+        assignment=assignment,
+        lang=lang,
+        run_student_kernel=run_student_kernel,
+        feedback_template=template_name(lang),
+        feedback_folder=FEEDBACK_FOLDER,
     )
     (course_dir / "nbgrader_config.py").write_text(config, encoding="utf-8")
     text = env.get_template("nbgrader/chapter.ipynb.j2").render(sections=sections, lang=lang)

@@ -92,6 +92,8 @@ def check_messages(default: str, framework: str = "pytorch") -> dict:
         diagnosis = tree.get("diagnosis", {})
         flat |= _flat(diagnosis.get("checkpoints", {}), "checkpoints.")
         flat |= _flat(diagnosis.get("hints", {}), "checkpoint-hints.")
+        glosses = tree.get("python-errors", {}).get("gloss", {})
+        flat |= {f"hints.python-{name}": text for name, text in glosses.items() if name != "other"}
         messages[lang] = flat
     return messages
 

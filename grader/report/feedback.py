@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Container, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
 
 from grader.i18n import Catalog, section_key
 from grader.records import MODULE_SECTIONS, SECTIONS, GradeResult, StudentFrame, TestOutcome
+from grader.report.broken import BrokenModuleView, broken_module_view, not_run_note, not_run_section_note
 from grader.report.diagnosis import DiagnosisView, diagnosis_view, outcome_hint
 from grader.report.found import FoundView, found_view
 from grader.report.heatmaps import HeatmapView, heatmap_view
@@ -26,25 +25,14 @@ from grader.report.messages import (
     outcome_message,
     with_near_miss,
 )
-from grader.report.next_step import first_to_fix
-from grader.report.sentences import Said, inline, number, say, student, words
+from grader.report.next_step import fails_to_import, first_to_fix
+from grader.report.once import said_once
+from grader.report.sentences import Said, inline, say, student, words
+from grader.report.tables import Cell, Table, value_table
+
+__all__ = ["Cell", "CheckView", "FeedbackView", "Guidance", "SectionView", "Table", "feedback_view"]
 
 # -- views of one submission -------------------------------------------------------------------
-
-
-@dataclass
-class Cell:
-    text: str
-    differs: bool = False
-
-
-@dataclass
-class Table:
-    """Expected and actual values side by side, differing entries marked."""
-
-    expected: list[list[Cell]]
-    actual: list[list[Cell]]
-    truncated: bool = False  # the test compared more entries than shown
 
 
 @dataclass
@@ -65,6 +53,12 @@ class CheckView:
     where: Said | None = None  # the location as a sentence ("file, line, in function:")
     code: str = ""  # the student's line of code there, one line, escaped
     diagnosis: DiagnosisView | None = None  # the student's line, the checkpoint missed, the causes
+    not_run: Said | None = None  # "Not run: this module does not import": nothing else is said
+    same_as: Said | None = None  # its cause is explained at an earlier check: the rest is details
+    blocked_by: str = ""  # the earlier module it needs, which does not work yet
+    own_line: bool = False  # with same_as: the same mistake made at another line (shown)
+    hint_on_card: bool = False  # its hint is its cause's, said on the cause's card (feedback pages)
+    blocked_short: Said | str = ""  # `blocked` in a few words, under a note said once per section
 
     @property
     def passed(self) -> bool:
@@ -86,6 +80,8 @@ class SectionView:
     max_score: float
     tests: list[CheckView]
     start: Guidance | None  # set when nothing in the section works yet
+    broken: BrokenModuleView | None = None  # its module does not import: said once, at its top
+    notes: list[Said] = field(default_factory=list)  # said once for several of its checks
 
     @property
     def fraction(self) -> float:
@@ -117,53 +113,19 @@ class FeedbackView:
         """Heatmaps where the student's weights differ from the reference (or are missing)."""
         return [h for h in self.heatmaps if h.student is None or h.differing]
 
+    @property
+    def heatmaps_drawn(self) -> list[HeatmapView]:
+        """Heatmaps where the student's weights differ from the reference."""
+        return [h for h in self.heatmaps if h.student is not None and h.differing]
 
-def _format(value: Any) -> str:
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            return str(value)
-        return f"{value:.4f}"
-    if isinstance(value, int):
-        return number(value)
-    return inline(value, limit=40)
-
-
-def _matrix(value: Any) -> list[list[Any]]:
-    if isinstance(value, (list, tuple)) and value and all(isinstance(row, (list, tuple)) for row in value):
-        return [list(row) for row in value]
-    if isinstance(value, (list, tuple)):
-        return [list(value)]
-    return [[value]]
-
-
-def _table(outcome: TestOutcome) -> Table | None:
-    detail = outcome.detail
-    if detail is None or detail.expected is None or detail.actual is None:
-        return None
-    expected, actual = _matrix(detail.expected), _matrix(detail.actual)
-    differs = _matrix(detail.differs) if detail.differs is not None else None
-
-    def flag(i: int, j: int) -> bool:
-        if differs is not None:
-            try:
-                return bool(differs[i][j])
-            except (IndexError, TypeError):
-                return False
-        try:
-            return expected[i][j] != actual[i][j]
-        except IndexError:
-            return True
-
-    shape = detail.params.get("shape")
-    shown = sum(len(row) for row in expected)
-    truncated = isinstance(shape, (list, tuple)) and math.prod(int(s) for s in shape) > shown
-    return Table(
-        [[Cell(_format(v), flag(i, j)) for j, v in enumerate(row)] for i, row in enumerate(expected)],
-        [[Cell(_format(v), flag(i, j)) for j, v in enumerate(row)] for i, row in enumerate(actual)],
-        truncated,
-    )
+    @property
+    def heatmaps_missing(self) -> list[list[HeatmapView]]:
+        """Heatmaps without the student's weights, grouped by their reference grid (said once each)."""
+        groups: dict[tuple, list[HeatmapView]] = {}
+        for h in self.heatmaps:
+            if h.student is None:
+                groups.setdefault((tuple(h.tokens), h.reference), []).append(h)
+        return list(groups.values())
 
 
 def _check_view(outcome: TestOutcome, catalog: Catalog, heatmap: HeatmapView | None = None) -> CheckView:
@@ -180,13 +142,13 @@ def _check_view(outcome: TestOutcome, catalog: Catalog, heatmap: HeatmapView | N
     if outcome.error is not None:
         message = with_near_miss(error_message(outcome.error, catalog), outcome, catalog)  # the blocked note apart
     elif outcome.detail is not None:
-        message = outcome_message(outcome, catalog)
+        message = outcome_message(replace(outcome, blocked_by=None), catalog)  # the blocked note apart
     hint = outcome_hint(outcome, catalog)
     location = outcome.error.location if outcome.error is not None else None
     where = None
     code = ""
-    if location is not None:
-        where = say(catalog, "report.where", **location_params(location, catalog))
+    if location is not None and not (outcome.error is not None and not_implemented(outcome.error)):
+        where = say(catalog, "report.where", **location_params(location, catalog))  # a stub's says it all
         code = inline(str(location.code).strip(), limit=300)
     return CheckView(
         outcome.id,
@@ -197,7 +159,7 @@ def _check_view(outcome: TestOutcome, catalog: Catalog, heatmap: HeatmapView | N
         message,
         hint,
         location,
-        _table(outcome),
+        value_table(outcome, catalog),
         outcome.misconception,
         blocked,
         heatmap,
@@ -205,6 +167,7 @@ def _check_view(outcome: TestOutcome, catalog: Catalog, heatmap: HeatmapView | N
         where,
         code,
         diagnosis_view(outcome, catalog),
+        blocked_by=outcome.blocked_by or "",
     )
 
 
@@ -252,68 +215,87 @@ def _start(tests: list[TestOutcome], catalog: Catalog) -> Guidance | None:
 def _next_step(
     sections: list[SectionView], catalog: Catalog, skip: Container[str] = frozenset(), tests: Sequence[TestOutcome] = ()
 ) -> Guidance | None:
-    """The check whose fix unblocks the most points (`next_step.first_to_fix`; not one of `skip`,
-    which the grader itself could not run), with its section; else the first section in book order
-    that is not complete, and its first check that did not pass."""
+    """Where to start (`next_step.first_to_fix`; not one of `skip`, which the grader itself could
+    not run): a module that does not import, else the check, with its section."""
     first = first_to_fix(list(tests), skip)
-    for section in sections if first is not None else ():
-        view = next((t for t in section.tests if first is not None and t.id == first.id), None)
-        if view is not None:
-            return Guidance(
-                say(catalog, "report.next-step", section_title=words(section.title), test=words(view.title))
+    if first is None:
+        return None
+    section = next((s for s in sections if s.id == first.section), None)
+    view = next((t for t in section.tests if t.id == first.id), None) if section is not None else None
+    if section is None or view is None:
+        return None
+    location = first.error.location if first.error is not None else None
+    if fails_to_import(first) and location is not None:
+        return Guidance(
+            say(
+                catalog,
+                "report.next-step-import",
+                section_title=words(section.title),
+                module=module_name(first.module),
+                **location_params(location, catalog),
             )
-    for section in sections:
-        if not section.max_score or section.score >= section.max_score:
-            continue
-        failing = next((t for t in section.tests if not t.passed and t.id not in skip), None)
-        if failing is None:
-            continue
-        return Guidance(say(catalog, "report.next-step", section_title=words(section.title), test=words(failing.title)))
-    return None
+        )
+    return Guidance(say(catalog, "report.next-step", section_title=words(section.title), test=words(view.title)))
 
 
 def feedback_view(result: GradeResult, catalog: Catalog) -> FeedbackView:
-    titles = {s.id: s for s in result.sections}
     heatmaps = [heatmap_view(h, catalog) for h in result.heatmaps]
-    by_test = {h.test_id: h for h in heatmaps}
-    sections = []
-    for section in SECTIONS:
-        tests = [o for o in result.tests if o.section == section]
-        score = titles.get(section)
-        max_score = score.max_score if score else sum(o.max_points for o in tests)
-        if not tests and not max_score:
-            continue
-        start = _start(tests, catalog)
-        checks = [_check_view(o, catalog, by_test.get(o.id)) for o in tests]
-        if start is not None:  # a missing module is said once, by the section, not by each of its checks
-            checks = [
-                replace(check, message=Said([])) if _missing(outcome) else check
-                for check, outcome in zip(checks, tests, strict=True)
-            ]
-        sections.append(
-            SectionView(
-                section,
-                catalog.t(section_key(section)),
-                score.score if score else sum(o.points for o in tests),
-                max_score,
-                checks,
-                start,
-            )
-        )
+    views = [_section_view(section, result, catalog, heatmaps) for section in SECTIONS]
+    sections = [s for s in views if s is not None]
     seen: dict[str, list[str]] = {}
     for outcome in result.tests:
         if outcome.misconception:
             seen.setdefault(outcome.misconception, []).append(check_title(outcome.id, catalog))
     cards = [misconception_card(mid, catalog, tests) for mid, tests in seen.items()]
+    said_once(sections, cards, catalog)
+    not_run = {check.id for s in sections for check in s.tests if check.not_run}
     skip = {o.id for o in result.tests if _graders_own(o)}
     return FeedbackView(
         result,
         sections,
         _next_step(sections, catalog, skip, result.tests),
         cards,
-        heatmaps,
+        [h for h in heatmaps if h.test_id not in not_run],
         [note_view(n, catalog) for n in result.integrity],
         found_view(result, catalog),
+    )
+
+
+def _section_view(
+    section: str, result: GradeResult, catalog: Catalog, heatmaps: list[HeatmapView]
+) -> SectionView | None:
+    titles = {s.id: s for s in result.sections}
+    by_test = {h.test_id: h for h in heatmaps}
+    tests = [o for o in result.tests if o.section == section]
+    score = titles.get(section)
+    max_score = score.max_score if score else sum(o.max_points for o in tests)
+    if not tests and not max_score:
+        return None
+    broken_modules = {o.module for o in result.tests if fails_to_import(o)}
+    broken = next((b for b in (broken_module_view(o, catalog) for o in tests) if b is not None), None)
+    start = None if broken is not None else _start(tests, catalog)
+    checks, notes = [], []
+    for outcome in tests:
+        check = _check_view(outcome, catalog, by_test.get(outcome.id))
+        note = not_run_note(outcome, broken_modules, catalog)
+        if note is not None and broken is None:
+            said = not_run_section_note(outcome, catalog)
+            notes += [said] if said not in notes else []  # once per section, above its checks
+        if note is not None:  # a module that does not import is said once, by its section's box
+            check = replace(check, message=Said([]), not_run=note, blocked="", hint="", output="", where=None)
+            check = replace(check, table=None, heatmap=None, diagnosis=None, misconception=None)
+        elif start is not None and _missing(outcome):  # a missing module: said once, by the section
+            check = replace(check, message=Said([]))
+        checks.append(check)
+    return SectionView(
+        section,
+        catalog.t(section_key(section)),
+        score.score if score else sum(o.points for o in tests),
+        max_score,
+        checks,
+        None if notes else start,
+        broken,
+        notes,
     )
 
 

@@ -155,9 +155,11 @@ def _cases(params: dict[str, Any], catalog: Catalog) -> list[Said]:
     named = [[catalog.t(k) for k in keys if isinstance(k, str) and catalog.has(k)] for keys in (failing, passing)]
     if not named[0] or len(named[0]) != len(failing) or len(named[1]) != len(passing):
         return []
+    separator = catalog.t("mismatch.cases-separator") + " "  # "; " or "；" (then stripped)
+    failing_text, passing_text = (separator.join(names).replace("； ", "；") for names in named)
     if not named[1]:
-        return [say(catalog, "mismatch.cases-all-fail", failing=words("; ".join(named[0])))]
-    return [say(catalog, "mismatch.cases", failing=words("; ".join(named[0])), passing=words("; ".join(named[1])))]
+        return [say(catalog, "mismatch.cases-all-fail", failing=words(failing_text))]
+    return [say(catalog, "mismatch.cases", failing=words(failing_text), passing=words(passing_text))]
 
 
 def check_title(test_id: str, catalog: Catalog) -> str:

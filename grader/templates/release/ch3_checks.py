@@ -171,7 +171,26 @@ def _frame_at(place, code):
 
 
 # (pattern of "ErrorType: message", hint key) of any framework; the check list adds its own (HINTS).
-COMMON_HINTS = ((r"^(SyntaxError|ValueError): source code (string )?cannot contain null bytes", "not-utf8"),)
+# Python's own messages, glossed in plain words (hints.python-*: the catalogues' python-errors.gloss,
+# which the grader's reports use for the same messages)
+COMMON_HINTS = (
+    (r"^(SyntaxError|ValueError): source code (string )?cannot contain null bytes", "not-utf8"),
+    (r"^SyntaxError: expected ':'", "python-expected-colon"),
+    (r"^SyntaxError: invalid syntax\. Perhaps you forgot a comma", "python-forgot-comma"),
+    (r"^SyntaxError: '.' was never closed", "python-never-closed"),
+    (r"^SyntaxError: (unmatched '.'|closing parenthesis '.' does not match)", "python-unmatched"),
+    (r"^SyntaxError: (unterminated (triple-quoted )?string literal|EOL while scanning)", "python-unterminated-string"),
+    (r"^SyntaxError: '(return|yield)' outside function", "python-outside-function"),
+    (r"^SyntaxError: unexpected EOF", "python-eof"),
+    (r"^(SyntaxError|IndentationError): unexpected indent", "python-unexpected-indent"),
+    (r"^(SyntaxError|IndentationError): expected an indented block", "python-expected-indent"),
+    (r"^(SyntaxError|IndentationError): unindent does not match", "python-unindent"),
+    (r"^(SyntaxError|TabError): inconsistent use of tabs", "python-tabs"),
+    (r"^SyntaxError: invalid syntax", "python-invalid-syntax"),
+    (r"^(NameError|UnboundLocalError): ", "python-name-not-defined"),
+    (r"^ImportError: cannot import name", "python-cannot-import-name"),
+    (r"^ModuleNotFoundError: No module named", "python-no-module"),
+)
 
 
 def hint_for(error):
@@ -201,6 +220,7 @@ def run_checks(code_of, t, locate, modules=MODULES, stand_ins=()):
         first_of_module = module not in codes
         code = codes[module] = code_of(module) if first_of_module else codes[module]
         if isinstance(code, Unavailable):  # said once per module
+            row["unavailable"] = True
             row["note"], row["code"] = (
                 (with_hint(t(code.key, **code.params), t, code.hint), code.code)
                 if first_of_module
@@ -230,7 +250,7 @@ def run_checks(code_of, t, locate, modules=MODULES, stand_ins=()):
             row["note"] = t("blocked", module=exc.module, reason=t(why.key, **why.params))
         except NotImplementedError as exc:
             frame = student_frame(exc)
-            row["status"] = "todo"
+            row["status"], row["line"] = "todo", frame.line if frame else None
             row["note"] = (
                 t("not-implemented", function=frame.function, where=locate(frame))
                 if frame
@@ -249,8 +269,17 @@ def run_checks(code_of, t, locate, modules=MODULES, stand_ins=()):
 
 
 def next_step(results):
-    """The index of the one check to work on next: the first that does not pass, in book order."""
-    return next((i for i, r in enumerate(results) if r["status"] != "pass"), None)
+    """The index of the one check to work on next, by the grader's rule (the same in every report):
+    a module that stops before any check can run first; else the earliest module, in book order,
+    with a check that does not pass, and there the check of the function written first in the file
+    (a stub's checks wait for its functions in the book's order), else its first that does not pass."""
+    failing = [i for i, r in enumerate(results) if r["status"] != "pass"]
+    stopped = [i for i in failing if results[i].get("unavailable")]
+    if stopped or not failing:
+        return stopped[0] if stopped else None
+    module = results[failing[0]]["module"]
+    here = [i for i in failing if results[i]["module"] == module]
+    return min(here, key=lambda i: (results[i].get("line") or float("inf"), i))
 
 
 def said_once(results, t):

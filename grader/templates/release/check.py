@@ -126,7 +126,7 @@ def load(module, modules_dir, locate, code_of, direct=None):
             )
         frame, error = student_frame(exc), one_line(exc)
         hint = hint_for(error)
-        if hint is None and isinstance(exc, NameError) and frame and locate.in_chapter_notebook(frame):
+        if isinstance(exc, NameError) and frame and locate.in_chapter_notebook(frame):
             hint = "notebook-scratch-name"  # defined by a statement of a cell that is not part of any module
         return Unavailable(
             "import-error",
