@@ -10,7 +10,7 @@ import weakref
 import pytest
 import torch
 
-from grader.suites.compare import Mismatch, expect_cases
+from grader.suites.compare import Mismatch, expect_cases, judged_against
 
 
 def test_a_failing_case_is_freed_with_its_check_without_the_garbage_collector():
@@ -75,3 +75,14 @@ def test_a_complex_output_fails_its_check_saying_so_and_warns_nobody():
     ):
         outcome = judged[name]
         assert outcome.status == "failed" and outcome.detail.key == "mismatch.complex", (name, outcome.detail)
+
+
+@pytest.mark.parametrize("own_value", [0.0, 0.7], ids=["zeros", "constant"])
+def test_own_outputs_that_do_not_vary_are_no_evidence(own_value):
+    """Later code that gives exactly what the student's own earlier class gives passes only when those
+    outputs vary across tokens and sequences: a constant is judged against the reference."""
+    expected = torch.randn(3, 5, 4, generator=torch.Generator().manual_seed(1))
+    own = torch.full_like(expected, own_value)
+    assert judged_against(own.clone(), expected, own) is expected
+    varying = expected * 2
+    assert judged_against(varying.clone(), expected, varying) is None

@@ -142,6 +142,15 @@ def expect_varies(batch: Any, *, what: str, on: str) -> None:
         fail("mismatch.ignores-input", what=what, on=on)
 
 
+def varies(outputs: torch.Tensor) -> bool:
+    """Whether the outputs differ across the tokens and sequences they were computed for (each a
+    different input vector): outputs that are one constant vector everywhere are degenerate."""
+    if outputs.dim() < 2 or outputs.numel() == 0:
+        return False
+    rows = outputs.reshape(-1, outputs.shape[-1])
+    return not all(_indistinguishable(row, rows[0]) for row in rows[1:])
+
+
 def _indistinguishable(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Equal, to within float32 rounding, and finite (non-finite outputs are other checks' to judge)."""
     if a.shape != b.shape or a.dtype != b.dtype:
@@ -188,8 +197,10 @@ def judged_against(actual: Any, expected: torch.Tensor, own: Any) -> torch.Tenso
     their CausalAttention for a wrapper's heads), when that differs from the reference's (the earlier
     class is wrong, and is charged in its own section) and `actual` does not match the reference
     (any correct later code passes). None: `actual` is exactly what the student's own earlier code
-    gives, NaN where it gives NaN, and passes (a NaN is never shown as an expected value)."""
-    if type(own) is not torch.Tensor or not torch.is_floating_point(own):
+    gives, NaN where it gives NaN, and passes (a NaN is never shown as an expected value).
+    Own outputs that do not vary (zeros, one constant) leave no evidence that the later code uses the
+    earlier class: it is then judged against the reference (a module that does nothing earns nothing)."""
+    if type(own) is not torch.Tensor or not torch.is_floating_point(own) or not varies(own):
         return expected
     if _close(own, expected) or _close(actual, expected):
         return expected

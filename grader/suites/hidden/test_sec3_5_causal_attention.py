@@ -135,15 +135,28 @@ def _is_causal(outputs) -> bool:
     )
 
 
+def _mixes_kept_values(run: torch.Tensor, evaluated: torch.Tensor) -> bool:
+    """Whether some number of a row from token 2 on is neither zero nor twice its eval value."""
+    later, full = run[:, 1:].double(), evaluated[:, 1:].double() * 2
+    zero = later.abs() < 1e-6
+    doubled = torch.isclose(later, full, atol=1e-5, rtol=1e-4)
+    return bool((~zero & ~doubled).any())
+
+
 @pytest.mark.points(1)
 def test_dropout_in_train_mode(student):
     got = student.run(P + "train_mode")
     first, second, evaluated = got["first"], got["second"], got["eval"]
     expect_shape(first, (8, 5, 8), what="what.context_vectors", on="on.train_dropout_half")
     expect(bool(torch.isfinite(first).all()), "check.train-finite")
+    expect_shape(evaluated, (8, 5, 8), what="what.context_vectors", on="on.eval_dropout_half")
     expect_varies(evaluated, what="what.context_vectors", on="on.eval_dropout_half")
     expect(not torch.allclose(first, evaluated), "check.train-differs-from-eval")
     expect(not torch.allclose(first, second), "check.train-calls-differ")
+    # From token 2 on, a context vector mixes several values: dropping some of its weights leaves a
+    # mix that is neither zero nor twice the eval one. Dropout on the outputs (elements or rows)
+    # makes every number zero or twice its eval value: that holds causal or not.
+    expect(any(_mixes_kept_values(run, evaluated) for run in (first, second)), "check.dropout-not-on-outputs")
     # Token 1 attends to itself only: dropping its single attention weight gives a zero row,
     # keeping it gives the eval row scaled by 1 / (1 - p). Anything else drops something else.
     # That holds only for a causal module: a broken mask is graded (and diagnosed) elsewhere, so
