@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from grader.i18n import Catalog
-from grader.intake.discovery import find_upload
+from grader.intake.discovery import find_upload, holds_upload
 from grader.records import MODULES, GradeResult, IntegrityNote
 from grader.report.results_file import DISTRIBUTION
 from grader.sandbox.exposure import ANSWER_KEY_PARTS, answer_key_exposure, readable_by_others  # noqa: F401
@@ -64,6 +64,12 @@ def locate_submission(upload: Path) -> Path | None:
     inside it that does), found by the kit's intake: only real folders are entered, never a link,
     not even the upload itself. Reading the files is the intake's job too."""
     return find_upload(upload, follow_root=False)
+
+
+def holds_submission(upload: Path) -> bool:
+    """Whether an upload holds anything to grade (modules, notebooks or a zip, in it or in a folder
+    of it), by the same rules as `grade_upload` reads it: never through a link, not even the upload."""
+    return holds_upload(upload, follow_root=False)
 
 
 @dataclass

@@ -36,6 +36,7 @@ from grader.classroom.deployment import (
     TORCH_REQUIREMENT,
     answer_key_exposure,
     grade_upload,
+    holds_submission,
     locate_submission,
     protection_lines,
     restrict_to_owner,
@@ -166,8 +167,7 @@ def run(root: Path, *, lang: str = "en", visibility: str = "visible") -> dict[st
     started = time.perf_counter()
     log = []
     try:
-        submission = locate_submission(root / "submission")
-        if submission is None:
+        if not holds_submission(root / "submission"):
             result = _failure(catalog.t("classroom.gradescope.no-submission"))
         else:
             graded = grade_upload(root / "submission", lang=lang, report_copy=results_dir / "kit-report")

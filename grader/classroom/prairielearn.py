@@ -42,8 +42,8 @@ from grader.classroom.deployment import (
     Graded,
     answer_key_exposure,
     grade_upload,
+    holds_submission,
     limits_within,
-    locate_submission,
     protection_lines,
     restrict_to_owner,
 )
@@ -217,8 +217,7 @@ def run(root: Path = Path("/grade"), *, lang: str | None = None) -> dict[str, An
     started = time.perf_counter()
     log: list[str] = []
     try:
-        folder = locate_submission(root / "student")
-        if folder is None:
+        if not holds_submission(root / "student"):
             result = not_gradable([catalog.t("prairielearn.no-submission")], catalog)
         else:
             graded = grade_upload(root / "student", lang=lang, limits=limits_within(_timeout(config)))

@@ -43,6 +43,7 @@ from grader.intake.uploads import (
     read_level,
     read_upload,
     upload_level,
+    upload_places,
 )
 from grader.records import IntegrityNote, Submission
 
@@ -54,6 +55,7 @@ __all__ = [
     "discover",
     "find_submissions",
     "find_upload",
+    "holds_upload",
     "holds_submission",
     "notebook_submission",
     "read_candidate",
@@ -219,6 +221,17 @@ def find_upload(path: Path, depth: int = 4, folders: int = 200, *, follow_root: 
     with root:
         parts = upload_level(root, depth, folders)
     return None if parts is None else Path(path).joinpath(*parts)
+
+
+def holds_upload(path: Path, *, follow_root: bool = True) -> bool:
+    """Whether an upload holds anything the grader would read (`grader.intake.uploads.upload_places`:
+    modules or notebooks in it or in a folder of it, or a zip), never through a link (nor through
+    PATH itself when it is a link, unless `follow_root`)."""
+    try:
+        with Folder.open(Path(path), follow=follow_root) as root:
+            return bool(upload_places(root))
+    except (Refused, OSError):
+        return False
 
 
 # -- reading one submission -------------------------------------------------------------------------

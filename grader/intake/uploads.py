@@ -16,13 +16,15 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from grader.intake.archives import MAX_INNER_ZIP_BYTES, ZIP_SUFFIX, Zip
 from grader.intake.files import MAX_ENTRIES, Entry, Refused
 from grader.intake.printable import decode_name
 from grader.intake.submission import MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES, Assembly, is_module_file, reading_order
-from grader.records import IntegrityNote
+from grader.records import MODULES, IntegrityNote
 
 IGNORED_FOLDERS = {"__MACOSX", "__pycache__", ".ipynb_checkpoints"}
 
@@ -188,18 +190,81 @@ def _completeness(folder: Level) -> tuple[int, int]:
     return len({n.lower() for n in names if is_module_file(n)}), sum(n.endswith(".ipynb") for n in names)
 
 
+MAX_PLACES = 8  # places of an upload measured (each read as the grader reads it), shallowest first
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where an upload's submission may be: a folder's own files (`zip` empty), or a zip in it."""
+
+    parts: tuple[str, ...]
+    zip: str = ""
+
+    def shown(self) -> str:
+        return "/".join(self.parts + ((self.zip,) if self.zip else ())) or "."
+
+
+def upload_places(root: Level, depth: int = 4, folders: int = 200, zips: bool = True) -> list[Place]:
+    """The places of ROOT that could hold an upload's submission, breadth first (ROOT itself first),
+    never through a link, at most FOLDERS folders looked at and MAX_PLACES places: a folder holding
+    modules or notebooks, and (with `zips`) each zip in a folder, after that folder's own files."""
+    queue: deque[tuple[str, ...]] = deque([()])
+    seen, found = 0, list[Place]()
+    while queue and seen < folders and len(found) < MAX_PLACES:
+        parts = queue.popleft()
+        seen += 1
+        try:
+            with descend(root, parts) as folder:
+                entries = folder.entries(keep=lambda name: not name.startswith("."))
+        except (Refused, OSError):
+            continue
+        if any(e.kind == "file" and worth_reading(e.name) for e in entries):
+            found.append(Place(parts))
+        if zips:
+            found += [Place(parts, e.name) for e in entries if e.kind == "file" and e.name.lower().endswith(ZIP_SUFFIX)]
+        if len(parts) < depth:
+            queue.extend(parts + (e.name,) for e in entries if e.kind == "folder" and e.name not in IGNORED_FOLDERS)
+    return found[:MAX_PLACES]
+
+
 def read_upload(root: Level, assembly: Assembly, zips: bool = True) -> None:
-    """The folder of ROOT that holds an upload's modules (`upload_level`), read into ASSEMBLY; when
-    two or more folders could be it, a remark says which was graded and which were not."""
-    found = upload_levels(root, zips=zips)
-    if not found:
+    """The most complete place of ROOT (`upload_places`), read into ASSEMBLY. Each place is measured
+    by what the grader finds in it (the modules recognised, from .py files, notebooks and zips
+    alike), all of them within ASSEMBLY's remaining budget; the most modules wins, a tie goes to
+    the first place found (the shallowest, then the first in name order, a folder's own files
+    before its zips). When other places hold code too (a module or notebook file, or a zip in
+    which a module is recognised), a remark names the graded one and, in brackets, the others."""
+    places = upload_places(root, zips=zips)
+    if not places:
         return
-    if len(found) > 1:
-        others = ", ".join("/".join(parts) for parts in found[1:])
-        assembly.remarks.append(IntegrityNote("upload-folder", f"{'/'.join(found[0])} ({others})"))
+    counts = _measure(root, places, assembly.left) if len(places) > 1 else [0]
+    order = sorted(range(len(places)), key=lambda i: (-counts[i], i))
+    chosen = places[order[0]]
+    holding = [places[i].shown() for i in order[1:] if counts[i] or not places[i].zip]
+    if holding:
+        assembly.remarks.append(IntegrityNote("upload-folder", f"{chosen.shown()} ({', '.join(holding)})"))
+    _read_place(root, chosen, assembly)
+
+
+def _measure(root: Level, places: list[Place], budget: int) -> list[int]:
+    """How many modules the grader recognises in each place, all read within one BUDGET of bytes."""
+    counts = []
+    for place in places:
+        trial = Assembly("", Path("."), near_misses=False)
+        trial.left = budget
+        _read_place(root, place, trial)
+        budget = max(0, trial.left)
+        counts.append(len((set(trial.py) | set(trial.generated)) & set(MODULES)))
+    return counts
+
+
+def _read_place(root: Level, place: Place, assembly: Assembly) -> None:
     try:
-        with descend(root, found[0]) as folder:
-            read_level(folder, assembly, zips)
+        with descend(root, place.parts) as folder:
+            if place.zip:
+                read_inner_zip(folder, place.zip, assembly)
+            else:
+                read_level(folder, assembly, zips=False)
     except (Refused, OSError):
         return
 
