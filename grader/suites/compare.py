@@ -191,7 +191,7 @@ def expect_equal(actual: Any, expected: Any, *, what: str, on: str = "") -> None
         fail("mismatch.value", what=what, on=on, expected=expected, got=actual)
 
 
-def judged_against(actual: Any, expected: torch.Tensor, own: Any) -> torch.Tensor | None:
+def judged_against(actual: Any, expected: torch.Tensor, own: Any, *, own_must_vary: bool = True) -> torch.Tensor | None:
     """What `actual` (later code's output) is judged against: the reference's `expected`, or `own`,
     what the student's own earlier class gives in its place (a probe's output made with it, e.g.
     their CausalAttention for a wrapper's heads), when that differs from the reference's (the earlier
@@ -199,8 +199,11 @@ def judged_against(actual: Any, expected: torch.Tensor, own: Any) -> torch.Tenso
     (any correct later code passes). None: `actual` is exactly what the student's own earlier code
     gives, NaN where it gives NaN, and passes (a NaN is never shown as an expected value).
     Own outputs that do not vary (zeros, one constant) leave no evidence that the later code uses the
-    earlier class: it is then judged against the reference (a module that does nothing earns nothing)."""
-    if type(own) is not torch.Tensor or not torch.is_floating_point(own) or not varies(own):
+    earlier class: it is then judged against the reference (a module that does nothing earns nothing),
+    unless `own_must_vary` is False: where the later code is the earlier class itself, only built
+    (Exercise 3.3 configures the student's MultiHeadAttention), its outputs are that class's, however
+    little they vary, and a degenerate forward is charged in the earlier section."""
+    if type(own) is not torch.Tensor or not torch.is_floating_point(own) or (own_must_vary and not varies(own)):
         return expected
     if _close(own, expected) or _close(actual, expected):
         return expected
