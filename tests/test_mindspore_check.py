@@ -175,7 +175,7 @@ def test_traps_in_per_module_notebooks_speak_chinese(bundle, tmp_path):
         out,
     ), out
     assert re.search(
-        r"trainable_params\(\) if p\.shape == \(7, 7\)\]：应为 \[\]，实际为 \['mask'\]"
+        r"trainable_params\(\) if p\.shape == \(7, 7\)\]：期望「\[\]」，实际「\['mask'\]」"
         rf"（{S36}\.ipynb 第 1 个代码单元格第 \d+ 行） 提示：" + re.escape(hint(bundle, "mask-trainable", "zh")),
         out,
     ), out

@@ -34,6 +34,7 @@ SEEDED_PROBES = frozenset(
         "sec3_5_causal_attention:book_seed",
         "sec3_6_multi_head_attention:mha_book_seeded",
         "exercise3_2_two_dim_output:seeded_output",
+        "exercise3_2_two_dim_output:seeded_own_classes",  # the same seeded run, with the student's own classes
     }
 )
 
