@@ -211,7 +211,7 @@ def restrict(uid: int, limits: dict) -> list[str]:
             missing.append(f"rlimit-{which}")
     if not isolate_ipc():
         missing.append("ipc")
-    if not cover_shared_folder():
+    if MEMORY_GROUP < 0 and not cover_shared_folder():  # with a group, its files count
         missing.append("dev-shm")
     if not limits.get("network_isolated") and (os.getuid() != 0 or LIBC.unshare(CLONE_NEWNET) != 0):
         missing.append("network")
@@ -276,10 +276,11 @@ def isolate_ipc() -> bool:
 
 
 def cover_shared_folder(folder: str = "/dev/shm") -> bool:
-    """Where the host's /dev/shm is this child's to fill (no bubblewrap, no private view: its files
-    count against no limit of a process), cover it, as root, in a mount namespace of this child's
-    own with an empty, read-only tmpfs (as the private view does; bubblewrap's is not writable by
-    the children either). False where it stays open (not root, or no CAP_SYS_ADMIN)."""
+    """Where the host's /dev/shm is this child's to fill (no bubblewrap, no private view) and no
+    memory group counts its files (they count against no limit of a process), cover it, as root,
+    in a mount namespace of this child's own with an empty, read-only tmpfs (as the private view
+    does; bubblewrap's is not writable by the children either). False where it stays open (not
+    root, or no CAP_SYS_ADMIN)."""
     try:
         if not os.stat(folder).st_mode & stat.S_IWOTH:
             return True  # bubblewrap's or the private view's: closed already
