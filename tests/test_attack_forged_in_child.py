@@ -9,8 +9,9 @@ test_gradients_reach_every_parameter); the same stub without the appended lines 
 
 The second attack (`forge_meta_path.py`) uses neither gc nor frames: the stand-ins finder left on
 sys.meta_path holds the namespace's bound methods, whose `on_import` lambda's __globals__ is the
-child loop's module; there `frame` and `driver.serialise` are looked up at every probe and are
-rebound, replacing any probe's record (same 4 points)."""
+child loop's module; there `frame` and `driver.serialise` were looked up at every probe and were
+rebound, replacing any probe's record (same 4 points). The child now binds what its loop calls
+before student code runs: rebinding a name changes nothing, and this attack earns nothing."""
 
 from __future__ import annotations
 
@@ -28,10 +29,15 @@ ATTACKS = ROOT / "tests" / "attacks" / "round5"
 LIMITS = Limits(probe_seconds=5, probe_wall_seconds=30, submission_seconds=120, cpu_seconds=30)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="a stub 3.5 earns 4/14 by rebinding what the child runs, found without a kit name"
+GC_BOUND = (
+    "Python has no isolation inside a process: code swapped through the garbage collector still forges the"
+    " child's records; the property checks bound what that earns to what causal, input-dependent code earns"
 )
-@pytest.mark.parametrize("attack", ["forge_gc_code", "forge_meta_path"])
+
+
+@pytest.mark.parametrize(
+    "attack", [pytest.param("forge_gc_code", marks=pytest.mark.xfail(strict=True, reason=GC_BOUND)), "forge_meta_path"]
+)
 def test_a_stub_that_rebinds_the_child_earns_nothing(tmp_path, attack):
     cls, out = tmp_path / "class", tmp_path / "reports"
     student = stubs_as_submission(cls / "forger")

@@ -69,7 +69,7 @@ def test_a_clash_is_seen(tmp_path):
 # takes its place here.
 LAYERS = (
     ("__init__",),  # the package itself (for its folder): it imports nothing
-    ("sections", "resources"),  # the manifest of the sections; where the kit's data files are
+    ("sections", "resources", "stand_ins"),  # the sections' manifest; the kit's data files; stand-ins for broken imports
     ("records", "i18n", "quick_exit", "fingerprint"),
     ("lms",),  # each LMS's names and grade import (standard library and records only)
     ("intake",),

@@ -15,13 +15,8 @@ from hypothesis import strategies as st
 
 import grader.classroom.deployment as deployment
 import grader.sandbox.exposure as exposure
-from grader.classroom.deployment import (
-    answer_key_exposure,
-    kit_files,
-    protection_lines,
-    readable_by_others,
-    runtime_requirements,
-)
+from grader.classroom.deployment import answer_key_exposure, protection_lines, readable_by_others, runtime_requirements
+from grader.classroom.kit_wheel import package_files
 from grader.i18n import Catalog
 from grader.records import IntegrityNote
 from grader.report.textsafe import clean, clip, fit_json, json_size
@@ -93,11 +88,15 @@ def test_protection_lines_say_each_missing_protection(lang):
 
 
 def test_the_kit_shipped_to_a_platform_and_its_requirements():
-    names = [name for _, name in kit_files(ROOT)]
-    assert "solutions/sec3_5_causal_attention.py" in names and "pyproject.toml" in names
-    assert any(name.startswith("grader/suites/hidden/") for name in names)
+    names = [name for _, name in package_files()]
+    assert "solutions/sec3_5_causal_attention.py" in names and "grader/suites/hidden/pytest.ini" in names
+    assert any(name.startswith("grader/suites/hidden/test_") for name in names)
     assert not any(
-        "__pycache__" in name or name.endswith(".pyc") or name.startswith(("tests/", "exercises/")) for name in names
+        "__pycache__" in name
+        or name.endswith(".pyc")
+        or "/.cache/" in name
+        or not name.startswith(("grader/", "solutions/"))
+        for name in names
     )
     with open(ROOT / "pyproject.toml", "rb") as handle:
         dependencies = tomllib.load(handle)["project"]["dependencies"]

@@ -2,12 +2,14 @@
 
 The layout: the zip extracted to <root>/source, setup.sh run as Gradescope runs it (as root), with
 apt-get and Python replaced by stand-ins that record what they are asked to install (no package
-index here) while its own steps (the permission lock on the kit) really run, and a Python that
-holds the kit's dependencies but not the kit, as setup.sh's virtual environment does.
+index here) while its own steps really run (the kit's wheel installed with pip, the answer key's
+outputs computed, the permission lock on the kit), on a Python that holds the kit's dependencies but
+not the kit, as setup.sh's virtual environment does.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import stat
@@ -23,6 +25,7 @@ from hypothesis import strategies as st
 from grader import records
 from grader.classroom.deployment import locate_submission, readable_by_others, runtime_requirements
 from grader.classroom.gradescope import MAX_RESULTS_BYTES, VENV, run, to_gradescope
+from grader.classroom.kit_wheel import wheel_name
 from grader.i18n import Catalog
 from grader.records import MODULE_SECTIONS, MODULES, GradeResult, SectionScore
 from tests.conftest import ROOT, solutions_as_submission
@@ -36,6 +39,16 @@ from tests.platforms import (
     open_root,
     remove_root,
 )
+
+WHEEL = wheel_name()
+
+
+@pytest.fixture(scope="module")
+def deps_python():
+    """A Python with the kit's dependencies but not the kit, readable by all as a platform's is."""
+    venv_root = open_root("attention-kit-venv-")
+    yield deps_only_python(venv_root / "deps-only")
+    remove_root(venv_root)
 
 
 @pytest.fixture(scope="module")
@@ -62,21 +75,26 @@ def test_the_command_says_what_to_do_with_the_zip_next(autograder_zip):
         assert "Configure Autograder" in text and str(autograder_zip) in text
 
 
-def test_zip_holds_setup_run_autograder_and_the_kit(autograder_zip):
+def test_zip_holds_setup_run_autograder_and_the_kits_wheel(autograder_zip):
+    """The kit travels as its wheel: no copy of its tree sits beside it."""
     with zipfile.ZipFile(autograder_zip) as archive:
         names = set(archive.namelist())
         setup = archive.read("setup.sh").decode()
         modes = {name: archive.getinfo(name).external_attr >> 16 for name in ("setup.sh", "run_autograder")}
+        with archive.open(WHEEL) as wheel:
+            in_wheel = set(zipfile.ZipFile(io.BytesIO(wheel.read())).namelist())
+    assert names == {"setup.sh", "run_autograder", WHEEL}
     assert {
-        "setup.sh",
-        "run_autograder",
-        "kit/pyproject.toml",
-        "kit/grader/run/__init__.py",
-        "kit/grader/classroom/gradescope.py",
-        "kit/solutions/sec3_5_causal_attention.py",
-    } <= names
-    assert any(name.startswith("kit/grader/suites/hidden/test_") for name in names)
-    assert not any("__pycache__" in name or name.endswith(".pyc") for name in names)
+        "grader/run/__init__.py",
+        "grader/classroom/gradescope.py",
+        "grader/suites/hidden/pytest.ini",
+        "grader/templates/i18n/zh/core.toml",
+        "solutions/sec3_5_causal_attention.py",
+        "attention_kit-0.1.0.dist-info/METADATA",
+        "attention_kit-0.1.0.dist-info/RECORD",
+    } <= in_wheel
+    assert any(name.startswith("grader/suites/hidden/test_") for name in in_wheel)
+    assert not any("__pycache__" in name or name.endswith(".pyc") or "/.cache/" in name for name in in_wheel)
     assert "torch==2.13.0" in setup and "download.pytorch.org/whl/cpu" in setup
     assert all(mode & stat.S_IXUSR for mode in modes.values())
 
@@ -88,12 +106,22 @@ FAKE_PYTHON = """#!/bin/sh
 if [ "$1" = "-c" ]; then exit {too_old}; fi
 if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
   mkdir -p "$3/bin"
-  printf '#!/bin/sh\\necho "venv-python $*" >> "$LOG"\\n' > "$3/bin/python"
+  cp "$VENV_PYTHON" "$3/bin/python"
   chmod +x "$3/bin/python"
   echo "venv {name} $3" >> "$LOG"
   exit 0
 fi
 exit 1
+"""
+# the virtual environment's Python: it records every call; what would come from a package index
+# (torch, the dependencies) is only recorded, the rest (the kit's wheel, the answer key) really runs
+VENV_PYTHON = """#!/bin/sh
+echo "venv-python $*" >> "$LOG"
+case "$*" in
+  *"pip install"*--no-index*) ;;
+  *"pip install"*) exit 0 ;;
+esac
+exec "$KIT_PYTHON" "$@"
 """
 FAKE_APT = """#!/bin/sh
 echo "apt-get $*" >> "$LOG"
@@ -106,19 +134,21 @@ done
 """
 
 
-def dry_run_setup(source_root: Path, work: Path, system_python: str) -> list[str]:
+def dry_run_setup(source_root: Path, work: Path, system_python: str, python: Path) -> list[str]:
     """Run setup.sh with apt-get and Python replaced by recording stand-ins; returns what they recorded.
-    `system_python` is the version of the image's python3: "3.10" (Ubuntu 22.04) or "3.12" (24.04)."""
+    `system_python` is the version of the image's python3: "3.10" (Ubuntu 22.04) or "3.12" (24.04);
+    `python` runs what the virtual environment's Python really does here."""
     shims, tools = work / "shims", work / "tools"
     shims.mkdir(parents=True)
     tools.mkdir()
-    for tool in ("chown", "chmod", "mkdir", "cat", "sh", "bash", "printf"):
+    for tool in ("chown", "chmod", "mkdir", "cat", "sh", "bash", "printf", "cp", "rm"):
         found = shutil.which(tool)
         if found:
             (tools / tool).symlink_to(found)
     too_old = "1" if system_python == "3.10" else "0"
     (shims / "python3").write_text(FAKE_PYTHON.format(version=system_python, too_old=too_old, name="python3"))
     (shims / "apt-get").write_text(FAKE_APT)
+    (work / "venv-python").write_text(VENV_PYTHON)
     for shim in shims.iterdir():
         shim.chmod(0o755)
     log = work / "log"
@@ -130,20 +160,24 @@ def dry_run_setup(source_root: Path, work: Path, system_python: str) -> list[str
         "AUTOGRADER_ROOT": str(source_root),
         "ATTENTION_KIT_VENV": str(work / "venv"),
         "PYTHON311": FAKE_PYTHON.format(version="3.11", too_old="0", name="python3.11"),
+        "VENV_PYTHON": str(work / "venv-python"),
+        "KIT_PYTHON": str(python),
     }
     done = subprocess.run(
-        ["/bin/bash", str(source_root / "source" / "setup.sh")], env=env, capture_output=True, text=True, timeout=120
+        ["/bin/bash", str(source_root / "source" / "setup.sh")], env=env, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0, done.stderr
     return log.read_text().splitlines()
 
 
 @pytest.mark.parametrize("system_python, venv_from", [("3.10", "python3.11"), ("3.12", "python3")])
-def test_setup_installs_dependencies_only_and_locks_the_kit(autograder_zip, tmp_path, system_python, venv_from):
+def test_setup_installs_the_wheel_apart_and_locks_the_kit(
+    autograder_zip, deps_python, tmp_path, system_python, venv_from
+):
     root = tmp_path / "autograder"
     with zipfile.ZipFile(autograder_zip) as archive:
         archive.extractall(root / "source")
-    log = dry_run_setup(root, tmp_path / "work", system_python)
+    log = dry_run_setup(root, tmp_path / "work", system_python, deps_python)
     installs = [line for line in log if line.startswith("apt-get install")]
     assert any("bubblewrap" in line for line in installs)
     assert any("python3.11" in line for line in installs) == (system_python == "3.10")
@@ -160,9 +194,21 @@ def test_setup_installs_dependencies_only_and_locks_the_kit(autograder_zip, tmp_
         "https://download.pytorch.org/whl/cpu",
     ]
     assert calls[1][:5] == ["-m", "pip", "install", "--quiet", "--no-cache-dir"]
-    assert calls[1][5:] == runtime_requirements()  # the dependencies; never the kit
-    assert calls[2:] == [["-s", "-m", "grader.answer_key"], ["-m", "compileall", "-q", str(root / "source" / "kit")]]
-    assert readable_by_others(root / "source" / "kit") is None
+    assert calls[1][5:] == runtime_requirements()  # the dependencies, into the virtual environment
+    kit = root / "source" / "kit"
+    assert calls[2] == [
+        *["-m", "pip", "install", "--quiet", "--no-cache-dir", "--no-deps", "--no-index"],
+        *["--target", str(kit), str(root / "source" / WHEEL)],
+    ]  # the kit, from its wheel, into a folder of its own
+    assert calls[3:] == [["-s", "-m", "grader.answer_key"], ["-m", "compileall", "-q", str(kit)]]
+    assert (kit / "grader" / "classroom" / "gradescope.py").is_file() and (kit / "solutions").is_dir()
+    assert list((kit / "grader" / ".cache").glob("answer-key-*"))  # computed once, at build time
+    assert not list((root / "source").glob("*.whl")) and sorted(p.name for p in (root / "source").iterdir()) == [
+        "kit",
+        "run_autograder",
+        "setup.sh",
+    ]
+    assert readable_by_others(kit) is None
     assert all(not p.stat().st_mode & 0o077 for p in (root / "source").rglob("*") if not p.is_symlink())
 
 
@@ -179,11 +225,11 @@ def test_scripts_name_the_virtual_environment():
 # -- run_autograder on a faithful layout ----------------------------------------------------------
 
 
-def autograder_root(autograder_zip: Path, work: Path) -> Path:
+def autograder_root(set_up: Path) -> Path:
+    """A fresh /autograder: a copy of `set_up/source` as setup.sh left it (modes kept), an empty
+    submission and its metadata."""
     root = open_root("attention-kit-gs-")
-    with zipfile.ZipFile(autograder_zip) as archive:
-        archive.extractall(root / "source")
-    dry_run_setup(root, work, "3.10")
+    shutil.copytree(set_up / "source", root / "source", symlinks=True)
     (root / "submission").mkdir()
     (root / "submission_metadata.json").write_text('{"users": [{"email": "student@example.edu"}]}')
     return root
@@ -193,13 +239,16 @@ SCENARIOS = ("stub-3.3", "hostile", "hostile-old-layout", "linked-module")
 
 
 @pytest.fixture(scope="module")
-def graded(autograder_zip, tmp_path_factory):
+def graded(autograder_zip, deps_python, tmp_path_factory):
     """run_autograder from the zip, per scenario: {"results", "raw", "kit", "stdout", "root_mode"}."""
-    venv_root = open_root("attention-kit-venv-")  # readable by all, as a platform's Python is
-    python = deps_only_python(venv_root / "deps-only")
+    python = deps_python
+    set_up = open_root("attention-kit-gs-setup-")
+    with zipfile.ZipFile(autograder_zip) as archive:
+        archive.extractall(set_up / "source")
+    dry_run_setup(set_up, tmp_path_factory.mktemp("setup"), "3.10", python)  # once: the image
     outcomes = {}
     for scenario in SCENARIOS:
-        root = autograder_root(autograder_zip, tmp_path_factory.mktemp("setup"))
+        root = autograder_root(set_up)
         try:
             env = environment(AUTOGRADER_ROOT=str(root), PYTHON=str(python))
             upload = root / "submission"
@@ -252,7 +301,7 @@ def graded(autograder_zip, tmp_path_factory):
                 shutil.rmtree(site / "solutions", ignore_errors=True)
                 shutil.rmtree(site / "grader", ignore_errors=True)
             remove_root(root)
-    remove_root(venv_root)
+    remove_root(set_up)
     return outcomes
 
 

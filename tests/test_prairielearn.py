@@ -3,9 +3,9 @@ its entrypoint run end to end on a faithful /grade layout with a correct, a bugg
 a hostile submission; every results.json is validated against PrairieLearn's documented format.
 
 No Docker engine runs here. The Dockerfile is checked piece by piece (its instructions, what it copies
-where, and its permission step, executed on a copy of the kit), and the image's filesystem is rebuilt
-under a temporary root: opt/attention-kit as the Dockerfile leaves it, /grade as PrairieLearn mounts it,
-and a Python that holds the kit's dependencies but not the kit.
+where), and the image's filesystem is rebuilt under a temporary root by executing its own steps: the
+kit's wheel installed into opt/attention-kit, the answer key's outputs computed, the permission step;
+/grade as PrairieLearn mounts it, and a Python that holds the kit's dependencies but not the kit.
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ from grader.classroom.deployment import (
     readable_by_others,
     runtime_requirements,
 )
+from grader.classroom.kit_wheel import wheel_name
 from grader.classroom.prairielearn import MAX_RESULTS_BYTES, MAX_TIMEOUT, MIN_TIMEOUT, run, to_prairielearn
-from grader.classroom.prairielearn_question import DEFAULT_TIMEOUT, ENTRYPOINT, KIT_DIR, QUESTION_ID
+from grader.classroom.prairielearn_question import DEFAULT_TIMEOUT, ENTRYPOINT, KIT_DIR, QUESTION_ID, WHEEL_STAGE
 from grader.i18n import Catalog
 from grader.records import MODULES, GradeResult, ProbeError, SectionScore, StudentFrame
 from grader.sandbox.pool import Limits
@@ -239,9 +240,9 @@ def test_the_question_folder_holds_no_answer_key(written):
         if file.is_file():
             text = file.read_text(encoding="utf-8")
             assert not [line for line in secret if line in text], file
-    image = written / "grader-image"
-    outside_kit = [p for p in image.rglob("*") if p.is_file() and "kit" not in p.relative_to(image).parts[:1]]
-    assert sorted(p.name for p in outside_kit) == ["Dockerfile", "attention-kit-grade", "requirements.txt"]
+    image = written / "grader-image"  # the kit is there as its wheel only: no copy of its tree
+    image_files = sorted(p.relative_to(image).as_posix() for p in image.rglob("*"))
+    assert image_files == sorted(["Dockerfile", "attention-kit-grade", "requirements.txt", wheel_name()])
 
 
 def dockerfile(written: Path) -> list[tuple[str, str]]:
@@ -265,31 +266,69 @@ def test_dockerfile_installs_dependencies_only_and_locks_the_kit(written):
     assert (written / "grader-image" / "requirements.txt").read_text().split() == runtime_requirements()
     assert "torch" not in " ".join(runtime_requirements())
     pip_runs = [run for run in runs if "pip install" in run]
-    assert all(KIT_DIR not in run and " ." not in run and "-e " not in run for run in pip_runs)  # never the kit
-    kit_copies = [c for c in copies if c[0].startswith("kit")]
-    assert kit_copies == [["kit/", f"{KIT_DIR}/"]]  # the kit goes to one place only
+    dependencies = [run for run in pip_runs if wheel_name() not in run]
+    assert all(KIT_DIR not in run and " ." not in run and "-e " not in run for run in dependencies)  # never the kit
+    assert [c for c in copies if c[0] != "requirements.txt" and c[1] != ENTRYPOINT] == [
+        [wheel_name(), f"{WHEEL_STAGE}/"]
+    ]  # the kit arrives as its wheel, and only there
+    (install,) = [run for run in pip_runs if wheel_name() in run]
+    assert f"pip install --no-deps --no-index --target {KIT_DIR} {WHEEL_STAGE}/{wheel_name()}" in install
+    assert f"rm -r {WHEEL_STAGE}" in install  # the wheel is not kept in the image's filesystem
     lock = [run for run in runs if f"chmod -R go-rwx {KIT_DIR}" in run]
     assert len(lock) == 1 and f"chown -R root:root {KIT_DIR}" in lock[0]
     order = [args for _, args in steps]
-    assert order.index(lock[0]) > order.index(f"kit/ {KIT_DIR}/")  # locked after it is copied
+    assert order.index(lock[0]) > order.index(install)  # locked after it is installed
     assert ["attention-kit-grade", ENTRYPOINT] in copies and f"chmod 0755 {ENTRYPOINT}" in runs
     assert subprocess.run(["sh", "-n", str(written / "grader-image" / "attention-kit-grade")]).returncode == 0
 
 
-def image_root(written: Path, *, locked: bool = True) -> tuple[Path, Path]:
-    """The grading container's files under a temporary root: opt/attention-kit as the Dockerfile's
-    COPY and permission step leave it (that RUN line executed as written, on this path), and /grade."""
+@pytest.fixture(scope="module")
+def deps_python():
+    """A Python with the kit's dependencies but not the kit, readable by all as a platform's is."""
+    venv_root = open_root("attention-kit-venv-")
+    yield deps_only_python(venv_root / "deps-only")
+    remove_root(venv_root)
+
+
+def run_steps(written: Path, root: Path, python: Path, chosen) -> None:
+    """Execute the Dockerfile's RUN lines that `chosen` picks, as written, with its paths moved under ROOT
+    and `python` the image's Python."""
+    for instruction, args in dockerfile(written):
+        if instruction == "RUN" and chosen(args):
+            for place in (KIT_DIR, WHEEL_STAGE):
+                args = args.replace(place, str(root / place.lstrip("/")))
+            env = {"PATH": f"{python.parent}:/usr/bin:/bin"}
+            done = subprocess.run(["sh", "-c", args], env=env, capture_output=True, text=True, timeout=900)
+            assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def built(written, deps_python):
+    """The image's kit as the Dockerfile builds it, before its permission step: its wheel COPYed to
+    the stage folder, then the RUN lines that install it and compute the answer key's outputs."""
+    root = open_root("attention-kit-pl-image-")
+    (root / WHEEL_STAGE.lstrip("/")).mkdir(parents=True)
+    shutil.copy(written / "grader-image" / wheel_name(), root / WHEEL_STAGE.lstrip("/"))
+    run_steps(written, root, deps_python, lambda args: wheel_name() in args or "grader.answer_key" in args)
+    yield root / KIT_DIR.lstrip("/")
+    remove_root(root)
+
+
+def test_the_image_holds_the_installed_kit_and_its_baked_answer_key(built):
+    assert (built / "grader" / "classroom" / "prairielearn.py").is_file() and (built / "solutions").is_dir()
+    assert (built / "grader" / "suites" / "hidden" / "pytest.ini").is_file()
+    assert list((built / "grader" / ".cache").glob("answer-key-*"))  # computed once, at build time
+    assert not (built.parent.parent / WHEEL_STAGE.lstrip("/")).exists()
+
+
+def image_root(written: Path, built: Path, python: Path, *, locked: bool = True) -> tuple[Path, Path]:
+    """The grading container's files under a temporary root: opt/attention-kit as the Dockerfile
+    leaves it (the built kit, then its permission step executed as written, on this path), and /grade."""
     root = open_root("attention-kit-pl-")
     kit = root / KIT_DIR.lstrip("/")
-    shutil.copytree(written / "grader-image" / "kit", kit)
+    shutil.copytree(built, kit, symlinks=True)
     if locked:
-        (lock,) = [
-            args for instruction, args in dockerfile(written) if instruction == "RUN" and "chmod -R go-rwx" in args
-        ]
-        bin_dir = Path(sys.executable).parent
-        subprocess.run(
-            ["sh", "-c", lock.replace(KIT_DIR, str(kit))], check=True, env={"PATH": f"{bin_dir}:/usr/bin:/bin"}
-        )
+        run_steps(written, root, python, lambda args: "chmod -R go-rwx" in args)
     (root / "grade" / "tests").mkdir(parents=True)
     shutil.copy(written / "questions" / QUESTION_ID / "tests" / "attention-kit.json", root / "grade" / "tests")
     (root / "grade" / "data").mkdir()
@@ -298,12 +337,12 @@ def image_root(written: Path, *, locked: bool = True) -> tuple[Path, Path]:
     return root, kit
 
 
-def test_the_dockerfiles_permission_step_puts_the_kit_out_of_reach(written):
-    root, kit = image_root(written)
+def test_the_dockerfiles_permission_step_puts_the_kit_out_of_reach(written, built, deps_python):
+    root, kit = image_root(written, built, deps_python)
     try:
         assert readable_by_others(kit) is None
         assert answer_key_exposure(kit) == []
-        open_kit = image_root(written, locked=False)
+        open_kit = image_root(written, built, deps_python, locked=False)
         assert readable_by_others(open_kit[1]) is not None
         assert [n.kind for n in answer_key_exposure(open_kit[1])] == ["deploy.kit-readable"]
         remove_root(open_kit[0])
@@ -340,12 +379,11 @@ SCENARIOS = {  # name -> (submission, the kit locked as the Dockerfile leaves it
 
 
 @pytest.fixture(scope="module")
-def graded(written, tmp_path_factory):
-    venv_root = open_root("attention-kit-venv-")  # readable by all, as a platform's Python is
-    python = deps_only_python(venv_root / "deps-only")
+def graded(written, built, deps_python):
+    python = deps_python
     outcomes = {}
     for name, (kind, locked, bwrap) in SCENARIOS.items():
-        root, kit = image_root(written, locked=locked)
+        root, kit = image_root(written, built, python, locked=locked)
         try:
             for file, text in submission(kind, [str(root), str(kit)]).items():
                 (root / "grade" / "student" / file).write_text(text)
@@ -370,7 +408,6 @@ def graded(written, tmp_path_factory):
             }
         finally:
             remove_root(root)
-    remove_root(venv_root)
     return outcomes
 
 

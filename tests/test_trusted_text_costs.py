@@ -501,7 +501,9 @@ def test_the_self_check_quotes_the_line_that_raised_and_notes_an_encoding_it_did
     run = _check(bundle, folder)
     assert run.returncode == 1, run.stdout + run.stderr
     assert re.search(
-        rf"NameError: name 'missing_name' is not defined \({M33}\.py, line {line}\)\n +" + re.escape(RAISING_33) + "\n",
+        rf"NameError: name 'missing_name' is not defined \({M33}\.py, line {line}\)[^\n]*\n +"  # then its gloss
+        + re.escape(RAISING_33)
+        + "\n",
         run.stdout,
     ), run.stdout
     assert DECOY not in run.stdout

@@ -1,14 +1,16 @@
 """What the grading platforms (Gradescope, PrairieLearn) share.
 
-- the kit's files and its runtime requirements, for an autograder zip or a grading image;
+- the kit's runtime requirements, for an autograder zip or a grading image (the kit itself goes
+  there as its wheel: kit_wheel.py);
 - finding the modules in an upload without ever following a link;
 - grading that folder with the kit's own path (`grader.run.grade`) into a folder only the
   grading user can read (the reference outputs cached there must never be in reach of the sandbox);
 - checking, and saying precisely, whether the answer key is out of reach of the sandbox's user.
 
-On both platforms the kit stays out of site-packages, in a folder readable by root only: the
-sandbox's children run under their own uid and, where bubblewrap cannot run (e.g. a container
-without the privileges it needs), file permissions are what keeps the answer key from them.
+On both platforms the kit's wheel is installed with `pip install --no-deps --target` into a folder
+readable by root only, out of site-packages: the sandbox's children run under their own uid and,
+where bubblewrap cannot run (e.g. a container without the privileges it needs), file permissions
+are what keeps the answer key from them.
 """
 
 from __future__ import annotations
@@ -24,16 +26,14 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from grader.fingerprint import SKIPPED_FOLDERS
 from grader.i18n import Catalog
 from grader.intake.discovery import find_upload
 from grader.records import MODULES, GradeResult, IntegrityNote
+from grader.report.results_file import DISTRIBUTION
 from grader.sandbox.exposure import ANSWER_KEY_PARTS, answer_key_exposure, readable_by_others  # noqa: F401
 from grader.sandbox.runs import Limits
 
 ROOT = Path(__file__).resolve().parents[2]
-KIT_PARTS = ("grader", "solutions", "pyproject.toml", "README.md", "LICENSE")
-DISTRIBUTION = "attention-kit"
 REPORT_FILES = ("results.json", "feedback.md", "feedback.html")
 # torch pinned and CPU-only: the build the kit is tested with (an unpinned torch pulls CUDA).
 TORCH_REQUIREMENT = "torch==2.13.0"
@@ -45,28 +45,6 @@ STARTUP_SECONDS = 30
 
 
 # -- the kit, as shipped to a platform ---------------------------------------------------------
-
-
-def kit_files(root: Path = ROOT) -> list[tuple[Path, str]]:
-    """(file, path inside the kit) for every file the grader needs at run time, with the answer key's
-    outputs computed now (`answer_key.bake`: a platform's image built with the same torch finds
-    them; setup.sh and the Dockerfile bake them again where it is another); no other caches, no links."""
-    # here, not at the top: the answer key imports torch, which only building a platform's kit needs
-    from grader.answer_key import KIT_CACHE, bake
-
-    files = [(path, f"grader/.cache/{path.name}") for path in bake(KIT_CACHE)] if root == ROOT else []
-    for part in KIT_PARTS:
-        path = root / part
-        if path.is_file() and not path.is_symlink():
-            files.append((path, part))
-        elif path.is_dir() and not path.is_symlink():
-            for folder, dirs, names in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if d not in SKIPPED_FOLDERS)
-                for name in sorted(names):
-                    file = Path(folder) / name
-                    if file.suffix != ".pyc" and file.is_file() and not file.is_symlink():
-                        files.append((file, file.relative_to(root).as_posix()))
-    return files
 
 
 def runtime_requirements() -> list[str]:

@@ -6,10 +6,10 @@ execution_time, output, output_format, visibility, stdout_visibility, extra_data
 number, score, max_score, status, output, visibility), https://gradescope-autograders.readthedocs.io/
 en/latest/specs/ (github.com/gradescope/autograder_samples, docs/specs.md).
 
-`build_autograder_zip(OUT.zip)` writes setup.sh, run_autograder (templates/gradescope/) and the kit
-under kit/. setup.sh installs Python >= 3.11, bubblewrap, torch (pinned, CPU) and the kit's runtime
-dependencies into a virtual environment: never the kit itself, which stays in
-/autograder/source/kit, readable by root only. run_autograder calls
+`build_autograder_zip(OUT.zip)` writes setup.sh, run_autograder (templates/gradescope/) and the kit's
+wheel (kit_wheel.py). setup.sh installs Python >= 3.11, bubblewrap, torch (pinned, CPU) and the kit's
+runtime dependencies into a virtual environment, and the wheel with `pip install --no-deps --target
+/autograder/source/kit`: out of site-packages, readable by root only. run_autograder calls
 ``python -m grader.classroom.gradescope run``: the upload is located without following links, read
 by the kit's intake, graded by `grader.run.grade` into a private folder, and converted to
 Gradescope's results.json. Whatever happens, a results.json is written: a grader failure gives
@@ -24,6 +24,7 @@ import json
 import re
 import stat
 import sys
+import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -35,13 +36,13 @@ from grader.classroom.deployment import (
     TORCH_REQUIREMENT,
     answer_key_exposure,
     grade_upload,
-    kit_files,
     locate_submission,
     protection_lines,
     restrict_to_owner,
     runtime_requirements,
 )
 from grader.classroom.feedback_channels import channel_macros, check_blocks
+from grader.classroom.kit_wheel import build_wheel, wheel_name
 from grader.i18n import LANGUAGES, TEMPLATES_DIR, Catalog
 from grader.quick_exit import exit_now
 from grader.records import GradeResult
@@ -79,6 +80,7 @@ def render_scripts(*, lang: str = "en", visibility: str = "visible") -> dict[str
         "torch": TORCH_REQUIREMENT,
         "torch_index": TORCH_INDEX,
         "requirements": runtime_requirements(),
+        "wheel": wheel_name(),
     }
     return {
         name: env.get_template(f"{name}.j2").render(context).replace("\r\n", "\n")
@@ -96,8 +98,11 @@ def build_autograder_zip(out: Path, *, lang: str = "en", visibility: str = "visi
             info.external_attr = (stat.S_IFREG | 0o755) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(info, text)
-        for path, name in kit_files(ROOT):
-            archive.write(path, f"kit/{name}")
+        with tempfile.TemporaryDirectory(prefix="attention-kit-wheel-") as folder:
+            wheel = build_wheel(Path(folder))
+            info = zipfile.ZipInfo(wheel.name, date_time=(2024, 1, 1, 0, 0, 0))
+            info.external_attr = (stat.S_IFREG | 0o644) << 16
+            archive.writestr(info, wheel.read_bytes(), zipfile.ZIP_STORED)  # a wheel is compressed already
     return out
 
 

@@ -17,7 +17,7 @@ schema apps/prairielearn/src/schemas/infoQuestion.ts):
   <pl-external-grader-results> in the submission panel.
 
 `grade prairielearn OUT` writes OUT/questions/<id>/ (info.json, question.html, tests/) and
-OUT/grader-image/ (Dockerfile, requirements.txt, the entrypoint, kit/): see `question`. In the
+OUT/grader-image/ (Dockerfile, requirements.txt, the entrypoint, the kit's wheel): see `question`. In the
 container, the entrypoint runs ``python -m grader.classroom.prairielearn run``: /grade becomes
 reachable by root only, the upload is located without following links, read by the kit's intake and
 graded by `grader.run.grade` (the same path as `grade`), and results.json is written, always.

@@ -7,11 +7,12 @@ OUT/questions/<id>/      copy into the course's questions/ folder
     tests/attention-kit.json   the feedback's language, read by the entrypoint (/grade/tests)
     stubs/               (editors only) the stubs the editors start from
 OUT/grader-image/        `docker build` context of the image named in info.json
-    Dockerfile           Python 3.11, bubblewrap, torch (pinned, CPU), the kit's dependencies; the kit
-                         in /opt/attention-kit, outside site-packages, readable by root only
+    Dockerfile           Python 3.11, bubblewrap, torch (pinned, CPU), the kit's dependencies; the kit's
+                         wheel installed in /opt/attention-kit (pip --target), outside site-packages,
+                         readable by root only
     requirements.txt     the kit's runtime dependencies (from pyproject.toml)
     attention-kit-grade  the entrypoint
-    kit/                 the kit (grader, solutions, templates): never in the question's folder
+    attention_kit-<version>-py3-none-any.whl   the kit's wheel (kit_wheel.py): never in the question's folder
 OUT/README.md            what to build, push and copy
 
 Formats are PrairieLearn's (see grader.classroom.prairielearn).
@@ -25,7 +26,8 @@ import shutil
 import uuid
 from pathlib import Path
 
-from grader.classroom.deployment import ROOT, TORCH_INDEX, TORCH_REQUIREMENT, kit_files, runtime_requirements
+from grader.classroom.deployment import TORCH_INDEX, TORCH_REQUIREMENT, runtime_requirements
+from grader.classroom.kit_wheel import build_wheel, wheel_name
 from grader.classroom.prairielearn import CONFIG_NAME, DEFAULT_TIMEOUT, MAX_TIMEOUT, MIN_TIMEOUT
 from grader.i18n import LANGUAGES, TEMPLATES_DIR, Catalog
 from grader.records import MODULES
@@ -34,6 +36,7 @@ from grader.resources import STUBS_DIR
 QUESTION_ID = "attention-ch3"
 KIT_DIR = "/opt/attention-kit"
 ENTRYPOINT = "/usr/local/bin/attention-kit-grade"
+WHEEL_STAGE = "/tmp/attention-kit-wheel"  # where the Dockerfile puts the wheel while it installs it
 DEFAULT_IMAGE = "attention-kit-grader:0.1.0"
 SUBMIT_MODES = ("upload", "editors")
 # A Docker image reference: [registry[:port]/]name[/name...][:tag]
@@ -141,18 +144,18 @@ def write_question(
         "torch_index": TORCH_INDEX,
         "question_id": QUESTION_ID,
         "timeout": timeout,
+        "wheel": wheel_name(),
+        "wheel_stage": WHEEL_STAGE,
     }
     write(image_dir / "Dockerfile", text.get_template("Dockerfile.j2").render(context))
     write(image_dir / "requirements.txt", "\n".join(runtime_requirements()) + "\n")
     write(image_dir / "attention-kit-grade", text.get_template("entrypoint.sh.j2").render(context), 0o755)
-    kit = image_dir / "kit"
+    kit = image_dir / "kit"  # where an older `grade prairielearn` copied the kit's tree
     if kit.is_symlink():
         kit.unlink()
-    shutil.rmtree(kit, ignore_errors=True)  # a fresh copy: nothing of an older kit lingers
-    for path, name in kit_files(ROOT):
-        target = kit / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)
-        written.append(target)
+    shutil.rmtree(kit, ignore_errors=True)
+    for old in image_dir.glob("*.whl"):  # nothing of an older kit lingers
+        old.unlink()
+    written.append(build_wheel(image_dir))
     write(out / "README.md", text.get_template("README.md.j2").render(context))
     return written

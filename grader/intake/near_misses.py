@@ -18,6 +18,8 @@ files whose other names were not compared, for a note.
 from __future__ import annotations
 
 import ast
+import bisect
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -97,9 +99,10 @@ class _Module:
                 for t in n.targets
                 if isinstance(t, ast.Name)
             ]
-        else:
+        else:  # numbered in one pass: counting from the start for each name would be quadratic
+            line_starts = [0, *(m.end() for m in re.finditer("\n", source))]
             self.top = [
-                self.place(m.group(1) or m.group(2), source.count("\n", 0, m.start()) + 1)
+                self.place(m.group(1) or m.group(2), bisect.bisect_right(line_starts, m.start()))
                 for m in _TOP_LEVEL_NAME.finditer(source)
             ]
 

@@ -23,7 +23,8 @@ import signal
 import stat
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
 
 from grader.frameworks import namespace_for
 from grader.sandbox import driver, oom, seccomp
@@ -83,32 +84,68 @@ def run(
     os.closerange(low, 1 << 16)
     restrict(uid, job["limits"])
     os.chdir(scratch)
-    run_probe, park = driver.MODES[job["mode"]], command_fd >= 0
+    # Everything the loop calls once student code has run is bound here, before it does: a student
+    # module that reaches this module's globals (through any function of it, e.g. a callback the
+    # stand-ins hold) and rebinds a name there changes nothing the loop runs. Python gives no
+    # isolation inside a process (the garbage collector, frames and code objects stay reachable);
+    # the hidden suites bound what that can earn (docs/architecture.md, "Trust boundary").
+    loop = _Loop(
+        dict(driver.MODES),
+        driver.serialise,
+        write_all,
+        frame,
+        frame_head,
+        left_behind,
+        driver.StudentNamespace,
+        namespace_for,
+    )
+    namespace, run_probes, wait_for_command, forget_modules = (
+        _namespace,
+        _run_probes,
+        _wait_for_command,
+        _forget_modules,
+    )
+    exit_now = os._exit
+    run_probe, park = loop.modes[job["mode"]], command_fd >= 0
     students = {os.path.splitext(os.path.basename(name))[0] for name in job["files"]}
     warm = WORKER_MODULES or frozenset(sys.modules)  # none of them comes from the scratch folder
     while True:
-        ns = _namespace(job.get("track", "pytorch"), scratch, poisoned, write_fd)
-        pending, all_run = _run_probes(remaining, run_probe, probes, ns, scratch, write_fd)
-        write_all(write_fd, pending)  # the last result, exactly as a child that does not park sends it
+        ns = namespace(job.get("track", "pytorch"), scratch, poisoned, write_fd, loop)
+        pending, all_run = run_probes(remaining, run_probe, probes, ns, scratch, write_fd, loop)
+        loop.write_all(write_fd, pending)  # the last result, exactly as a child that does not park sends it
         if not (park and all_run):
             break
         try:
-            command = _wait_for_command(write_fd, command_fd)
-            remaining, run_probe, park = command["probes"], driver.MODES[command["mode"]], command["park"]
-            _forget_modules(os.path.realpath(scratch), students, warm)
+            command = wait_for_command(write_fd, command_fd, loop)
+            remaining, run_probe, park = command["probes"], loop.modes[command["mode"]], command["park"]
+            forget_modules(os.path.realpath(scratch), students, warm)
         except BaseException:  # noqa: BLE001 - whatever the code under test broke: the worker uses a fresh child
             break
-    os._exit(0)
+    exit_now(0)
 
 
-def _namespace(track: str, scratch: str, poisoned: dict[str, str], write_fd: int):
-    ns = driver.StudentNamespace(
+class _Loop(NamedTuple):
+    """What the child's loop calls after student code has run, bound before it runs (see `run`)."""
+
+    modes: dict
+    serialise: Callable
+    write_all: Callable
+    frame: Callable
+    frame_head: Callable
+    left_behind: Callable
+    student_namespace: Callable
+    namespace_for: Callable
+
+
+def _namespace(track: str, scratch: str, poisoned: dict[str, str], write_fd: int, loop: _Loop):
+    write, frame_of = loop.write_all, loop.frame
+    ns = loop.student_namespace(
         scratch,
         poisoned,
-        on_import=lambda module: write_all(write_fd, frame({"kind": "import", "name": module})),
-        on_imported=lambda module: write_all(write_fd, frame({"kind": "imported", "name": module})),
+        on_import=lambda module: write(write_fd, frame_of({"kind": "import", "name": module})),
+        on_imported=lambda module: write(write_fd, frame_of({"kind": "imported", "name": module})),
     )
-    return namespace_for(track, ns)  # MindSpore code behind the adapter's facades
+    return loop.namespace_for(track, ns)  # MindSpore code behind the adapter's facades
 
 
 def _forget_modules(directory: str, students: set[str], warm: frozenset[str]) -> None:
@@ -129,33 +166,33 @@ def _forget_modules(directory: str, students: set[str], warm: frozenset[str]) ->
 
 
 def _run_probes(
-    remaining: list[str], run_probe, probes: Mapping, ns, scratch: str, write_fd: int
+    remaining: list[str], run_probe, probes: Mapping, ns, scratch: str, write_fd: int, loop: _Loop
 ) -> tuple[bytes, bool]:
     """One frame per probe; returns the last result's frame (still to write) and whether every
     probe ran (False: this child left something behind and must end, see `left_behind`)."""
     pending = b""
     for name in remaining:
         # a probe's (small) result and the next one's start go in one write: one wake-up of the worker
-        write_all(write_fd, pending + frame({"kind": "start", "name": name}))
-        payload = driver.serialise(run_probe(probes[name], ns, scratch))
-        pending = frame_head({"kind": "result", "name": name}, len(payload))
+        loop.write_all(write_fd, pending + loop.frame({"kind": "start", "name": name}))
+        payload = loop.serialise(run_probe(probes[name], ns, scratch))
+        pending = loop.frame_head({"kind": "result", "name": name}, len(payload))
         if len(payload) > SMALL:
-            write_all(write_fd, pending)
-            write_all(write_fd, payload)  # never copied
+            loop.write_all(write_fd, pending)
+            loop.write_all(write_fd, payload)  # never copied
             pending = b""
         else:
             pending += payload
-        if left_behind():
+        if loop.left_behind():
             return pending, False  # the worker starts a fresh child for the probes after this one
     return pending, True
 
 
-def _wait_for_command(write_fd: int, command_fd: int) -> dict:
+def _wait_for_command(write_fd: int, command_fd: int, loop: _Loop) -> dict:
     """Say "parked" (after the last result) and read the next command (EOFError at the end of the
     pipe). No handler of the code under test runs meanwhile: every signal stays blocked until the
     command is in (the worker stops this child while it waits, and continues it with the command)."""
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
-    write_all(write_fd, frame({"kind": "parked"}))
+    loop.write_all(write_fd, loop.frame({"kind": "parked"}))
     line = _read_line(command_fd)
     signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     return json.loads(line)

@@ -38,7 +38,13 @@ def _flood_payloads():
     yield _document({"ok": {"x": "\U0001F600" + "a" * 250_000}})  # 1 MB once decoded
 
 
+def _flooding_serialise(result):  # runs as the driver's own serialise (its globals are the driver's)
+    return next(_flood_cycle)  # noqa: F821 - put in the driver's globals below
+
+
 if _driver is not None and not getattr(_driver, "_flooded", False):
+    # The child binds the driver's serialise before student code runs, so rebinding the name changes
+    # nothing: the function's code itself is replaced (Python has no isolation inside a process).
     _driver._flooded = True
-    _cycle = _itertools.cycle(list(_flood_payloads()))
-    _driver.serialise = lambda result: next(_cycle)
+    _driver._flood_cycle = _itertools.cycle(list(_flood_payloads()))
+    _driver.serialise.__code__ = _flooding_serialise.__code__
