@@ -1,13 +1,15 @@
 """Round-four attacks on memory without memory groups (issue 36, point 5: "every page a
 submission makes — mapped, shared memory, memfd, tmpfs — counts against one limit per submission").
 Where the machine offers no
-memory group, the fallback refuses memfd, but System V shared memory is not refused: a child that
-attaches, fills and detaches 8 MB segments (`tests/attacks/round5_sysv_hoard.py`) keeps twice its
-64 MB limit (128 MB, measured; the segments live as long as the child's IPC namespace) and the
-code under test goes on running. With a memory group the same attack is stopped ("used more than
-64 MB"), and the next student is graded as usual. Second test: without bubblewrap too, /dev/shm."""
+memory group, a child that attaches, fills and detaches 8 MB System V segments
+(`tests/attacks/round5_sysv_hoard.py`) kept twice its 64 MB limit (128 MB, measured; the segments
+live as long as the child's IPC namespace): the fallback now refuses shmget (and msgget), as it
+refuses memfd. With a memory group the same attack is stopped ("used more than 64 MB"). Either
+way the next student is graded as usual. Second test: without bubblewrap too, /dev/shm."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -24,7 +26,6 @@ LIMITS = Limits(
 )
 
 
-@pytest.mark.xfail(strict=True, reason="without memory groups, System V shm keeps twice the limit (128 of 64 MB)")
 def test_without_memory_groups_system_v_shared_memory_is_bounded(tmp_path, monkeypatch):
     def none() -> memory.Hierarchy:
         raise OSError("no cgroup memory controller is mounted")
@@ -37,13 +38,14 @@ def test_without_memory_groups_system_v_shared_memory_is_bounded(tmp_path, monke
     stopped = results["hoard"][PROBE]
     assert isinstance(stopped, ProbeError)
     assert "kept" not in stopped.message, stopped.message  # the hoard never got to say what it kept
+    assert not isinstance(results["honest"][PROBE], ProbeError), results["honest"][PROBE]
 
 
-@pytest.mark.xfail(strict=True, reason="without memory groups nor bubblewrap, /dev/shm keeps twice the limit")
+@pytest.mark.xfail(os.getuid() != 0, strict=True, reason="a child that is not root cannot cover /dev/shm")
 def test_without_memory_groups_nor_bubblewrap_dev_shm_is_bounded(tmp_path, monkeypatch):
-    """The fallback bounds memfd (refused) but not tmpfs: without bubblewrap the host's /dev/shm is
-    the child's to fill, file by file below RLIMIT_FSIZE (128 MB kept under a 64 MB limit; the
-    report does list both missing protections, and the files are removed after the child)."""
+    """Without bubblewrap nor a private view the host's /dev/shm was the child's to fill, file by
+    file below RLIMIT_FSIZE (128 MB kept under a 64 MB limit): a root grader's child now covers it
+    with an empty, read-only tmpfs in a mount namespace of its own before any student code runs."""
 
     def none() -> memory.Hierarchy:
         raise OSError("no cgroup memory controller is mounted")

@@ -20,6 +20,7 @@ import json
 import os
 import resource
 import signal
+import stat
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -35,6 +36,8 @@ PR_SET_DUMPABLE = 4
 CLONE_NEWNET = 0x40000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
+CLONE_NEWNS = 0x00020000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 1, 2, 4, 16384, 1 << 18
 LIBC = ctypes.CDLL(None, use_errno=True)  # loaded once in the worker, not in every child
 SMALL = 64 * 1024
 KEYRINGS_BLOCKED = False  # set by `block_keyrings` in the worker, whose filter every child inherits
@@ -245,6 +248,8 @@ def restrict(uid: int, limits: dict) -> list[str]:
             missing.append(f"rlimit-{which}")
     if not isolate_ipc():
         missing.append("ipc")
+    if MEMORY_GROUP < 0 and not cover_shared_folder():  # with a group, its files count
+        missing.append("dev-shm")
     if not limits.get("network_isolated") and (os.getuid() != 0 or LIBC.unshare(CLONE_NEWNET) != 0):
         missing.append("network")
     if LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
@@ -274,12 +279,13 @@ def block_keyrings(memory_group: int = -1) -> None:
     """Install the keyring filter (`seccomp`) once, in the worker before it forks: every child
     inherits it, at no cost per child. The worker never executes another program, so it can
     give up gaining privileges (which an unprivileged filter needs). Without a memory group
-    (`memory_group`: its cgroup.procs, or -1) the filter refuses memfd_create too: a memfd's
-    pages count against no limit of a process (RLIMIT_AS counts only what is mapped)."""
+    (`memory_group`: its cgroup.procs, or -1) the filter refuses memfd_create, shmget and msgget
+    too: a memfd's or a System V segment's pages count against no limit of a process (RLIMIT_AS
+    counts only what is mapped), nor do message queues (up to 512 MB in an IPC namespace)."""
     global KEYRINGS_BLOCKED, MEMORY_GROUP
     MEMORY_GROUP = memory_group
     LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    KEYRINGS_BLOCKED = seccomp.install(LIBC, memfd=memory_group < 0)
+    KEYRINGS_BLOCKED = seccomp.install(LIBC, uncounted=memory_group < 0)
 
 
 def isolate_ipc() -> bool:
@@ -304,6 +310,27 @@ def isolate_ipc() -> bool:
     except OSError:
         os._exit(NO_NAMESPACE)  # half-made namespace: the uid would be "nobody"; the worker reports a crash
     return True
+
+
+def cover_shared_folder(folder: str = "/dev/shm") -> bool:
+    """Where the host's /dev/shm is this child's to fill (no bubblewrap, no private view) and no
+    memory group counts its files (they count against no limit of a process), cover it, as root,
+    in a mount namespace of this child's own with an empty, read-only tmpfs (as the private view
+    does; bubblewrap's is not writable by the children either). False where it stays open (not
+    root, or no CAP_SYS_ADMIN)."""
+    try:
+        if not os.stat(folder).st_mode & stat.S_IWOTH:
+            return True  # bubblewrap's or the private view's: closed already
+    except OSError:
+        return True  # no such folder
+    if os.getuid() != 0 or LIBC.unshare(CLONE_NEWNS) != 0:
+        return False
+    mount = LIBC.mount
+    mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+    if mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        os._exit(NO_NAMESPACE)  # a namespace whose mounts would reach the host's: never used
+    flags = MS_NOSUID | MS_NODEV | MS_RDONLY
+    return mount(b"tmpfs", folder.encode(), b"tmpfs", flags, b"mode=0711,size=4k") == 0
 
 
 def _vm_size() -> int:

@@ -4,9 +4,11 @@ child): the kernel's keyrings are out of reach.
 A uid's keyrings outlive its processes: a key one student's child adds to its user keyring is
 there for the next child of the same slot (the same uid), i.e. another student. Nothing in
 grading needs keys, so add_key, request_key and keyctl fail with EPERM (as in Docker's default
-profile). Where no memory group counts a submission's memory (`memory`), memfd_create fails too,
-with ENOSYS. Syscalls of another ABI than the interpreter's (i386 or x32 on x86-64) fail too, so that
-the same calls cannot be made under other numbers. Copied into the sandbox: standard library only.
+profile). Where no memory group counts a submission's memory (`memory`), memfd_create, shmget
+and msgget fail too, with ENOSYS: their pages (a memfd's, a System V segment's or message
+queue's, which outlive every mapping) count against no limit of a process. Syscalls of another
+ABI than the interpreter's (i386 or x32 on x86-64) fail too, so that the same calls cannot be
+made under other numbers. Copied into the sandbox: standard library only.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ ENOSYS = 38
 # machine -> (AUDIT_ARCH_*, numbers of add_key, request_key, keyctl)
 ARCHES = {"x86_64": (0xC000003E, (248, 249, 250)), "aarch64": (0xC00000B7, (217, 218, 219))}
 BLOCKED_NAMES = ("add_key", "request_key", "keyctl")
-# memfd_create, refused (as by a kernel without it: libraries fall back to files) where no memory
-# group counts a memfd's pages (see `child.block_keyrings`)
-MEMFD = {"x86_64": 319, "aarch64": 279}
+# memfd_create, shmget and msgget, refused (as by a kernel without them: libraries fall back to
+# files) where no memory group counts their pages (see `child.block_keyrings`); neither machine
+# has the multiplexed ipc() call, and other ABIs are refused whole
+UNCOUNTED = {"x86_64": (319, 29, 68), "aarch64": (279, 194, 186)}
 
 # classic BPF
 LD_W_ABS = 0x20
@@ -62,15 +65,15 @@ def program(arch: int, blocked: tuple[int, ...], missing: tuple[int, ...] = ()) 
     return head + body
 
 
-def install(libc: ctypes.CDLL, memfd: bool = False) -> bool:
-    """Install the filter on this process (and so on everything it starts); `memfd`: refuse
-    memfd_create too. Needs no_new_privs (or CAP_SYS_ADMIN). False where it could not be
+def install(libc: ctypes.CDLL, uncounted: bool = False) -> bool:
+    """Install the filter on this process (and so on everything it starts); `uncounted`: refuse
+    memfd_create, shmget and msgget too. Needs no_new_privs (or CAP_SYS_ADMIN). False where it could not be
     installed (an unknown machine)."""
     known = ARCHES.get(platform.machine())
     if known is None or struct.calcsize("P") != 8:
         return False
     arch, blocked = known
-    instructions = program(arch, blocked, (MEMFD[platform.machine()],) if memfd else ())
+    instructions = program(arch, blocked, UNCOUNTED[platform.machine()] if uncounted else ())
     filters = (_Filter * len(instructions))(*[_Filter(*i) for i in instructions])
     prog = _Program(len(instructions), filters)
     return libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) == 0
