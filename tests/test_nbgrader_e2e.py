@@ -401,9 +401,9 @@ def validate(course: Path, notebook: dict | None, name: str) -> str:
 def test_validate_fails_a_blank_notebook_with_where_to_start(released):
     out = validate(released, None, "blank")
     assert "Success" not in out and "VALIDATION FAILED ON 7 CELL(S)" in out
-    assert "Start here -> softmax_naive still raises NotImplementedError (cell In[" in out
+    assert "Start here -> attention_scores_for_query still raises NotImplementedError (cell In[" in out
     assert out.count("Start here ->") == 7  # one per section, on the check its "Next:" names
-    assert "Next: each row of softmax_naive(x) sums to 1" in out
+    assert "Next: attention_scores_for_query(inputs, 2)" in out  # where every channel starts: 3.3's first function
 
 
 def test_validate_fails_a_buggy_notebook_with_the_reason(released):
