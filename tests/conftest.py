@@ -46,6 +46,17 @@ def stubs_as_submission(target: Path) -> Path:
     return target
 
 
+@pytest.fixture(autouse=True)
+def _import_finders_put_back():
+    """A student namespace made in the test process (in-process grading, tracing) puts its stand-ins
+    finder first on sys.meta_path, as the sandbox child does: each test gets the finders it started
+    with back, so that a later test's imports of the seven modules (the stubs, check.py run in this
+    process) are never answered from an earlier test's folder."""
+    finders = list(sys.meta_path)
+    yield
+    sys.meta_path[:] = finders
+
+
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT

@@ -29,7 +29,7 @@ DATE = (2024, 1, 1, 0, 0, 0)  # every entry's timestamp: the same kit gives the 
 
 def wheel_name() -> str:
     """attention_kit-<version>-py3-none-any.whl"""
-    return f"{DISTRIBUTION.replace('-', '_')}-{importlib.metadata.version(DISTRIBUTION)}-py3-none-any.whl"
+    return f"{DISTRIBUTION.replace('-', '_')}-{_installed().version}-py3-none-any.whl"
 
 
 def package_files() -> list[tuple[Path, str]]:
@@ -49,9 +49,19 @@ def package_files() -> list[tuple[Path, str]]:
     return files
 
 
+def _installed() -> importlib.metadata.Distribution:
+    """The distribution pip installed (its .dist-info, which says who installed it), not the
+    `attention_kit.egg-info` a build leaves in a checkout that is on sys.path (the current folder):
+    that one lists the sources, not its metadata files."""
+    found = list(importlib.metadata.distributions(name=DISTRIBUTION))
+    if not found:
+        raise importlib.metadata.PackageNotFoundError(DISTRIBUTION)
+    return next((dist for dist in found if dist.read_text("INSTALLER") is not None), found[0])
+
+
 def _dist_info() -> dict[str, bytes]:
     """The installed distribution's metadata files, by name inside its .dist-info folder."""
-    dist = importlib.metadata.distribution(DISTRIBUTION)
+    dist = _installed()
     listed = [f.as_posix().split(".dist-info/", 1)[1] for f in dist.files or [] if ".dist-info/" in f.as_posix()]
     names = [n for n in listed if n in DIST_INFO_FILES or n.startswith("licenses/")]
     return {name: (dist.read_text(name) or "").encode("utf-8") for name in sorted(names)}
@@ -64,7 +74,7 @@ def _record_line(name: str, data: bytes) -> str:
 
 def build_wheel(folder: Path) -> Path:
     """Write the running kit's wheel into FOLDER; returns its path."""
-    version = importlib.metadata.version(DISTRIBUTION)
+    version = _installed().version
     info = f"{DISTRIBUTION.replace('-', '_')}-{version}.dist-info"
     entries = [(name, file.read_bytes()) for file, name in package_files()]
     entries += [(f"{info}/{name}", data) for name, data in _dist_info().items()]
